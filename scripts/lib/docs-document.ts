@@ -1,0 +1,34 @@
+import { readFileSync } from 'node:fs';
+import { isSafeNumber, parse, stringify } from 'lossless-json';
+import { bundlePath } from './bundle.ts';
+
+/**
+ * The document the docs page renders: the bundle, with one adaptation. The page parses the
+ * document with JavaScript numbers, so it would print the spend budget's maximum,
+ * 9223372036854775807, as 9223372036854776000. A bound beyond ±2^53-1 is therefore left out of
+ * the rendered constraints; the schema's description states it exactly.
+ */
+export function docsDocument(): string {
+  const document = parse(readFileSync(bundlePath, 'utf8'));
+  dropWideBounds(document);
+  return `${stringify(document, undefined, 2)}\n`;
+}
+
+function dropWideBounds(node: unknown): void {
+  if (Array.isArray(node)) {
+    node.forEach(dropWideBounds);
+    return;
+  }
+  if (node === null || typeof node !== 'object') return;
+  const schema = node as Record<string, unknown>;
+  for (const bound of ['minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum']) {
+    const value = schema[bound];
+    if (value !== undefined && typeof value === 'object' && !isSafeNumber(String(value))) {
+      if (typeof schema.description !== 'string' || !schema.description.includes(String(value))) {
+        throw new Error(`a schema with ${bound} ${String(value)} must state it in its description, which the docs show instead`);
+      }
+      delete schema[bound];
+    }
+  }
+  Object.values(schema).forEach(dropWideBounds);
+}

@@ -1,0 +1,96 @@
+// Lints the contract: Redocly (recommended-strict plus our rules, redocly.yaml) on the sources and
+// on the bundle, and Spectral (spectral:oas plus the OWASP API Security ruleset, .spectral.yaml)
+// on the bundle. Any finding, error or warning, fails. The bundle is linted as well as the sources
+// because a component that is only `$ref`'d from the root index looks "used" in the sources.
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { bundleSpec, specRoot } from './lib/bundle.ts';
+import { bin, repoRoot, run } from './lib/run.ts';
+
+interface Finding {
+  tool: string;
+  severity: string;
+  rule: string;
+  where: string;
+  message: string;
+}
+
+interface RedoclyReport {
+  totals: { errors: number; warnings: number };
+  problems: Array<{
+    ruleId: string;
+    severity: string;
+    message: string;
+    location: Array<{ source: { ref: string }; pointer?: string }>;
+  }>;
+}
+
+interface SpectralResult {
+  code: string;
+  severity: number;
+  message: string;
+  path: Array<string | number>;
+}
+
+const SPECTRAL_SEVERITY = ['error', 'warning', 'info', 'hint'];
+
+async function redoclyLint(target: string): Promise<Finding[]> {
+  const result = await run(bin('redocly'), ['lint', target, '--format', 'json', '--max-problems', '1000']);
+  const report = parseJsonOutput<RedoclyReport>(result.stdout, `redocly lint ${target}`, result.stderr);
+  return report.problems.map((problem) => {
+    const location = problem.location[0];
+    return {
+      tool: 'redocly',
+      severity: problem.severity,
+      rule: problem.ruleId,
+      where: location ? `${path.relative(repoRoot, location.source.ref)}${location.pointer ?? ''}` : target,
+      message: problem.message,
+    };
+  });
+}
+
+async function spectralLint(target: string): Promise<Finding[]> {
+  const result = await run(bin('spectral'), ['lint', target, '--ruleset', '.spectral.yaml', '--format', 'json', '--quiet']);
+  const results = parseJsonOutput<SpectralResult[]>(result.stdout || '[]', `spectral lint ${target}`, result.stderr);
+  return results
+    .filter((finding) => finding.severity <= 1)
+    .map((finding) => ({
+      tool: 'spectral',
+      severity: SPECTRAL_SEVERITY[finding.severity] ?? String(finding.severity),
+      rule: finding.code,
+      where: `bundle#/${finding.path.join('/')}`,
+      message: finding.message,
+    }));
+}
+
+function parseJsonOutput<T>(stdout: string, what: string, stderr: string): T {
+  const start = stdout.search(/[[{]/);
+  try {
+    return JSON.parse(stdout.slice(start)) as T;
+  } catch {
+    throw new Error(`${what} did not print a JSON report:\n${stdout}\n${stderr}`);
+  }
+}
+
+const workDir = mkdtempSync(path.join(tmpdir(), 'spec-lint-'));
+try {
+  const bundled = path.join(workDir, 'openapi.json');
+  writeFileSync(bundled, await bundleSpec());
+  const findings = [
+    ...(await redoclyLint(specRoot)),
+    ...(await redoclyLint(bundled)).map((finding) => ({ ...finding, where: finding.where.replace(/^.*openapi\.json/, 'bundle') })),
+    ...(await spectralLint(bundled)),
+  ];
+  for (const finding of findings) {
+    console.log(`${finding.tool} ${finding.severity} ${finding.rule} at ${finding.where}\n    ${finding.message}`);
+  }
+  if (findings.length > 0) {
+    console.error(`\nspec:lint: ${findings.length} finding(s); the contract must lint clean.`);
+    process.exitCode = 1;
+  } else {
+    console.log('spec:lint: Redocly (sources and bundle) and Spectral (spectral:oas + OWASP): no findings.');
+  }
+} finally {
+  rmSync(workDir, { recursive: true, force: true });
+}

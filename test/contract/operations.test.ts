@@ -1,0 +1,124 @@
+// Every operation of the interface document and of decisions.md, with its method and path.
+import { describe, expect, test } from 'vitest';
+import { loadBundle } from '../support/contract.ts';
+
+const org = '/v1/orgs/{org}';
+
+/** [operationId, method, path]: interface document section 4, then decisions.md. */
+const operations: Array<[string, string, string]> = [
+  // Interface document 4.1 compute
+  ['createVm', 'post', `${org}/compute/vms`],
+  ['listVms', 'get', `${org}/compute/vms`],
+  ['getVm', 'get', `${org}/compute/vms/{vm_id}`],
+  ['rebuildVm', 'post', `${org}/compute/vms/{vm_id}/rebuild`],
+  ['setVmProtection', 'put', `${org}/compute/vms/{vm_id}/protection`],
+  ['scheduleVmRestart', 'post', `${org}/compute/vms/{vm_id}/scheduled-actions`],
+  ['listVmScheduledActions', 'get', `${org}/compute/vms/{vm_id}/scheduled-actions`],
+  ['cancelScheduledAction', 'delete', `${org}/compute/scheduled-actions/{schedule_id}`],
+  ['collectConsole', 'get', `${org}/compute/vms/{vm_id}/console`],
+  ['listImages', 'get', `${org}/compute/images`],
+  ['associatePublicIp', 'post', `${org}/compute/public-ips/{public_ip_id}/associate`],
+  ['releasePublicIp', 'delete', `${org}/compute/public-ips/{public_ip_id}`],
+  // 4.2 object storage
+  ['getBucket', 'get', `${org}/s3/buckets/{bucket_id}`],
+  ['setBucketQuota', 'put', `${org}/s3/buckets/{bucket_id}/quota`],
+  ['restoreBucket', 'post', `${org}/s3/buckets/{bucket_id}/restore`],
+  ['createAccessKey', 'post', `${org}/s3/access-keys`],
+  ['revokeAccessKey', 'delete', `${org}/s3/access-keys/{key_id}`],
+  ['setQuota', 'put', `${org}/s3/quota`],
+  // 4.3 billing, 4.4 API keys, 4.5 operations and organization
+  ['setBillingBudget', 'put', `${org}/billing`],
+  ['listInvoices', 'get', `${org}/invoices`],
+  ['createApiToken', 'post', `${org}/api-tokens`],
+  ['listApiTokens', 'get', `${org}/api-tokens`],
+  ['listOperations', 'get', `${org}/operations`],
+  ['getOrgContext', 'get', org],
+  // decisions.md: missing endpoints
+  ['listRegions', 'get', `${org}/compute/regions`],
+  ['startVm', 'post', `${org}/compute/vms/{vm_id}/start`],
+  ['stopVm', 'post', `${org}/compute/vms/{vm_id}/stop`],
+  ['rebootVm', 'post', `${org}/compute/vms/{vm_id}/reboot`],
+  ['rescueVm', 'post', `${org}/compute/vms/{vm_id}/rescue`],
+  ['unrescueVm', 'post', `${org}/compute/vms/{vm_id}/unrescue`],
+  ['resizeVm', 'post', `${org}/compute/vms/{vm_id}/resize`],
+  ['deleteVm', 'delete', `${org}/compute/vms/{vm_id}`],
+  ['getVmFirewall', 'get', `${org}/compute/vms/{vm_id}/firewall`],
+  ['setVmFirewall', 'put', `${org}/compute/vms/{vm_id}/firewall`],
+  ['requestConsole', 'post', `${org}/compute/vms/{vm_id}/console`],
+  ['listPublicIps', 'get', `${org}/compute/public-ips`],
+  ['allocatePublicIp', 'post', `${org}/compute/public-ips`],
+  ['getPublicIp', 'get', `${org}/compute/public-ips/{public_ip_id}`],
+  ['disassociatePublicIp', 'post', `${org}/compute/public-ips/{public_ip_id}/disassociate`],
+  ['listSshKeys', 'get', `${org}/compute/ssh-keys`],
+  ['createSshKey', 'post', `${org}/compute/ssh-keys`],
+  ['deleteSshKey', 'delete', `${org}/compute/ssh-keys/{ssh_key_id}`],
+  ['createBucket', 'post', `${org}/s3/buckets`],
+  ['listBuckets', 'get', `${org}/s3/buckets`],
+  ['deleteBucket', 'delete', `${org}/s3/buckets/{bucket_id}`],
+  ['listAccessKeys', 'get', `${org}/s3/access-keys`],
+  ['getS3Quota', 'get', `${org}/s3/quota`],
+  ['getBilling', 'get', `${org}/billing`],
+  ['getInvoice', 'get', `${org}/invoices/{invoice_id}`],
+  ['revokeApiToken', 'delete', `${org}/api-tokens/{token_id}`],
+  ['getOperation', 'get', `${org}/operations/{operation_id}`],
+  ['cancelOperation', 'post', `${org}/operations/{operation_id}/cancel`],
+  ['listAuditEvents', 'get', `${org}/audit-events`],
+];
+
+const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'patch', 'head', 'options', 'trace'];
+const document = loadBundle();
+
+function findOperation(operationId: string): { method: string; path: string; operation: Record<string, unknown> } | undefined {
+  for (const [path, item] of Object.entries(document.paths)) {
+    for (const method of HTTP_METHODS) {
+      const operation = item[method] as Record<string, unknown> | undefined;
+      if (operation?.operationId === operationId) return { method, path, operation };
+    }
+  }
+  return undefined;
+}
+
+describe('operations', () => {
+  test.each(operations)('%s is %s %s', (operationId, method, path) => {
+    const found = findOperation(operationId);
+    expect(found, `${operationId} is missing`).toBeDefined();
+    expect({ method: found!.method, path: found!.path }).toEqual({ method, path });
+  });
+
+  test('the contract has no operation beyond these', () => {
+    const declared = Object.values(document.paths).flatMap((item) =>
+      HTTP_METHODS.flatMap((method) => {
+        const operation = item[method] as { operationId?: string } | undefined;
+        return operation ? [operation.operationId] : [];
+      }),
+    );
+    expect(declared.sort()).toEqual(operations.map(([operationId]) => operationId).sort());
+  });
+
+  test.each(operations)('%s requires the scope its method implies', (operationId, method) => {
+    const { operation } = findOperation(operationId)!;
+    expect(operation['x-required-scope']).toBe(method === 'get' ? 'read' : 'write');
+  });
+
+  test.each(operations.filter(([, method]) => method === 'post'))('%s takes an Idempotency-Key header', (operationId) => {
+    const { operation } = findOperation(operationId)!;
+    const parameters = (operation.parameters ?? []) as Array<{ $ref?: string }>;
+    expect(parameters.map((parameter) => parameter.$ref)).toContain('#/components/parameters/IdempotencyKey');
+  });
+
+  test.each(operations)('%s answers errors as problem+json, including 400, 401, 403, 404, 429 and 500', (operationId) => {
+    const { operation } = findOperation(operationId)!;
+    const responses = operation.responses as Record<string, { $ref?: string; content?: Record<string, unknown> }>;
+    for (const status of ['400', '401', '403', '404', '429', '500']) expect(Object.keys(responses)).toContain(status);
+    for (const [status, response] of Object.entries(responses)) {
+      if (Number(status) < 400) continue;
+      const resolved = response.$ref ? resolveResponse(response.$ref) : response;
+      expect(Object.keys(resolved.content ?? {}), `${operationId} ${status}`).toEqual(['application/problem+json']);
+    }
+  });
+});
+
+function resolveResponse(ref: string): { content?: Record<string, unknown> } {
+  const name = ref.split('/').pop()!;
+  return (document.components as unknown as { responses: Record<string, { content?: Record<string, unknown> }> }).responses[name]!;
+}

@@ -1,0 +1,125 @@
+// The Prism mock that front-end teams work against: `npm run mock` serves the contract's
+// examples, lets a caller choose them with `Prefer`, and refuses invalid requests.
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { bin, repoRoot } from '../../scripts/lib/run.ts';
+import { loadBundle } from '../support/contract.ts';
+import { freePort, startProcess, waitForHttp, type Started } from '../support/processes.ts';
+
+const org = '3f6c1a2e-9b4d-4c7a-8e21-5d0b7f9a1c34';
+const auth = { Authorization: 'Bearer cpk_3Ol_Svxj8s6AJH9dF10S5Aq_qj3r9CwRP2hDPHeY4P8' };
+const examples = (loadBundle().components as unknown as { examples: Record<string, { value: unknown }> }).examples;
+
+let mock: Started;
+let base: string;
+
+beforeAll(async () => {
+  const port = await freePort();
+  mock = startProcess(bin('tsx'), [path.join(repoRoot, 'scripts', 'mock.ts'), '--port', String(port)]);
+  base = `http://127.0.0.1:${port}/v1/orgs/${org}`;
+  await waitForHttp(base, mock);
+});
+
+afterAll(() => mock?.stop());
+
+describe('the mock', () => {
+  test('answers a read with the example of the contract', async () => {
+    const response = await fetch(`${base}/billing`, { headers: auth });
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toMatch(/^application\/json/);
+    expect(response.headers.get('x-request-id')).toBeTruthy();
+    expect(await response.json()).toEqual(examples.billing!.value);
+  });
+
+  test('serves the example a caller names with Prefer: example=', async () => {
+    const response = await fetch(`${base}/billing`, {
+      method: 'PUT',
+      headers: { ...auth, 'Content-Type': 'application/json', Prefer: 'example=billing_no_budget' },
+      body: '{"spend_budget_cents": null}',
+    });
+    expect(response.status).toBe(200);
+    expect((await response.json()).spend_budget_cents).toBeNull();
+  });
+
+  test('serves an error example with Prefer: code=', async () => {
+    const response = await fetch(`${base}/operations/c1d2e3f4-a5b6-4c7d-8e9f-0a1b2c3d4e51/cancel`, {
+      method: 'POST',
+      headers: { ...auth, Prefer: 'code=409' },
+    });
+    expect(response.status).toBe(409);
+    expect(response.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+    expect(await response.json()).toMatchObject({ status: 409, code: 'operation_not_cancellable' });
+  });
+
+  test('serves lists with their cursor', async () => {
+    const response = await fetch(`${base}/invoices?limit=3`, { headers: auth });
+    expect(response.status).toBe(200);
+    const page = await response.json();
+    expect(page.items).toHaveLength(3);
+    expect(page.next_cursor).toEqual(expect.any(String));
+  });
+
+  test('refuses a request without a credential', async () => {
+    const response = await fetch(`${base}/billing`);
+    expect(response.status).toBe(401);
+    expect((await response.json()).code).toBe('unauthenticated');
+  });
+
+  test('refuses a body that breaks the contract, with a problem document', async () => {
+    const response = await fetch(`${base}/billing`, {
+      method: 'PUT',
+      headers: { ...auth, 'Content-Type': 'application/json' },
+      body: '{"spend_budget_cents": "100"}',
+    });
+    expect(response.status).toBe(400);
+    expect(response.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+    const problem = await response.json();
+    expect(problem.code).toBe('validation_failed');
+    expect(problem.errors).toEqual([expect.objectContaining({ pointer: '/spend_budget_cents' })]);
+  });
+
+  test('answers an invalid POST with 400 validation_failed naming the field, as the server does', async () => {
+    const response = await fetch(`${base}/api-tokens`, {
+      method: 'POST',
+      headers: { ...auth, 'Content-Type': 'application/json' },
+      body: JSON.stringify({ name: 'x'.repeat(101) }),
+    });
+    expect(response.status).toBe(400);
+    const problem = await response.json();
+    expect(problem.code).toBe('validation_failed');
+    expect(new Set(problem.errors.map((error: { pointer: string }) => error.pointer))).toEqual(new Set(['/name']));
+  });
+
+  test('still serves a declared 422 when asked for it', async () => {
+    const response = await fetch(`${base}/compute/vms`, {
+      method: 'POST',
+      headers: { ...auth, 'Content-Type': 'application/json', Prefer: 'code=422, example=user_data_unsupported' },
+      body: JSON.stringify({
+        name: 'web-2', image: 'ubuntu-24.04', region: 'fra1', vcpus: 2, memory_mb: 4096, disk_gb: 40,
+        storage_pool: 'fra1-ssd', network_profile: 'fra1-standard', user_data: '',
+      }),
+    });
+    expect(response.status).toBe(422);
+    expect((await response.json()).code).toBe('user_data_unsupported');
+  });
+
+  test('refuses an unknown field and a path parameter that is not a uuid', async () => {
+    const unknownField = await fetch(`${base}/billing`, {
+      method: 'PUT',
+      headers: { ...auth, 'Content-Type': 'application/json' },
+      body: '{"spend_budget_cents": 100, "currency": "eur"}',
+    });
+    expect(unknownField.status).toBe(400);
+    const badId = await fetch(`${base}/operations/not-a-uuid`, { headers: auth });
+    expect(badId.status).toBe(400);
+  });
+
+  test('accepts the largest budget, 9223372036854775807, as the real server does', async () => {
+    const response = await fetch(`${base}/billing`, {
+      method: 'PUT',
+      headers: { ...auth, 'Content-Type': 'application/json' },
+      body: '{"spend_budget_cents": 9223372036854775807}',
+    });
+    expect(response.status).toBe(200);
+  });
+});
