@@ -3568,12 +3568,16 @@ export interface components {
              *       "state": "creating"
              *     }
              */
-            after?: Record<string, never> | null;
+            after?: {
+                [key: string]: unknown;
+            } | null;
             /**
              * @description The resource's state before the change; null for a creation or when nothing changed.
              * @example null
              */
-            before?: Record<string, never> | null;
+            before?: {
+                [key: string]: unknown;
+            } | null;
             /**
              * Format: uuid
              * @description The operation the change queued, if any.

@@ -1,0 +1,50 @@
+import express, { type Express } from 'express';
+import type { OperationHandlers } from '../generated/operations.ts';
+import type { IdentityResolver } from './auth/identity.ts';
+import type { Config } from './config.ts';
+import type { RequestContext } from './core/request-context.ts';
+import type { Pool } from './db/pool.ts';
+import { authenticate, authorize } from './http/authentication.ts';
+import { cors } from './http/cors.ts';
+import { errorHandler } from './http/error-handler.ts';
+import { idempotency } from './http/idempotency.ts';
+import { jsonBody, restoreExactIntegers } from './http/json-body.ts';
+import { rateLimit } from './http/rate-limit.ts';
+import { registerHandlers } from './http/register.ts';
+import { requestId } from './http/request-id.ts';
+import { routing } from './http/routing.ts';
+import { contractValidator, translateValidatorErrors } from './http/validation.ts';
+import type { Logger } from './logging.ts';
+
+export interface AppDependencies {
+  config: Pick<Config, 'rateLimit' | 'validateResponses'>;
+  pool: Pool;
+  log: Logger;
+  identity: IdentityResolver;
+  handlers: OperationHandlers<RequestContext>;
+}
+
+/**
+ * The HTTP application, as a visible chain: request id → rate limit → CORS → route → credential
+ * → permission → JSON body → contract validation → Idempotency-Key → handler, and one error
+ * handler at the end that turns every failure into a problem document.
+ */
+export function createApp({ config, pool, log, identity, handlers }: AppDependencies): Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+  app.use(requestId(log));
+  app.use(rateLimit(config.rateLimit));
+  app.use(cors);
+  app.use(routing);
+  app.use(authenticate(identity));
+  app.use(authorize(pool));
+  app.use(jsonBody);
+  app.use(contractValidator({ validateResponses: config.validateResponses }));
+  app.use(translateValidatorErrors);
+  app.use(restoreExactIntegers);
+  app.use(idempotency(pool));
+  registerHandlers(app, handlers);
+  app.use(errorHandler(pool));
+  return app;
+}

@@ -1,0 +1,59 @@
+import type { OperationHandlers } from '../../generated/operations.ts';
+import type { Config } from '../config.ts';
+import type { Clock } from '../core/clock.ts';
+import type { RequestContext } from '../core/request-context.ts';
+import type { Pool, Queryable } from '../db/pool.ts';
+import type { Drivers } from '../drivers/index.ts';
+import type { OperationEngine } from '../engine/engine.ts';
+import type { ExecutorRegistry } from '../engine/executor.ts';
+import type { Logger } from '../logging.ts';
+
+/** What every area of the API is built from. */
+export interface AreaDependencies {
+  pool: Pool;
+  config: Config;
+  clock: Clock;
+  log: Logger;
+  drivers: Drivers;
+  /** Cancels queued operations (cancelOperation). */
+  engine: Pick<OperationEngine, 'cancelQueued'>;
+  /** The spend budget: refuses new billable resources once month-to-date spend reaches it. */
+  budget: BudgetGuard;
+}
+
+/** An area: the handlers of its operations, executors of its operation types, and more. */
+export interface Area<Operations extends keyof OperationHandlers<RequestContext>> {
+  handlers: Pick<OperationHandlers<RequestContext>, Operations>;
+  executors: ExecutorRegistry;
+  /** Billable resources the area runs, metered by the billing area. */
+  usage?: UsageSource;
+  /** Loops that run in the background (reconcilers, schedulers). */
+  background?: BackgroundTask[];
+}
+
+export interface BudgetGuard {
+  /** Throws 409 spend_budget_exceeded while month-to-date spend is at or above the budget. */
+  assertCanCreateBillable(db: Queryable, orgId: string): Promise<void>;
+}
+
+/** One billable resource and its rates per hour, by meter (quantities in the meter's unit per hour). */
+export interface MeteredResource {
+  orgId: string;
+  resourceType: string;
+  resourceId: string;
+  /** For example `{ vcpu_hour: 2, memory_gb_hour: 4, disk_gb_hour: 40 }` for a running 2-vCPU instance. */
+  ratesPerHour: Partial<Record<Meter, number>>;
+}
+
+export type Meter = 'vcpu_hour' | 'memory_gb_hour' | 'disk_gb_hour' | 'public_ip_hour' | 'storage_gb_month' | 'egress_gb';
+
+export interface UsageSource {
+  /** The resources that accrue usage right now, across organizations. */
+  meteredResources(db: Queryable): Promise<MeteredResource[]>;
+}
+
+export interface BackgroundTask {
+  name: string;
+  intervalMs: number;
+  run(signal: AbortSignal): Promise<void>;
+}

@@ -1,0 +1,51 @@
+import { randomUUID } from 'node:crypto';
+import type { PoolClient, Queryable } from '../../db/pool.ts';
+import { generateApiKey } from '../../auth/api-keys.ts';
+import type { Role } from '../../core/principal.ts';
+import { seedPastUsage } from '../billing/usage.ts';
+
+export interface NewOrganization {
+  orgId: string;
+  memberId: string;
+  /** The owner's first API key (read and write), shown once. */
+  apiKey: string;
+  apiKeyId: string;
+}
+
+/**
+ * Creates an organization with its owner, the owner's first API key, its billing account, and
+ * the usage history from which the billing provider issues its past invoices.
+ */
+export async function createOrganization(tx: PoolClient, options: { name: string; ownerSubject: string; ownerIssuer?: string | null; now: Date }): Promise<NewOrganization> {
+  const orgId = randomUUID();
+  await tx.query('INSERT INTO orgs (id, name) VALUES ($1, $2)', [orgId, options.name]);
+  await tx.query('INSERT INTO billing_accounts (org_id) VALUES ($1)', [orgId]);
+  const memberId = await addMember(tx, { orgId, subject: options.ownerSubject, issuer: options.ownerIssuer ?? null, role: 'owner' });
+  const key = await createApiKeyRow(tx, { orgId, memberId, name: 'owner key', scopes: ['read', 'write'], expiresAt: null });
+  await seedPastUsage(tx, orgId, options.now);
+  return { orgId, memberId, apiKey: key.secret, apiKeyId: key.id };
+}
+
+export async function addMember(db: Queryable, member: { orgId: string; subject: string; issuer: string | null; role: Role }): Promise<string> {
+  const id = randomUUID();
+  await db.query('INSERT INTO members (id, org_id, subject, issuer, role) VALUES ($1, $2, $3, $4, $5)', [id, member.orgId, member.subject, member.issuer, member.role]);
+  return id;
+}
+
+export async function createApiKeyRow(
+  db: Queryable,
+  key: { orgId: string; memberId: string; name: string; scopes: string[]; expiresAt: string | null },
+): Promise<{ id: string; secret: string }> {
+  const id = randomUUID();
+  const { secret, hash } = generateApiKey();
+  await db.query(
+    `INSERT INTO api_tokens (id, org_id, member_id, name, scopes, secret_hash, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+    [id, key.orgId, key.memberId, key.name, key.scopes, hash, key.expiresAt],
+  );
+  return { id, secret };
+}
+
+export async function organizationExists(db: Queryable): Promise<boolean> {
+  const { rows } = await db.query('SELECT 1 FROM orgs LIMIT 1');
+  return rows.length > 0;
+}

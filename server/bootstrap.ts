@@ -1,0 +1,30 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { withTransaction, type Pool } from './db/pool.ts';
+import { createOrganization, organizationExists } from './areas/organization/organizations.ts';
+
+const BOOTSTRAP_LOCK = 7_361_204_119;
+
+export interface BootstrapCredentials {
+  org_id: string;
+  api_key: string;
+  base_url: string;
+}
+
+/**
+ * On the first start with an empty database: one organization with an owner API key (read and
+ * write), written to DATA_DIR/bootstrap.json (mode 0600) and returned to be printed once.
+ * Several processes starting together create it once.
+ */
+export async function bootstrapIfEmpty(pool: Pool, options: { dataDir: string; baseUrl: string; now: Date }): Promise<BootstrapCredentials | undefined> {
+  const created = await withTransaction(pool, async (tx) => {
+    await tx.query('SELECT pg_advisory_xact_lock($1)', [BOOTSTRAP_LOCK]);
+    if (await organizationExists(tx)) return undefined;
+    return createOrganization(tx, { name: 'Default organization', ownerSubject: 'owner', now: options.now });
+  });
+  if (!created) return undefined;
+  const credentials: BootstrapCredentials = { org_id: created.orgId, api_key: created.apiKey, base_url: options.baseUrl };
+  mkdirSync(options.dataDir, { recursive: true });
+  writeFileSync(path.join(options.dataDir, 'bootstrap.json'), `${JSON.stringify(credentials, null, 2)}\n`, { mode: 0o600 });
+  return credentials;
+}

@@ -1,0 +1,140 @@
+import path from 'node:path';
+
+/**
+ * The server's configuration, parsed once at start-up from the environment. A bad value stops
+ * start-up with a message naming the variable.
+ */
+export interface Config {
+  host: string;
+  port: number;
+  /** The address clients use, printed at start-up and written to bootstrap.json. */
+  publicBaseUrl: string;
+  /** Where the embedded PostgreSQL and bootstrap.json live. */
+  dataDir: string;
+  /** An external PostgreSQL; when absent, an embedded one runs in `dataDir`. */
+  databaseUrl: string | undefined;
+  logLevel: string;
+  /** Validate every response against the contract (a failure is a 500 and a log line). */
+  validateResponses: boolean;
+  oidc: OidcConfig | undefined;
+  rateLimit: { limit: number; windowSeconds: number };
+  engine: EngineConfig;
+  simulators: SimulatorConfig;
+  /** Background loops (operations workers, reconciler, scheduler, metering); off in some tests. */
+  background: boolean;
+  /** The compute catalogue (regions, images, pools, profiles); the shipped default when absent. */
+  catalogueFile: string | undefined;
+}
+
+export interface OidcConfig {
+  issuer: string;
+  audience: string;
+  /** Defaults to the issuer's discovery document's `jwks_uri`. */
+  jwksUrl: string | undefined;
+}
+
+export interface EngineConfig {
+  /** Operations one process works on at once. */
+  concurrency: number;
+  pollIntervalMs: number;
+  /** How long a claimed operation stays ours without a heartbeat. */
+  leaseMs: number;
+  maxAttempts: number;
+  /** Backoff before retry n is retryBaseMs * 2^(n-1), capped at retryMaxMs. */
+  retryBaseMs: number;
+  retryMaxMs: number;
+  reconcileIntervalMs: number;
+  meteringIntervalMs: number;
+  schedulerIntervalMs: number;
+}
+
+export interface SimulatorConfig {
+  /** Latency of every simulated backend call, drawn uniformly from [min, max]. */
+  latencyMs: [number, number];
+  /** Fault rules, see drivers/simulators/faults.ts. */
+  faults: string;
+}
+
+export class ConfigError extends Error {}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const host = env.HOST ?? '127.0.0.1';
+  const port = integer(env, 'PORT', 8080, 0, 65535);
+  const oidcIssuer = env.OIDC_ISSUER;
+  if (oidcIssuer && !env.OIDC_AUDIENCE) throw new ConfigError('OIDC_AUDIENCE is required when OIDC_ISSUER is set');
+  return {
+    host,
+    port,
+    publicBaseUrl: env.PUBLIC_BASE_URL ?? `http://${host.includes(':') ? `[${host}]` : host}:${port}`,
+    dataDir: path.resolve(env.DATA_DIR ?? 'data'),
+    databaseUrl: env.DATABASE_URL || undefined,
+    logLevel: oneOf(env, 'LOG_LEVEL', 'info', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
+    validateResponses: boolean(env, 'VALIDATE_RESPONSES', true),
+    oidc: oidcIssuer ? { issuer: url(oidcIssuer, 'OIDC_ISSUER'), audience: env.OIDC_AUDIENCE!, jwksUrl: env.OIDC_JWKS_URL ? url(env.OIDC_JWKS_URL, 'OIDC_JWKS_URL') : undefined } : undefined,
+    rateLimit: {
+      limit: integer(env, 'RATE_LIMIT', 600, 1, 1_000_000),
+      windowSeconds: integer(env, 'RATE_LIMIT_WINDOW_SECONDS', 60, 1, 3600),
+    },
+    engine: {
+      concurrency: integer(env, 'WORKER_CONCURRENCY', 4, 0, 64),
+      pollIntervalMs: integer(env, 'WORKER_POLL_MS', 250, 10, 60_000),
+      leaseMs: integer(env, 'WORKER_LEASE_MS', 30_000, 100, 3_600_000),
+      maxAttempts: integer(env, 'OPERATION_MAX_ATTEMPTS', 5, 1, 100),
+      retryBaseMs: integer(env, 'OPERATION_RETRY_BASE_MS', 500, 1, 600_000),
+      retryMaxMs: integer(env, 'OPERATION_RETRY_MAX_MS', 30_000, 1, 3_600_000),
+      reconcileIntervalMs: integer(env, 'RECONCILE_INTERVAL_MS', 5_000, 10, 3_600_000),
+      meteringIntervalMs: integer(env, 'METERING_INTERVAL_MS', 60_000, 10, 3_600_000),
+      schedulerIntervalMs: integer(env, 'SCHEDULER_INTERVAL_MS', 15_000, 10, 3_600_000),
+    },
+    simulators: {
+      latencyMs: range(env, 'SIM_LATENCY_MS', [20, 120]),
+      faults: env.SIM_FAULTS ?? '',
+    },
+    background: boolean(env, 'BACKGROUND_WORK', true),
+    catalogueFile: env.CATALOGUE_FILE ? path.resolve(env.CATALOGUE_FILE) : undefined,
+  };
+}
+
+function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < min || value > max) {
+    throw new ConfigError(`${name} must be an integer from ${min} to ${max}, not ${JSON.stringify(raw)}`);
+  }
+  return value;
+}
+
+function boolean(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (raw === 'true' || raw === '1') return true;
+  if (raw === 'false' || raw === '0') return false;
+  throw new ConfigError(`${name} must be true or false, not ${JSON.stringify(raw)}`);
+}
+
+function oneOf<T extends string>(env: NodeJS.ProcessEnv, name: string, fallback: T, values: readonly T[]): T {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!values.includes(raw as T)) throw new ConfigError(`${name} must be one of ${values.join(', ')}, not ${JSON.stringify(raw)}`);
+  return raw as T;
+}
+
+function range(env: NodeJS.ProcessEnv, name: string, fallback: [number, number]): [number, number] {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const match = /^(\d+)(?:-(\d+))?$/.exec(raw);
+  if (!match) throw new ConfigError(`${name} must be milliseconds, "N" or "MIN-MAX", not ${JSON.stringify(raw)}`);
+  const min = Number(match[1]);
+  const max = match[2] === undefined ? min : Number(match[2]);
+  if (max < min) throw new ConfigError(`${name}: ${max} is below ${min}`);
+  return [min, max];
+}
+
+function url(raw: string, name: string): string {
+  try {
+    return new URL(raw).toString().replace(/\/$/, '');
+  } catch {
+    throw new ConfigError(`${name} must be a URL, not ${JSON.stringify(raw)}`);
+  }
+}

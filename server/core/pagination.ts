@@ -1,0 +1,71 @@
+import { invalidCursor } from '../http/errors.ts';
+
+/**
+ * Keyset pagination. A cursor names its list and the position after which the next page starts
+ * (the sort key of the last item, and its id to break ties), so pages stay stable while items
+ * are created. It is opaque to clients: base64url of a small JSON array.
+ */
+export interface Position {
+  key: string;
+  id: string;
+}
+
+export function encodeCursor(list: string, position: Position): string {
+  return Buffer.from(JSON.stringify([list, position.key, position.id])).toString('base64url');
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const TEXT_ID = /^[A-Za-z0-9_.:-]{1,64}$/;
+
+/**
+ * The position a cursor names, or 400 invalid_cursor when it was not issued for this list. Lists
+ * sort by a timestamp, then by id (a uuid unless `idKind` says otherwise); both are checked so
+ * that a forged cursor cannot reach the database as anything but a valid position.
+ */
+export function decodeCursor(list: string, cursor: string | undefined, idKind: 'uuid' | 'text' = 'uuid'): Position | undefined {
+  if (cursor === undefined) return undefined;
+  try {
+    const decoded: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+    if (
+      Array.isArray(decoded) &&
+      decoded.length === 3 &&
+      decoded[0] === list &&
+      typeof decoded[1] === 'string' &&
+      !Number.isNaN(Date.parse(decoded[1])) &&
+      typeof decoded[2] === 'string' &&
+      (idKind === 'uuid' ? UUID : TEXT_ID).test(decoded[2])
+    ) {
+      return { key: decoded[1], id: decoded[2] };
+    }
+  } catch {
+    // Not ours: falls through to the refusal.
+  }
+  throw invalidCursor();
+}
+
+/**
+ * A page from rows fetched with `LIMIT limit + 1`: the extra row only tells that another page
+ * follows. `positionOf` gives a row's sort key and id.
+ */
+export function page<Row, Item>(
+  list: string,
+  rows: Row[],
+  limit: number,
+  positionOf: (row: Row) => Position,
+  toItem: (row: Row) => Item,
+): { items: Item[]; next_cursor: string | null } {
+  const pageRows = rows.slice(0, limit);
+  const last = pageRows[pageRows.length - 1];
+  return {
+    items: pageRows.map(toItem),
+    next_cursor: rows.length > limit && last !== undefined ? encodeCursor(list, positionOf(last)) : null,
+  };
+}
+
+export const DEFAULT_PAGE_SIZE = 50;
+
+/**
+ * SQL for a timestamp column as a cursor key: ISO 8601 in UTC with microseconds, so the key
+ * compares exactly with the column when it comes back (`$1::timestamptz`).
+ */
+export const sortKeySql = (column: string): string => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;

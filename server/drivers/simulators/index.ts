@@ -1,0 +1,24 @@
+import type { SimulatorConfig } from '../../config.ts';
+import type { Pool } from '../../db/pool.ts';
+import type { Drivers } from '../index.ts';
+import { createBillingProviderSimulator } from './billing-provider.ts';
+import { FaultInjector, parseFaultRules } from './faults.ts';
+import { createHypervisorSimulator } from './hypervisor.ts';
+import { createObjectStoreSimulator } from './object-store.ts';
+
+/** What every simulator is built from. */
+export interface SimulatorDependencies {
+  pool: Pool;
+  latencyMs: [number, number];
+  faults: FaultInjector;
+}
+
+/** The simulated backends of the embedded default: real code, with latency and faults. */
+export function createSimulatedDrivers(pool: Pool, config: SimulatorConfig): Drivers {
+  const dependencies: SimulatorDependencies = { pool, latencyMs: config.latencyMs, faults: new FaultInjector(pool, parseFaultRules(config.faults)) };
+  return {
+    hypervisor: createHypervisorSimulator(dependencies),
+    objectStore: createObjectStoreSimulator(dependencies),
+    billing: createBillingProviderSimulator(dependencies),
+  };
+}

@@ -1,0 +1,31 @@
+import type { PoolClient } from '../db/pool.ts';
+import type { Logger } from '../logging.ts';
+import type { OperationRow, OperationType } from './operation-record.ts';
+
+/**
+ * Carries out one type of operation. The engine calls `perform` (the backend work, which must
+ * be safe to repeat: a crashed attempt is attempted again), then, in one transaction with the
+ * operation's final state, `succeeded` or `failed` to update the resource. `cancelled` runs when
+ * a queued operation is cancelled, to undo what the request changed.
+ */
+export interface Executor<Outcome = unknown> {
+  perform(operation: OperationRow, context: ExecutionContext): Promise<Outcome>;
+  succeeded(tx: PoolClient, operation: OperationRow, outcome: Outcome): Promise<Record<string, unknown> | void>;
+  failed(tx: PoolClient, operation: OperationRow, failure: OperationFailure): Promise<void>;
+  cancelled(tx: PoolClient, operation: OperationRow): Promise<void>;
+}
+
+export interface ExecutionContext {
+  log: Logger;
+  /** Aborted when the process shuts down: the attempt stops and the operation is released. */
+  signal: AbortSignal;
+}
+
+export interface OperationFailure {
+  errorClass: 'backend_unavailable' | 'backend_rejected' | 'internal_error';
+  /** The fixed phrase with its context label, as stored in `error_detail`. */
+  errorDetail: string;
+}
+
+/** Every operation type has an executor: checked when the engine starts. */
+export type ExecutorRegistry = Partial<Record<OperationType, Executor<any>>>;

@@ -1,0 +1,87 @@
+import { randomUUID } from 'node:crypto';
+import type { Queryable } from '../db/pool.ts';
+import type { components } from '../../generated/openapi.ts';
+import { iso, isoOrNull } from '../core/clock.ts';
+
+export type OperationRef = components['schemas']['OperationRef'];
+export type OperationType = OperationRef['type'];
+export type ResourceType = OperationRef['resource_type'];
+
+/** A row of the operations table. */
+export interface OperationRow {
+  id: string;
+  org_id: string;
+  type: OperationType;
+  resource_type: ResourceType;
+  resource_id: string;
+  state: OperationRef['state'];
+  attempt: number;
+  max_attempts: number;
+  payload: Record<string, unknown>;
+  result: Record<string, unknown> | null;
+  created_at: Date;
+  started_at: Date | null;
+  finished_at: Date | null;
+  error_class: OperationRef['error_class'] | null;
+  error_detail: string | null;
+  lease_owner: string | null;
+  lease_expires_at: Date | null;
+}
+
+export function toOperationRef(row: OperationRow): OperationRef {
+  return {
+    id: row.id,
+    type: row.type,
+    resource_type: row.resource_type,
+    resource_id: row.resource_id,
+    state: row.state,
+    attempt: row.attempt,
+    max_attempts: row.max_attempts,
+    created_at: iso(row.created_at),
+    finished_at: isoOrNull(row.finished_at),
+    error_class: row.error_class ?? null,
+    error_detail: row.error_detail,
+  };
+}
+
+export interface NewOperation {
+  orgId: string;
+  type: OperationType;
+  resourceType: ResourceType;
+  resourceId: string;
+  payload?: Record<string, unknown>;
+  maxAttempts: number;
+}
+
+/** Queues an operation: part of the transaction of the change that needs it. */
+export async function enqueueOperation(db: Queryable, operation: NewOperation): Promise<OperationRow> {
+  const { rows } = await db.query<OperationRow>(
+    `INSERT INTO operations (id, org_id, type, resource_type, resource_id, state, max_attempts, payload)
+     VALUES ($1, $2, $3, $4, $5, 'queued', $6, $7) RETURNING *`,
+    [randomUUID(), operation.orgId, operation.type, operation.resourceType, operation.resourceId, operation.maxAttempts, JSON.stringify(operation.payload ?? {})],
+  );
+  return rows[0]!;
+}
+
+/**
+ * Records work that completed synchronously: an operation returned already `succeeded`, with
+ * `finished_at` set.
+ */
+export async function recordFinishedOperation(db: Queryable, operation: NewOperation): Promise<OperationRow> {
+  const { rows } = await db.query<OperationRow>(
+    `INSERT INTO operations (id, org_id, type, resource_type, resource_id, state, attempt, max_attempts, payload, started_at, finished_at)
+     VALUES ($1, $2, $3, $4, $5, 'succeeded', 1, $6, $7, now(), now()) RETURNING *`,
+    [randomUUID(), operation.orgId, operation.type, operation.resourceType, operation.resourceId, operation.maxAttempts, JSON.stringify(operation.payload ?? {})],
+  );
+  return rows[0]!;
+}
+
+/** The latest operation on a resource that is still in flight, if any. */
+export async function inFlightOperation(db: Queryable, orgId: string, resourceType: ResourceType, resourceId: string): Promise<OperationRow | undefined> {
+  const { rows } = await db.query<OperationRow>(
+    `SELECT * FROM operations WHERE org_id = $1 AND resource_type = $2 AND resource_id = $3 AND finished_at IS NULL
+     ORDER BY created_at DESC LIMIT 1`,
+    [orgId, resourceType, resourceId],
+  );
+  return rows[0];
+}

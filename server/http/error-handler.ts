@@ -1,0 +1,70 @@
+import type { NextFunction, Request, Response } from 'express';
+import type { Pool } from '../db/pool.ts';
+import { recordAudit } from '../core/audit.ts';
+import { auditNames } from '../core/audit-names.ts';
+import { completeKey, releaseKey } from '../core/idempotency.ts';
+import { actorOf } from '../core/principal.ts';
+import { ApiError, internalError } from './errors.ts';
+import { stateOf } from './request-state.ts';
+import { ResponseContractError } from './validation.ts';
+
+/**
+ * The one place every error becomes a response: an ApiError is its problem document; anything
+ * else is logged and answered with the fixed 500 problem, disclosing nothing. A write by a known
+ * caller leaves its audit event (denied or failed), and its Idempotency-Key keeps a 4xx answer
+ * for replay but is released after a 5xx, so that a retry runs again.
+ */
+export function errorHandler(pool: Pool) {
+  return async (error: unknown, req: Request, res: Response, _next: NextFunction): Promise<void> => {
+    const state = stateOf(res);
+    const log = state.log;
+    let apiError: ApiError;
+    if (error instanceof ApiError) {
+      apiError = error;
+    } else if (isBodyParserError(error)) {
+      apiError = new ApiError(400, 'malformed_json', 'Malformed JSON body', 'The request body could not be read.');
+    } else {
+      log?.error({ err: error, contract: error instanceof ResponseContractError }, 'request failed');
+      apiError = internalError();
+    }
+    const problem = apiError.toProblem(state.requestId ?? 'req_unknown');
+    try {
+      await bookkeeping(pool, req, res, apiError, problem);
+    } catch (bookkeepingError) {
+      log?.error({ err: bookkeepingError }, 'recording a failed request failed');
+    }
+    if (res.headersSent) return void res.end();
+    for (const [name, value] of Object.entries(apiError.headers)) res.setHeader(name, value);
+    // Written directly rather than through the response validator: a problem document is the
+    // same shape everywhere, and statuses such as 405 or 415 belong to no operation.
+    res.status(apiError.status).type('application/problem+json').send(JSON.stringify(problem));
+  };
+}
+
+async function bookkeeping(pool: Pool, req: Request, res: Response, error: ApiError, problem: object): Promise<void> {
+  const state = stateOf(res);
+  const principal = state.principal;
+  if (!principal || !state.route || req.method === 'GET') return;
+  if (state.idempotency) {
+    if (error.status >= 500) await releaseKey(pool, principal.orgId, state.idempotency.key);
+    else await completeKey(pool, principal.orgId, state.idempotency.key, error.status, problem);
+  }
+  const names = auditNames[state.route.operationId];
+  if (names && !state.audited) {
+    await recordAudit(pool, {
+      orgId: principal.orgId,
+      action: names.action,
+      resourceType: names.resourceType,
+      resourceId: names.idParam ? state.route.params[names.idParam] : null,
+      actor: actorOf(principal),
+      result: error.status === 401 || error.status === 403 ? 'denied' : 'failed',
+      reason: `${error.code}: ${error.detail}`.slice(0, 500),
+      requestId: state.requestId,
+    });
+    state.audited = true;
+  }
+}
+
+function isBodyParserError(error: unknown): boolean {
+  return typeof error === 'object' && error !== null && (error as { type?: string }).type === 'entity.parse.failed';
+}

@@ -1,0 +1,38 @@
+import type { NextFunction, Request, Response } from 'express';
+import type { Pool } from '../db/pool.ts';
+import { claimKey, fingerprintOf } from '../core/idempotency.ts';
+import { idempotencyKeyInUse, idempotencyKeyReused } from './errors.ts';
+import { stateOf } from './request-state.ts';
+
+/**
+ * The Idempotency-Key of a POST: claims it, or answers at once with the stored response
+ * (`Idempotent-Replayed: true`), 409 idempotency_key_in_use or 422 idempotency_key_reused.
+ * Runs after validation, so that the fingerprint is of a valid request.
+ */
+export function idempotency(pool: Pool) {
+  return async (req: Request, res: Response, next: NextFunction): Promise<void> => {
+    const state = stateOf(res);
+    const key = req.get('Idempotency-Key');
+    if (!key || !state.route!.route.idempotencyKey) return next();
+    const fingerprint = fingerprintOf(state.route!.operationId, state.route!.params, req.body);
+    const claim = await claimKey(pool, state.principal!.orgId, key, fingerprint);
+    switch (claim.kind) {
+      case 'claimed':
+        state.idempotency = { key, fingerprint };
+        return next();
+      case 'replay':
+        res.setHeader('Idempotent-Replayed', 'true');
+        res.status(claim.status);
+        if (claim.body === '') {
+          res.end();
+          return;
+        }
+        res.type(claim.status >= 400 ? 'application/problem+json' : 'application/json').send(claim.body);
+        return;
+      case 'reused':
+        throw idempotencyKeyReused();
+      case 'in_use':
+        throw idempotencyKeyInUse();
+    }
+  };
+}

@@ -1,0 +1,43 @@
+import type { Express, Request, Response } from 'express';
+import { operationRoutes, type OperationHandlers, type OperationId } from '../../generated/operations.ts';
+import type { RequestContext } from '../core/request-context.ts';
+import { stateOf } from './request-state.ts';
+import { sendJson } from './send.ts';
+
+type AnyHandler = (request: unknown, context: RequestContext) => Promise<{ status: number; body?: unknown; headers?: Record<string, string> }>;
+
+/**
+ * Mounts one handler per operation of the contract, at the route the contract gives it. The
+ * handler table is typed by the generated `OperationHandlers`, so a missing or mistyped handler
+ * does not compile; start-up also refuses, naming them, if any is missing at run time.
+ */
+export function registerHandlers(app: Express, handlers: OperationHandlers<RequestContext>): void {
+  const operationIds = Object.keys(operationRoutes) as OperationId[];
+  const missing = operationIds.filter((operationId) => typeof handlers[operationId] !== 'function');
+  if (missing.length > 0) throw new Error(`no handler for operations: ${missing.join(', ')}`);
+  for (const operationId of operationIds) {
+    const route = operationRoutes[operationId];
+    const handler = handlers[operationId] as unknown as AnyHandler;
+    app[route.method](route.expressPath, async (req: Request, res: Response) => {
+      const state = stateOf(res);
+      const context: RequestContext = {
+        requestId: state.requestId,
+        principal: state.principal!,
+        log: state.log,
+        idempotency: state.idempotency ? { key: state.idempotency.key } : undefined,
+        flags: state,
+      };
+      const result = await handler(
+        {
+          path: { ...req.params },
+          query: { ...(req.query as object) },
+          headers: { 'Idempotency-Key': req.get('Idempotency-Key') },
+          body: req.body,
+        },
+        context,
+      );
+      for (const [name, value] of Object.entries(result.headers ?? {})) res.setHeader(name, value);
+      sendJson(res, result.status, result.body, result.status >= 400 ? 'application/problem+json' : 'application/json');
+    });
+  }
+}

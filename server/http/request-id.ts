@@ -1,0 +1,37 @@
+import { randomBytes } from 'node:crypto';
+import type { NextFunction, Request, Response } from 'express';
+import type { Logger } from '../logging.ts';
+import { stateOf } from './request-state.ts';
+
+const CLIENT_REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
+
+/**
+ * Gives every request an id (the client's `X-Request-Id` when it is well-formed, else a new one),
+ * echoes it in the `X-Request-Id` response header, and logs one line per request when the
+ * response is finished: never a header or a body, so never a credential.
+ */
+export function requestId(log: Logger) {
+  return (req: Request, res: Response, next: NextFunction): void => {
+    const offered = req.get('X-Request-Id');
+    const id = offered && CLIENT_REQUEST_ID.test(offered) ? offered : `req_${randomBytes(12).toString('base64url')}`;
+    const state = stateOf(res);
+    state.requestId = id;
+    state.startedAt = performance.now();
+    state.log = log.child({ request_id: id });
+    res.setHeader('X-Request-Id', id);
+    res.on('finish', () => {
+      state.log.info(
+        {
+          method: req.method,
+          route: state.route?.route.path ?? null,
+          operation: state.route?.operationId ?? null,
+          org_id: state.principal?.orgId ?? null,
+          status: res.statusCode,
+          duration_ms: Math.round((performance.now() - state.startedAt) * 10) / 10,
+        },
+        'request',
+      );
+    });
+    next();
+  };
+}

@@ -1,0 +1,22 @@
+import type { Response } from 'express';
+import type { Principal } from '../core/principal.ts';
+import type { Logger } from '../logging.ts';
+import type { MatchedRoute } from './route-table.ts';
+
+/** What the pipeline learns about a request, kept on `res.locals` from one stage to the next. */
+export interface RequestState {
+  requestId: string;
+  startedAt: number;
+  log: Logger;
+  route?: MatchedRoute;
+  principal?: Principal;
+  /** Integers of the body beyond 2^53, put back exactly after validation. */
+  exactIntegers?: Array<{ path: Array<string | number>; value: bigint }>;
+  idempotency?: { key: string; fingerprint: Buffer };
+  /** Set once the request's audit event is written, so that it is written once. */
+  audited?: boolean;
+}
+
+export function stateOf(res: Response): RequestState {
+  return res.locals as RequestState;
+}

@@ -1,0 +1,13 @@
+import type { NextFunction, Request, Response } from 'express';
+import { methodNotAllowed, notFound } from './errors.ts';
+import { stateOf } from './request-state.ts';
+import { matchRoute } from './route-table.ts';
+
+/** Finds the contract's operation for the request: unknown paths are 404, other methods 405. */
+export function routing(req: Request, res: Response, next: NextFunction): void {
+  const match = matchRoute(req.method, req.path);
+  if (!match) throw notFound(`No route ${req.method} ${req.path}; every path starts with /v1/orgs/{org}.`);
+  if ('allowed' in match) throw methodNotAllowed(req.method, match.allowed);
+  stateOf(res).route = match;
+  next();
+}

@@ -1,0 +1,93 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { ErrorRequestHandler, RequestHandler } from 'express';
+import * as OpenApiValidator from 'express-openapi-validator';
+import { ApiError, validationFailed, type FieldError } from './errors.ts';
+
+const bundlePath = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'generated', 'openapi.json');
+
+/** The bundled contract the validator checks against (bounds beyond 2^53 as JS numbers). */
+export function loadContract(): Record<string, unknown> {
+  return JSON.parse(readFileSync(bundlePath, 'utf8')) as Record<string, unknown>;
+}
+
+/**
+ * express-openapi-validator, set up in one place: every request is checked against the contract
+ * (parameters, headers, body; unknown query parameters and body fields refused, nothing coerced
+ * in bodies), and every response too unless switched off. Security is checked by our own
+ * middleware, which knows API keys and OIDC tokens.
+ */
+export function contractValidator(options: { validateResponses: boolean }): RequestHandler[] {
+  return OpenApiValidator.middleware({
+    apiSpec: loadContract() as never,
+    validateRequests: {
+      allowUnknownQueryParameters: false,
+      // false: bodies are never coerced ("100" stays a string and is refused where an integer
+      // is due); path, query and header parameters are still read from their strings.
+      coerceTypes: false,
+      removeAdditional: false,
+    },
+    validateResponses: options.validateResponses ? { removeAdditional: false, coerceTypes: false } : false,
+    validateSecurity: false,
+    validateFormats: true,
+    ignoreUndocumented: true,
+    $refParser: { mode: 'dereference' },
+  }) as unknown as RequestHandler[];
+}
+
+interface ValidatorError {
+  status?: number;
+  path?: string;
+  errors?: Array<{ path?: string; message?: string; errorCode?: string }>;
+}
+
+/**
+ * The validator's errors as problems: a request that breaks the contract is
+ * `400 validation_failed` with one JSON Pointer per failing field; a response that breaks it is
+ * our bug, so it becomes the fixed `500 internal_error` (and is logged by the final handler).
+ */
+export const translateValidatorErrors: ErrorRequestHandler = (error: unknown, _req, _res, next) => {
+  const candidate = error as ValidatorError & Error;
+  if (!candidate || typeof candidate !== 'object' || !Array.isArray(candidate.errors) || typeof candidate.status !== 'number') return next(error);
+  if (candidate.status === 500 || candidate.errors.some((item) => item.path?.startsWith('/response'))) {
+    return next(new ResponseContractError(candidate.message));
+  }
+  if (candidate.status === 415) return next(new ApiError(415, 'unsupported_media_type', 'Unsupported media type', candidate.message));
+  const fieldErrors: FieldError[] = candidate.errors.map((item) => ({
+    pointer: toPointer(item.path ?? ''),
+    detail: item.message ?? 'is invalid',
+  }));
+  next(validationFailed(dedupe(fieldErrors)));
+};
+
+/** A response did not match the contract. */
+export class ResponseContractError extends Error {}
+
+/** The validator's paths (`/body/labels/env`, `/query/limit`, `/params/vm_id`, `/headers/idempotency-key`) as pointers. */
+function toPointer(validatorPath: string): string {
+  const [, where, ...rest] = validatorPath.split('/');
+  const tail = rest.join('/');
+  switch (where) {
+    case 'body':
+      return rest.length > 0 ? `/${tail}` : '';
+    case 'params':
+      return `/path/${tail}`;
+    case 'headers':
+      return `/header/${tail}`;
+    case 'query':
+      return `/query/${tail}`;
+    default:
+      return validatorPath;
+  }
+}
+
+function dedupe(errors: FieldError[]): FieldError[] {
+  const seen = new Set<string>();
+  return errors.filter((error) => {
+    const key = `${error.pointer}\u0000${error.detail}`;
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
+}

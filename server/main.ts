@@ -1,0 +1,52 @@
+// `npm start`: serves the API. With no configuration: http://127.0.0.1:8080, an embedded
+// PostgreSQL in ./data, simulated backends. See README "Configuration".
+import { bootstrapIfEmpty } from './bootstrap.ts';
+import { ConfigError, loadConfig, type Config } from './config.ts';
+import { createLogger } from './logging.ts';
+import { startPlatform } from './platform.ts';
+
+let config: Config;
+try {
+  config = loadConfig();
+} catch (error) {
+  if (!(error instanceof ConfigError)) throw error;
+  console.error(`configuration error: ${error.message}`);
+  process.exit(2);
+}
+
+const log = createLogger(config.logLevel);
+const platform = await startPlatform(config, log);
+const baseUrl = process.env.PUBLIC_BASE_URL ?? platform.url;
+const credentials = await bootstrapIfEmpty(platform.pool, { dataDir: config.dataDir, baseUrl, now: new Date() });
+if (credentials) {
+  // Printed once, on the first start, for the operator to copy; never written to the log.
+  process.stdout.write(
+    [
+      '',
+      'First start: created an organization and its owner API key (read and write).',
+      `  org_id:   ${credentials.org_id}`,
+      `  api_key:  ${credentials.api_key}`,
+      `  base_url: ${credentials.base_url}`,
+      `Saved to ${config.dataDir}/bootstrap.json (mode 0600). The key is not shown again.`,
+      '',
+      '',
+    ].join('\n'),
+  );
+}
+log.info({ url: platform.url, data_dir: config.databaseUrl ? undefined : config.dataDir }, 'listening');
+
+let stopping = false;
+for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+  process.on(signal, () => {
+    if (stopping) return;
+    stopping = true;
+    log.info({ signal }, 'shutting down: finishing requests, releasing claimed work');
+    platform.close().then(
+      () => process.exit(0),
+      (error: unknown) => {
+        log.error({ err: error }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  });
+}

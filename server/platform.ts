@@ -1,0 +1,127 @@
+import { randomUUID } from 'node:crypto';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { OperationHandlers } from '../generated/operations.ts';
+import { createApp } from './app.ts';
+import type { Area, AreaDependencies } from './areas/area.ts';
+import { apiTokensArea } from './areas/api-tokens/area.ts';
+import { auditArea } from './areas/audit/area.ts';
+import { billingArea, createBudgetGuard } from './areas/billing/area.ts';
+import { computeArea } from './areas/compute/area.ts';
+import { operationsArea } from './areas/operations/area.ts';
+import { organizationArea } from './areas/organization/area.ts';
+import { storageArea } from './areas/storage/area.ts';
+import { IdentityResolver } from './auth/identity.ts';
+import { OidcVerifier } from './auth/oidc.ts';
+import type { Config } from './config.ts';
+import { BackgroundRunner } from './core/background.ts';
+import { systemClock, type Clock } from './core/clock.ts';
+import { purgeExpiredKeys } from './core/idempotency.ts';
+import type { RequestContext } from './core/request-context.ts';
+import { startEmbeddedDatabase } from './db/embedded.ts';
+import { migrate } from './db/migrate.ts';
+import { createPool, type Pool } from './db/pool.ts';
+import type { Drivers } from './drivers/index.ts';
+import { createSimulatedDrivers } from './drivers/simulators/index.ts';
+import { OperationEngine } from './engine/engine.ts';
+import type { ExecutorRegistry } from './engine/executor.ts';
+import type { Logger } from './logging.ts';
+import type { components } from '../generated/openapi.ts';
+
+export interface Platform {
+  /** Where the API listens, such as http://127.0.0.1:8080. */
+  url: string;
+  pool: Pool;
+  /** Graceful: stops accepting requests, lets in-flight ones finish, releases claimed work. */
+  close(): Promise<void>;
+}
+
+const OPERATION_TYPES: ReadonlyArray<components['schemas']['OperationRef']['type']> = [
+  'vm.create', 'vm.start', 'vm.stop', 'vm.reboot', 'vm.resize', 'vm.rebuild', 'vm.rescue', 'vm.unrescue', 'vm.delete', 'vm.firewall', 'vm.console',
+  'ip.allocate', 'ip.associate', 'ip.disassociate', 'ip.release',
+  'bucket.create', 'bucket.delete', 'bucket.restore', 'bucket.quota', 'access_key.create', 'access_key.revoke',
+];
+
+/** The database this configuration names: DATABASE_URL, or the embedded one in DATA_DIR. */
+export async function openDatabase(config: Config, log: Logger): Promise<{ pool: Pool; stop(): Promise<void> }> {
+  const embedded = config.databaseUrl ? undefined : await startEmbeddedDatabase(config.dataDir, (message) => log.info(message));
+  const pool = createPool(config.databaseUrl ?? embedded!.connectionString);
+  await migrate(pool);
+  return {
+    pool,
+    async stop() {
+      await pool.end();
+      if (embedded?.ownsServer) await embedded.stop();
+    },
+  };
+}
+
+/**
+ * Composes the server: database and migrations, drivers, areas, the operations engine, the HTTP
+ * application and the background loops. Used by `npm start` and by the tests.
+ */
+export async function startPlatform(config: Config, log: Logger, options: { clock?: Clock; drivers?: (pool: Pool) => Drivers } = {}): Promise<Platform> {
+  const database = await openDatabase(config, log);
+  const { pool } = database;
+  const clock = options.clock ?? systemClock;
+  const drivers = options.drivers?.(pool) ?? createSimulatedDrivers(pool, config.simulators);
+  const executors: ExecutorRegistry = {};
+  const engine = new OperationEngine(pool, executors, config.engine, log.child({ component: 'engine' }), `${process.pid}-${randomUUID().slice(0, 8)}`);
+  const dependencies: AreaDependencies = { pool, config, clock, log, drivers, engine, budget: createBudgetGuard(clock) };
+
+  const organization = organizationArea(dependencies);
+  const apiTokens = apiTokensArea(dependencies);
+  const compute = computeArea(dependencies);
+  const storage = storageArea(dependencies);
+  const billing = billingArea(dependencies, [compute.usage, storage.usage].filter((source) => source !== undefined));
+  const operations = operationsArea(dependencies);
+  const audit = auditArea(dependencies);
+  // Typed by the generated OperationHandlers: an operation without a handler does not compile.
+  const handlers: OperationHandlers<RequestContext> = {
+    ...organization.handlers,
+    ...apiTokens.handlers,
+    ...billing.handlers,
+    ...operations.handlers,
+    ...audit.handlers,
+    ...compute.handlers,
+    ...storage.handlers,
+  };
+  const areas: Array<Pick<Area<never>, 'executors' | 'background'>> = [organization, apiTokens, billing, operations, audit, compute, storage];
+  for (const area of areas) Object.assign(executors, area.executors);
+  OperationEngine.checkRegistry(executors, OPERATION_TYPES);
+
+  const identity = new IdentityResolver(pool, config.oidc ? new OidcVerifier(config.oidc) : undefined);
+  const app = createApp({ config, pool, log, identity, handlers });
+  const server = await listen(app, config.port, config.host);
+  const address = server.address() as AddressInfo;
+  const url = `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`;
+
+  const background = new BackgroundRunner(log.child({ component: 'background' }));
+  if (config.background) {
+    await engine.start();
+    background.start([
+      ...areas.flatMap((area) => area.background ?? []),
+      { name: 'idempotency-purge', intervalMs: 3_600_000, run: async () => void (await purgeExpiredKeys(pool)) },
+    ]);
+  }
+
+  return {
+    url,
+    pool,
+    async close() {
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeIdleConnections();
+      });
+      await background.stop();
+      if (config.background) await engine.stop();
+      await database.stop();
+    },
+  };
+}
+
+function listen(app: ReturnType<typeof createApp>, port: number, host: string): Promise<Server> {
+  return new Promise((resolve, reject) => {
+    const server = app.listen(port, host, (error?: Error) => (error ? reject(error) : resolve(server)));
+  });
+}

@@ -1,0 +1,165 @@
+// A real server for a test file: its own database in the run's PostgreSQL, the real platform
+// (HTTP on a free port, operations engine, simulated backends), and helpers to call it.
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { isInteger, isSafeNumber, parse, stringify } from 'lossless-json';
+import pg from 'pg';
+import { inject } from 'vitest';
+import { addMember, createApiKeyRow, createOrganization } from '../../server/areas/organization/organizations.ts';
+import { loadConfig } from '../../server/config.ts';
+import { withTransaction } from '../../server/db/pool.ts';
+import { createLogger } from '../../server/logging.ts';
+import { startPlatform, type Platform } from '../../server/platform.ts';
+import { bin, repoRoot } from '../../scripts/lib/run.ts';
+import { freePort, startProcess, waitForHttp, type Started } from './processes.ts';
+
+/** Test defaults: quick backends and loops, quiet logs. A test file can override any of them. */
+export const TEST_ENV: Record<string, string> = {
+  LOG_LEVEL: 'silent',
+  SIM_LATENCY_MS: '5-20',
+  WORKER_POLL_MS: '50',
+  WORKER_LEASE_MS: '3000',
+  OPERATION_RETRY_BASE_MS: '50',
+  OPERATION_RETRY_MAX_MS: '400',
+  RECONCILE_INTERVAL_MS: '200',
+  SCHEDULER_INTERVAL_MS: '200',
+  METERING_INTERVAL_MS: '500',
+  RATE_LIMIT: '100000',
+};
+
+/** A new, empty database in the test run's PostgreSQL. */
+export async function createTestDatabase(): Promise<string> {
+  const adminUrl = inject('postgresAdminUrl');
+  const name = `t_${randomBytes(6).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.end();
+  return adminUrl.replace(/\/postgres$/, `/${name}`);
+}
+
+export interface ApiResponse<Body = any> {
+  status: number;
+  headers: Headers;
+  body: Body;
+  text: string;
+}
+
+/** An organization of the test server, with its owner's API key. */
+export interface TestOrg {
+  orgId: string;
+  ownerKey: string;
+  ownerMemberId: string;
+  /** Calls the API as this organization's owner (or with `key`). Paths are relative to /v1/orgs/{org}. */
+  call<Body = any>(method: string, orgPath: string, options?: CallOptions): Promise<ApiResponse<Body>>;
+  /** A new member of the organization with an API key of the given role and scopes. */
+  memberKey(role: 'owner' | 'member', scopes?: Array<'read' | 'write'>): Promise<string>;
+}
+
+export interface CallOptions {
+  body?: unknown;
+  /** A raw body, sent as is (for malformed JSON). */
+  rawBody?: string;
+  key?: string | null;
+  headers?: Record<string, string>;
+}
+
+export interface TestServer {
+  url: string;
+  databaseUrl: string;
+  pool: pg.Pool;
+  org: TestOrg;
+  createOrg(name?: string): Promise<TestOrg>;
+  /** Polls an operation until it finishes and returns it. */
+  waitForOperation(org: TestOrg, operationId: string, timeoutMs?: number): Promise<any>;
+  close(): Promise<void>;
+}
+
+/** Reads a JSON body like the typed client does: integers beyond 2^53 as bigint. */
+export function parseExact(text: string): any {
+  return parse(text, undefined, (digits) => (isInteger(digits) && !isSafeNumber(digits) ? BigInt(digits) : Number(digits)));
+}
+
+export async function call(baseUrl: string, method: string, urlPath: string, options: CallOptions & { defaultKey?: string } = {}): Promise<ApiResponse> {
+  const headers: Record<string, string> = { ...(options.headers ?? {}) };
+  const key = options.key === undefined ? options.defaultKey : options.key;
+  if (key) headers.Authorization = `Bearer ${key}`;
+  let body: string | undefined = options.rawBody;
+  if (options.body !== undefined) body = stringify(options.body) ?? undefined;
+  if (body !== undefined && !Object.keys(headers).some((name) => name.toLowerCase() === 'content-type')) headers['Content-Type'] = 'application/json';
+  const response = await fetch(`${baseUrl}${urlPath}`, { method, headers, body });
+  const text = await response.text();
+  return { status: response.status, headers: response.headers, text, body: text ? parseExact(text) : undefined };
+}
+
+function orgClient(url: string, pool: pg.Pool, orgId: string, ownerKey: string, ownerMemberId: string): TestOrg {
+  return {
+    orgId,
+    ownerKey,
+    ownerMemberId,
+    call: (method, orgPath, options = {}) => call(url, method, `/v1/orgs/${orgId}${orgPath}`, { ...options, defaultKey: ownerKey }),
+    async memberKey(role, scopes = ['read', 'write']) {
+      return withTransaction(pool, async (tx) => {
+        const memberId = await addMember(tx, { orgId, subject: `${role}-${randomBytes(4).toString('hex')}`, issuer: null, role });
+        return (await createApiKeyRow(tx, { orgId, memberId, name: `${role} key`, scopes, expiresAt: null })).secret;
+      });
+    },
+  };
+}
+
+async function newOrg(url: string, pool: pg.Pool, name: string): Promise<TestOrg> {
+  const created = await withTransaction(pool, (tx) => createOrganization(tx, { name, ownerSubject: `owner-${randomBytes(4).toString('hex')}`, now: new Date() }));
+  return orgClient(url, pool, created.orgId, created.apiKey, created.memberId);
+}
+
+/** The real platform in this test process, on its own database. */
+export async function startTestServer(env: Record<string, string> = {}): Promise<TestServer> {
+  const databaseUrl = await createTestDatabase();
+  const config = loadConfig({ ...TEST_ENV, ...env, DATABASE_URL: databaseUrl, PORT: '0', HOST: '127.0.0.1', DATA_DIR: mkdtempSync(path.join(tmpdir(), 'cloud-platform-test-')) });
+  const platform: Platform = await startPlatform(config, createLogger(config.logLevel));
+  const pool = platform.pool;
+  const org = await newOrg(platform.url, pool, 'Acme Robotics');
+  return {
+    url: platform.url,
+    databaseUrl,
+    pool,
+    org,
+    createOrg: (name = 'Other Org') => newOrg(platform.url, pool, name),
+    waitForOperation: (testOrg, operationId, timeoutMs) => waitForOperation(testOrg, operationId, timeoutMs),
+    close: () => platform.close(),
+  };
+}
+
+export async function waitForOperation(org: TestOrg, operationId: string, timeoutMs = 20_000): Promise<any> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const response = await org.call('GET', `/operations/${operationId}`);
+    if (response.status !== 200) throw new Error(`getOperation ${operationId}: ${response.status} ${response.text}`);
+    if (response.body.finished_at !== null) return response.body;
+    if (Date.now() > deadline) throw new Error(`operation ${operationId} still ${response.body.state} after ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/** `npm start` as a child process (for crash and shutdown tests), on the given database. */
+export async function startServerProcess(databaseUrl: string, env: Record<string, string> = {}): Promise<Started & { url: string; dataDir: string }> {
+  const port = await freePort();
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'cloud-platform-proc-'));
+  const started = startProcess(bin('tsx'), [path.join(repoRoot, 'server', 'main.ts')], {
+    ...TEST_ENV,
+    ...env,
+    DATABASE_URL: databaseUrl,
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    DATA_DIR: dataDir,
+  });
+  const url = `http://127.0.0.1:${port}`;
+  await waitForHttp(`${url}/v1/orgs/00000000-0000-0000-0000-000000000000`, started);
+  return { ...started, url, dataDir };
+}
+
+export function readBootstrap(dataDir: string): { org_id: string; api_key: string; base_url: string } {
+  return JSON.parse(readFileSync(path.join(dataDir, 'bootstrap.json'), 'utf8'));
+}
