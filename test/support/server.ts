@@ -1,7 +1,7 @@
 // A real server for a test file: its own database in the run's PostgreSQL, the real platform
 // (HTTP on a free port, operations engine, simulated backends), and helpers to call it.
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { isInteger, isSafeNumber, parse, stringify } from 'lossless-json';
@@ -160,6 +160,9 @@ export async function startServerProcess(databaseUrl: string, env: Record<string
   return { ...started, url, dataDir };
 }
 
-export function readBootstrap(dataDir: string): { org_id: string; api_key: string; base_url: string } {
-  return JSON.parse(readFileSync(path.join(dataDir, 'bootstrap.json'), 'utf8'));
+/** The bootstrap credentials the server writes on its first start (waits for them briefly). */
+export async function readBootstrap(dataDir: string): Promise<{ org_id: string; api_key: string; base_url: string }> {
+  const file = path.join(dataDir, 'bootstrap.json');
+  for (let waited = 0; !existsSync(file) && waited < 10_000; waited += 50) await new Promise((resolve) => setTimeout(resolve, 50));
+  return JSON.parse(readFileSync(file, 'utf8'));
 }

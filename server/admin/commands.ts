@@ -1,0 +1,141 @@
+import { recordAudit } from '../core/audit.ts';
+import type { Actor, Role } from '../core/principal.ts';
+import { withTransaction, type Pool } from '../db/pool.ts';
+import { addMember, createApiKeyRow, createOrganization } from '../areas/organization/organizations.ts';
+
+export const USAGE = `usage: npm run admin -- <verb> [options] [--json]
+
+verbs:
+  create-org --name NAME                          a new organization and its owner's API key
+  add-member --org ORG --subject SUB --role owner|member [--issuer URL] [--api-key]
+                                                  a member (OIDC subject of the issuer); --api-key
+                                                  also creates a read+write API key for them
+  set-plan --org ORG --max-buckets N|default      the live override of the plan's bucket limit
+  scheduling --org ORG --enabled true|false       whether new scheduled restarts are accepted
+  set-protection --org ORG --vm VM --protected true|false
+                                                  the operator's protection override, also where
+                                                  the customer may not switch protection
+
+options:
+  --operator NAME   who acts (audit actor_sub); defaults to $USER
+  --json            machine-readable output`;
+
+export class AdminUsageError extends Error {}
+
+type Options = Record<string, string | boolean | undefined>;
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+function required(options: Options, name: string): string {
+  const value = options[name];
+  if (typeof value !== 'string' || value === '') throw new AdminUsageError(`--${name} is required`);
+  return value;
+}
+
+function uuid(options: Options, name: string): string {
+  const value = required(options, name);
+  if (!UUID.test(value)) throw new AdminUsageError(`--${name} must be a uuid`);
+  return value.toLowerCase();
+}
+
+function flag(options: Options, name: string): boolean {
+  const value = required(options, name);
+  if (value !== 'true' && value !== 'false') throw new AdminUsageError(`--${name} must be true or false`);
+  return value === 'true';
+}
+
+async function assertOrgExists(pool: Pool, orgId: string): Promise<void> {
+  const { rowCount } = await pool.query('SELECT 1 FROM orgs WHERE id = $1', [orgId]);
+  if (rowCount === 0) throw new AdminUsageError(`no organization ${orgId}`);
+}
+
+/** Runs one admin verb and returns what it prints. */
+export async function runAdminCommand(pool: Pool, verb: string, options: Options, user: string | undefined): Promise<Record<string, unknown>> {
+  const actor: Actor = { subject: typeof options.operator === 'string' ? options.operator : (user ?? 'operator'), realm: 'operator', tokenId: null };
+  switch (verb) {
+    case 'create-org': {
+      const name = required(options, 'name');
+      if (name.length > 100) throw new AdminUsageError('--name must be at most 100 characters');
+      return withTransaction(pool, async (tx) => {
+        const created = await createOrganization(tx, { name, ownerSubject: 'owner', now: new Date() });
+        await recordAudit(tx, { orgId: created.orgId, action: 'org.create', resourceType: 'organization', resourceId: created.orgId, after: { name }, actor, result: 'succeeded' });
+        return { org_id: created.orgId, api_key: created.apiKey };
+      });
+    }
+    case 'add-member': {
+      const orgId = uuid(options, 'org');
+      const subject = required(options, 'subject');
+      const role = required(options, 'role');
+      if (role !== 'owner' && role !== 'member') throw new AdminUsageError('--role must be owner or member');
+      await assertOrgExists(pool, orgId);
+      return withTransaction(pool, async (tx) => {
+        const issuer = typeof options.issuer === 'string' ? options.issuer.replace(/\/$/, '') : null;
+        const memberId = await addMember(tx, { orgId, subject, issuer, role: role as Role });
+        await recordAudit(tx, { orgId, action: 'org.add_member', resourceType: 'membership', resourceId: memberId, after: { subject, issuer, role }, actor, result: 'succeeded' });
+        const result: Record<string, unknown> = { member_id: memberId, org_id: orgId, subject, role };
+        if (options['api-key'] === true) {
+          const key = await createApiKeyRow(tx, { orgId, memberId, name: `${subject} key`, scopes: ['read', 'write'], expiresAt: null });
+          result.api_key = key.secret;
+        }
+        return result;
+      });
+    }
+    case 'set-plan': {
+      const orgId = uuid(options, 'org');
+      const raw = required(options, 'max-buckets');
+      const override = raw === 'default' ? null : Number(raw);
+      if (override !== null && (!Number.isInteger(override) || override < 0 || override > 100_000)) throw new AdminUsageError('--max-buckets must be an integer from 0 to 100000, or default');
+      await assertOrgExists(pool, orgId);
+      return withTransaction(pool, async (tx) => {
+        const { rows } = await tx.query<{ plan_max_buckets: number; max_buckets_override: number | null }>(
+          'SELECT plan_max_buckets, max_buckets_override FROM orgs WHERE id = $1 FOR UPDATE',
+          [orgId],
+        );
+        await tx.query('UPDATE orgs SET max_buckets_override = $2, updated_at = now() WHERE id = $1', [orgId, override]);
+        await recordAudit(tx, {
+          orgId,
+          action: 'org.set_plan',
+          resourceType: 'organization',
+          resourceId: orgId,
+          before: { max_buckets_override: rows[0]!.max_buckets_override },
+          after: { max_buckets_override: override },
+          actor,
+          result: 'succeeded',
+        });
+        return { org_id: orgId, plan_max_buckets: rows[0]!.plan_max_buckets, max_buckets_override: override, max_buckets: override ?? rows[0]!.plan_max_buckets };
+      });
+    }
+    case 'scheduling': {
+      const orgId = uuid(options, 'org');
+      const enabled = flag(options, 'enabled');
+      await assertOrgExists(pool, orgId);
+      return withTransaction(pool, async (tx) => {
+        const { rows } = await tx.query<{ scheduling_enabled: boolean }>('SELECT scheduling_enabled FROM orgs WHERE id = $1 FOR UPDATE', [orgId]);
+        await tx.query('UPDATE orgs SET scheduling_enabled = $2, updated_at = now() WHERE id = $1', [orgId, enabled]);
+        await recordAudit(tx, {
+          orgId,
+          action: 'org.set_scheduling',
+          resourceType: 'organization',
+          resourceId: orgId,
+          before: { scheduling_enabled: rows[0]!.scheduling_enabled },
+          after: { scheduling_enabled: enabled },
+          actor,
+          result: 'succeeded',
+        });
+        return { org_id: orgId, scheduling_enabled: enabled };
+      });
+    }
+    case 'set-protection': {
+      const orgId = uuid(options, 'org');
+      const vmId = uuid(options, 'vm');
+      const isProtected = flag(options, 'protected');
+      await assertOrgExists(pool, orgId);
+      // Loaded here: only this verb needs the compute area.
+      const { setProtectionByOperator } = await import('../areas/compute/operator.ts');
+      const vm = await withTransaction(pool, (tx) => setProtectionByOperator(tx, { orgId, vmId, protected: isProtected, actor }));
+      return { org_id: orgId, vm_id: vm.id, protected: vm.protected, allowed_actions: vm.allowed_actions };
+    }
+    default:
+      throw new AdminUsageError(`unknown verb ${JSON.stringify(verb)}\n${USAGE}`);
+  }
+}

@@ -1,0 +1,215 @@
+// The operations engine on a real PostgreSQL: retries with backoff, permanent failures with fixed
+// phrases, a crashed worker's operation taken over once its lease expires, each operation
+// executed by exactly one worker across engines, and cancellation while queued.
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import type { EngineConfig } from '../../server/config.ts';
+import { migrate } from '../../server/db/migrate.ts';
+import { createPool, withTransaction, type Pool } from '../../server/db/pool.ts';
+import { PermanentBackendError, TransientBackendError } from '../../server/drivers/errors.ts';
+import { OperationEngine } from '../../server/engine/engine.ts';
+import type { Executor, ExecutorRegistry } from '../../server/engine/executor.ts';
+import { enqueueOperation, type OperationRow } from '../../server/engine/operation-record.ts';
+import { createLogger } from '../../server/logging.ts';
+import { createTestDatabase } from '../support/server.ts';
+
+const config: EngineConfig = {
+  concurrency: 4,
+  pollIntervalMs: 20,
+  leaseMs: 1000,
+  maxAttempts: 4,
+  retryBaseMs: 20,
+  retryMaxMs: 100,
+  reconcileIntervalMs: 1000,
+  meteringIntervalMs: 1000,
+  schedulerIntervalMs: 1000,
+};
+
+let pool: Pool;
+let orgId: string;
+const engines: OperationEngine[] = [];
+
+beforeAll(async () => {
+  pool = createPool(await createTestDatabase(), 20);
+  await migrate(pool);
+  orgId = randomUUID();
+  await pool.query("INSERT INTO orgs (id, name) VALUES ($1, 'Engine tests')", [orgId]);
+  await pool.query('CREATE TABLE executions (operation_id uuid NOT NULL, attempt integer NOT NULL, UNIQUE (operation_id, attempt))');
+  await pool.query('CREATE TABLE applied (operation_id uuid PRIMARY KEY, outcome text NOT NULL)');
+});
+afterAll(async () => {
+  await Promise.all(engines.map((engine) => engine.stop()));
+  await pool?.end();
+});
+
+/** An executor whose behaviour each test scripts, recording every attempt and what was applied. */
+function scriptedExecutor(behaviour: (operation: OperationRow) => Promise<string>): Executor<string> {
+  return {
+    async perform(operation) {
+      await pool.query('INSERT INTO executions (operation_id, attempt) VALUES ($1, $2)', [operation.id, operation.attempt]);
+      return behaviour(operation);
+    },
+    async succeeded(tx, operation, outcome) {
+      await tx.query('INSERT INTO applied (operation_id, outcome) VALUES ($1, $2)', [operation.id, outcome]);
+      return { outcome };
+    },
+    async failed(tx, operation, failure) {
+      await tx.query('INSERT INTO applied (operation_id, outcome) VALUES ($1, $2)', [operation.id, `failed:${failure.errorClass}`]);
+    },
+    async cancelled(tx, operation) {
+      await tx.query('INSERT INTO applied (operation_id, outcome) VALUES ($1, $2)', [operation.id, 'cancelled']);
+    },
+  };
+}
+
+async function startEngine(executors: ExecutorRegistry, overrides: Partial<EngineConfig> = {}): Promise<OperationEngine> {
+  const engine = new OperationEngine(pool, executors, { ...config, ...overrides }, createLogger('silent'), `worker-${randomUUID().slice(0, 6)}`);
+  await engine.start();
+  engines.push(engine);
+  return engine;
+}
+
+async function enqueue(type: OperationRow['type'], resourceId = randomUUID()): Promise<OperationRow> {
+  return enqueueOperation(pool, { orgId, type, resourceType: 'vm', resourceId, maxAttempts: config.maxAttempts });
+}
+
+async function finished(operationId: string, timeoutMs = 10_000): Promise<OperationRow> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const { rows } = await pool.query<OperationRow>('SELECT * FROM operations WHERE id = $1', [operationId]);
+    if (rows[0]!.finished_at) return rows[0]!;
+    if (Date.now() > deadline) throw new Error(`operation still ${rows[0]!.state}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+async function appliedOutcomes(operationId: string): Promise<string[]> {
+  const { rows } = await pool.query<{ outcome: string }>('SELECT outcome FROM applied WHERE operation_id = $1', [operationId]);
+  return rows.map((row) => row.outcome);
+}
+
+describe('the operations engine', () => {
+  test('retries transient failures with backoff and succeeds, counting attempts', async () => {
+    const failures = new Map<string, number>();
+    const engine = await startEngine({
+      'vm.start': scriptedExecutor(async (operation) => {
+        const failed = failures.get(operation.id) ?? 0;
+        if (failed < 2) {
+          failures.set(operation.id, failed + 1);
+          throw new TransientBackendError('compute backend', 'timeout');
+        }
+        return 'started';
+      }),
+    });
+    const operation = await enqueue('vm.start');
+    engine.kick();
+    const done = await finished(operation.id);
+    expect(done).toMatchObject({ state: 'succeeded', attempt: 3, error_class: null, error_detail: null, result: { outcome: 'started' } });
+    expect(done.finished_at).not.toBeNull();
+    expect(await appliedOutcomes(operation.id)).toEqual(['started']);
+    await engine.stop();
+  });
+
+  test('a permanent failure ends the operation failed at once, with a fixed phrase', async () => {
+    const engine = await startEngine({
+      'vm.reboot': scriptedExecutor(async () => {
+        throw new PermanentBackendError('compute backend', 'HTTP 400 from hv-17.internal: {"error":"bad flavor"}');
+      }),
+    });
+    const operation = await enqueue('vm.reboot');
+    const done = await finished(operation.id);
+    expect(done).toMatchObject({ state: 'failed', attempt: 1, error_class: 'backend_rejected', error_detail: 'The compute backend refused the request. [vm.reboot]' });
+    expect(await appliedOutcomes(operation.id)).toEqual(['failed:backend_rejected']);
+    await engine.stop();
+  });
+
+  test('transient failures past max_attempts end failed as backend_unavailable', async () => {
+    const engine = await startEngine({
+      'vm.stop': scriptedExecutor(async () => {
+        throw new TransientBackendError('object store', 'connection reset');
+      }),
+    });
+    const operation = await enqueue('vm.stop');
+    const done = await finished(operation.id);
+    expect(done).toMatchObject({
+      state: 'failed',
+      attempt: config.maxAttempts,
+      error_class: 'backend_unavailable',
+      error_detail: `The object store was unavailable after ${config.maxAttempts} attempts. [vm.stop]`,
+    });
+    const { rows } = await pool.query('SELECT count(*)::int AS n FROM executions WHERE operation_id = $1', [operation.id]);
+    expect(rows[0].n).toBe(config.maxAttempts);
+    await engine.stop();
+  });
+
+  test("a crashed worker's operation is attempted again once its lease expires, and applied once", async () => {
+    const operation = await enqueue('vm.rescue');
+    // What a worker that died mid-attempt leaves behind: running, attempt 1, a lease that lapsed.
+    await pool.query("UPDATE operations SET state = 'running', attempt = 1, started_at = now(), lease_owner = 'dead-worker', lease_expires_at = now() - interval '1 second' WHERE id = $1", [operation.id]);
+    const engine = await startEngine({ 'vm.rescue': scriptedExecutor(async () => 'rescued') });
+    const done = await finished(operation.id);
+    expect(done).toMatchObject({ state: 'succeeded', attempt: 2 });
+    expect(await appliedOutcomes(operation.id)).toEqual(['rescued']);
+    await engine.stop();
+  });
+
+  test('an operation whose lease is still held by a live worker is left alone', async () => {
+    const operation = await enqueue('vm.unrescue');
+    await pool.query("UPDATE operations SET state = 'running', attempt = 1, lease_owner = 'busy-worker', lease_expires_at = now() + interval '1 hour' WHERE id = $1", [operation.id]);
+    const engine = await startEngine({ 'vm.unrescue': scriptedExecutor(async () => 'unrescued') });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const { rows } = await pool.query('SELECT state, attempt FROM operations WHERE id = $1', [operation.id]);
+    expect(rows[0]).toEqual({ state: 'running', attempt: 1 });
+    await engine.stop();
+  });
+
+  test('two engines working one queue execute every operation exactly once', async () => {
+    const executors = { 'vm.resize': scriptedExecutor(async () => new Promise((resolve) => setTimeout(() => resolve('resized'), 5))) };
+    const [first, second] = [await startEngine(executors), await startEngine(executors)];
+    const operations = await Promise.all(Array.from({ length: 40 }, () => enqueue('vm.resize')));
+    first.kick();
+    second.kick();
+    for (const operation of operations) await finished(operation.id);
+    const { rows } = await pool.query<{ n: number }>('SELECT count(*)::int AS n FROM executions WHERE operation_id = ANY($1)', [operations.map((operation) => operation.id)]);
+    expect(rows[0]!.n).toBe(40);
+    const applied = await pool.query<{ n: number }>('SELECT count(*)::int AS n FROM applied WHERE operation_id = ANY($1)', [operations.map((operation) => operation.id)]);
+    expect(applied.rows[0]!.n).toBe(40);
+    await Promise.all([first.stop(), second.stop()]);
+  });
+
+  test('a queued operation can be cancelled; a started one cannot', async () => {
+    const engine = new OperationEngine(pool, { 'vm.rebuild': scriptedExecutor(async () => 'rebuilt') }, config, createLogger('silent'), 'cancel-tests');
+    const queued = await enqueue('vm.rebuild');
+    const cancelled = await withTransaction(pool, (tx) => engine.cancelQueued(tx, orgId, queued.id));
+    expect(cancelled).toMatchObject({ state: 'cancelled' });
+    expect(cancelled!.finished_at).not.toBeNull();
+    expect(await appliedOutcomes(queued.id)).toEqual(['cancelled']);
+    const started = await enqueue('vm.rebuild');
+    await pool.query("UPDATE operations SET state = 'running', attempt = 1 WHERE id = $1", [started.id]);
+    expect(await withTransaction(pool, (tx) => engine.cancelQueued(tx, orgId, started.id))).toBeUndefined();
+    expect(await withTransaction(pool, (tx) => engine.cancelQueued(tx, randomUUID(), queued.id))).toBeUndefined();
+  });
+
+  test('stopping ends the attempts under way and releases them, so another process takes them at once', async () => {
+    const blocking: Executor<string> = {
+      ...scriptedExecutor(async () => 'never'),
+      async perform(operation, context) {
+        await pool.query('INSERT INTO executions (operation_id, attempt) VALUES ($1, $2)', [operation.id, operation.attempt]);
+        return new Promise<string>((_resolve, reject) => context.signal.addEventListener('abort', () => reject(new Error('shutting down'))));
+      },
+    };
+    const engine = await startEngine({ 'vm.delete': blocking });
+    const operation = await enqueue('vm.delete');
+    engine.kick();
+    while ((await pool.query('SELECT count(*)::int AS n FROM executions WHERE operation_id = $1', [operation.id])).rows[0].n === 0) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    await engine.stop();
+    const { rows } = await pool.query('SELECT state, attempt, lease_owner, lease_expires_at <= now() AS lapsed FROM operations WHERE id = $1', [operation.id]);
+    expect(rows[0]).toEqual({ state: 'running', attempt: 1, lease_owner: null, lapsed: true });
+    const next = await startEngine({ 'vm.delete': scriptedExecutor(async () => 'deleted') }, { leaseMs: 60_000 });
+    next.kick();
+    expect(await finished(operation.id, 3000)).toMatchObject({ state: 'succeeded', attempt: 2 });
+    expect(await appliedOutcomes(operation.id)).toEqual(['deleted']);
+  });
+});

@@ -1,0 +1,180 @@
+// Every error path answers an RFC 9457 problem document with a stable code and the request id.
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { createApp } from '../../server/app.ts';
+import { IdentityResolver } from '../../server/auth/identity.ts';
+import { createLogger } from '../../server/logging.ts';
+import { call, startTestServer, type ApiResponse, type TestServer } from '../support/server.ts';
+
+let server: TestServer;
+beforeAll(async () => {
+  server = await startTestServer({ RATE_LIMIT: '100000' });
+});
+afterAll(() => server?.close());
+
+function expectProblem(response: ApiResponse, status: number, code: string): void {
+  expect(response.status, response.text).toBe(status);
+  expect(response.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+  expect(response.body).toMatchObject({ status, code, type: `https://docs.cloudplatform.dev/errors/${code}` });
+  expect(response.body.title).toEqual(expect.any(String));
+  expect(response.body.detail).toEqual(expect.any(String));
+  expect(response.body.request_id).toBe(response.headers.get('x-request-id'));
+  for (const header of ['ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset']) expect(response.headers.get(header)).toMatch(/^\d+$/);
+  expect(response.headers.get('access-control-allow-origin')).toBe('*');
+}
+
+describe('problem documents', () => {
+  test('an unknown route is 404 not_found', async () => {
+    expectProblem(await server.org.call('GET', '/no-such-thing'), 404, 'not_found');
+    expectProblem(await call(server.url, 'GET', '/v2/anything'), 404, 'not_found');
+  });
+
+  test('a method the path does not allow is 405 with Allow', async () => {
+    const response = await server.org.call('PATCH', '/billing', { body: {} });
+    expectProblem(response, 405, 'method_not_allowed');
+    expect(response.headers.get('allow')).toBe('GET, PUT');
+  });
+
+  test('a missing or invalid credential is 401 with WWW-Authenticate', async () => {
+    const missing = await server.org.call('GET', '/billing', { key: null });
+    expectProblem(missing, 401, 'unauthenticated');
+    expect(missing.headers.get('www-authenticate')).toMatch(/^Bearer/);
+    expectProblem(await server.org.call('GET', '/billing', { key: 'cpk_' + 'x'.repeat(43) }), 401, 'unauthenticated');
+    expectProblem(await server.org.call('GET', '/billing', { key: 'not-a-key' }), 401, 'unauthenticated');
+    expectProblem(await server.org.call('GET', '/billing', { headers: { Authorization: 'Basic dXNlcjpwYXNz' }, key: null }), 401, 'unauthenticated');
+  });
+
+  test('malformed JSON is 400 malformed_json, and says where', async () => {
+    const response = await server.org.call('PUT', '/billing', { rawBody: '{"spend_budget_cents": 100' });
+    expectProblem(response, 400, 'malformed_json');
+    expect(response.body.detail).toMatch(/position|end/i);
+    expectProblem(await server.org.call('PUT', '/billing', { rawBody: '{"spend_budget_cents": 1, "spend_budget_cents": 2}' }), 400, 'malformed_json');
+  });
+
+  test('a body that is not JSON is 415', async () => {
+    const response = await server.org.call('PUT', '/billing', { rawBody: 'spend_budget_cents=100', headers: { 'Content-Type': 'application/x-www-form-urlencoded' } });
+    expectProblem(response, 415, 'unsupported_media_type');
+  });
+
+  test('a body over 1 MiB is 413', async () => {
+    const response = await server.org.call('POST', '/api-tokens', { rawBody: JSON.stringify({ name: 'x'.repeat(1024 * 1024 + 10) }) });
+    expectProblem(response, 413, 'payload_too_large');
+  });
+
+  test('validation failures name every failing field with a JSON Pointer', async () => {
+    const body = await server.org.call('POST', '/api-tokens', { body: { name: '', scopes: ['admin'], color: 'red' } });
+    expectProblem(body, 400, 'validation_failed');
+    const pointers = body.body.errors.map((error: { pointer: string }) => error.pointer);
+    expect(pointers).toEqual(expect.arrayContaining(['/name', '/scopes/0']));
+    expect(body.body.errors.some((error: { detail: string }) => /additional|unknown/i.test(error.detail))).toBe(true);
+
+    const query = await server.org.call('GET', '/invoices?limit=0');
+    expectProblem(query, 400, 'validation_failed');
+    expect(query.body.errors).toEqual([expect.objectContaining({ pointer: '/query/limit' })]);
+
+    const unknownQuery = await server.org.call('GET', '/invoices?colour=red');
+    expectProblem(unknownQuery, 400, 'validation_failed');
+    expect(unknownQuery.body.errors[0].pointer).toBe('/query/colour');
+
+    const path = await server.org.call('GET', '/operations/not-a-uuid');
+    expectProblem(path, 400, 'validation_failed');
+    expect(path.body.errors[0].pointer).toBe('/path/operation_id');
+
+    const header = await server.org.call('POST', '/api-tokens', { body: { name: 'k' }, headers: { 'Idempotency-Key': 'has spaces' } });
+    expectProblem(header, 400, 'validation_failed');
+    expect(header.body.errors[0].pointer.toLowerCase()).toBe('/header/idempotency-key');
+  });
+
+  test('a cursor the list did not issue is 400 invalid_cursor', async () => {
+    expectProblem(await server.org.call('GET', '/invoices?cursor=bm90LWEtY3Vyc29y'), 400, 'invalid_cursor');
+    const apiTokens = await server.org.call('GET', '/api-tokens?limit=1');
+    const otherList = (await server.org.call('GET', '/invoices?limit=1')).body.next_cursor;
+    expectProblem(await server.org.call('GET', `/api-tokens?cursor=${otherList}`), 400, 'invalid_cursor');
+    expect(apiTokens.status).toBe(200);
+  });
+
+  test('the request id is the caller\'s when well-formed, else one of ours', async () => {
+    const mine = await server.org.call('GET', '/billing', { headers: { 'X-Request-Id': 'trace-123.abc_DEF' } });
+    expect(mine.headers.get('x-request-id')).toBe('trace-123.abc_DEF');
+    const ours = await server.org.call('GET', '/billing', { headers: { 'X-Request-Id': 'not ok!' } });
+    expect(ours.headers.get('x-request-id')).toMatch(/^req_[A-Za-z0-9_-]{16}$/);
+  });
+
+  test('a CORS preflight is answered without a credential', async () => {
+    const response = await fetch(`${server.url}/v1/orgs/${server.org.orgId}/billing`, {
+      method: 'OPTIONS',
+      headers: { Origin: 'https://app.example', 'Access-Control-Request-Method': 'PUT', 'Access-Control-Request-Headers': 'authorization, content-type' },
+    });
+    expect(response.status).toBe(204);
+    expect(response.headers.get('access-control-allow-origin')).toBe('*');
+    expect(response.headers.get('access-control-allow-headers')).toMatch(/Authorization/);
+  });
+});
+
+describe('rate limits', () => {
+  test('past the limit, 429 rate_limited with Retry-After; other credentials are not affected', async () => {
+    const limited = await startTestServer({ RATE_LIMIT: '3', RATE_LIMIT_WINDOW_SECONDS: '60', BACKGROUND_WORK: 'false' });
+    try {
+      const statuses: number[] = [];
+      let last: ApiResponse | undefined;
+      for (let index = 0; index < 4; index++) {
+        last = await limited.org.call('GET', '/billing');
+        statuses.push(last.status);
+      }
+      expect(statuses).toEqual([200, 200, 200, 429]);
+      expectProblem(last!, 429, 'rate_limited');
+      expect(Number(last!.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+      expect(last!.headers.get('ratelimit-remaining')).toBe('0');
+      const other = await limited.createOrg();
+      expect((await other.call('GET', '/billing')).status).toBe(200);
+    } finally {
+      await limited.close();
+    }
+  });
+});
+
+describe('an unexpected exception', () => {
+  test('is a 500 internal_error with a fixed phrase and nothing internal', async () => {
+    const handlers = new Proxy({}, { get: () => async () => { throw new Error('secret internals: password=hunter2 at db.example:5432'); } });
+    const app = createApp({
+      config: { rateLimit: { limit: 1000, windowSeconds: 60 }, validateResponses: true },
+      pool: server.pool,
+      log: createLogger('silent'),
+      identity: new IdentityResolver(server.pool, undefined),
+      handlers: handlers as never,
+    });
+    const listener = app.listen(0, '127.0.0.1');
+    await new Promise((resolve) => listener.once('listening', resolve));
+    try {
+      const url = `http://127.0.0.1:${(listener.address() as AddressInfo).port}`;
+      const response = await call(url, 'GET', `/v1/orgs/${server.org.orgId}/billing`, { defaultKey: server.org.ownerKey });
+      expectProblem(response, 500, 'internal_error');
+      expect(response.body.detail).toBe('An unexpected error occurred. Quote the request id to support.');
+      expect(response.text).not.toMatch(/hunter2|internals|5432|stack/i);
+    } finally {
+      listener.close();
+    }
+  });
+
+  test('a response that breaks the contract is a 500, not the broken body', async () => {
+    const handlers = new Proxy({}, { get: () => async () => ({ status: 200, body: { state: 'active', leaked_secret: 'cpk_should_never_leave' } }) });
+    const app = createApp({
+      config: { rateLimit: { limit: 1000, windowSeconds: 60 }, validateResponses: true },
+      pool: server.pool,
+      log: createLogger('silent'),
+      identity: new IdentityResolver(server.pool, undefined),
+      handlers: handlers as never,
+    });
+    const listener = app.listen(0, '127.0.0.1');
+    await new Promise((resolve) => listener.once('listening', resolve));
+    try {
+      const url = `http://127.0.0.1:${(listener.address() as AddressInfo).port}`;
+      const response = await call(url, 'GET', `/v1/orgs/${server.org.orgId}/billing`, { defaultKey: server.org.ownerKey });
+      expectProblem(response, 500, 'internal_error');
+      expect(response.text).not.toContain('cpk_should_never_leave');
+    } finally {
+      listener.close();
+    }
+  });
+});
+

@@ -1,0 +1,124 @@
+// `npm start` and `npm run admin` as a user runs them: the embedded PostgreSQL in DATA_DIR, the
+// bootstrap organization printed once, the admin command with and without a running server,
+// structured logs without credentials, and a graceful shutdown that lets requests finish.
+import { spawn } from 'node:child_process';
+import { mkdtempSync, statSync } from 'node:fs';
+import { request } from 'node:http';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, test } from 'vitest';
+import { bin, repoRoot } from '../../scripts/lib/run.ts';
+import { freePort, startProcess, waitForHttp, type Started } from '../support/processes.ts';
+import { call, createTestDatabase, readBootstrap, startServerProcess, TEST_ENV } from '../support/server.ts';
+
+const running: Started[] = [];
+afterAll(async () => {
+  await Promise.all(running.map((process) => process.stop()));
+});
+
+async function eventually(condition: () => boolean, timeoutMs = 10_000): Promise<void> {
+  for (const deadline = Date.now() + timeoutMs; !condition(); ) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+function exited(started: Started): Promise<number | null> {
+  return started.child.exitCode !== null ? Promise.resolve(started.child.exitCode) : new Promise((resolve) => started.child.once('exit', (code) => resolve(code)));
+}
+
+async function startEmbedded(dataDir: string, port: number): Promise<Started> {
+  const started = startProcess(bin('tsx'), [path.join(repoRoot, 'server', 'main.ts')], { ...TEST_ENV, LOG_LEVEL: 'info', DATA_DIR: dataDir, PORT: String(port), DATABASE_URL: '' });
+  running.push(started);
+  await waitForHttp(`http://127.0.0.1:${port}/v1/orgs/00000000-0000-0000-0000-000000000000`, started, 90_000);
+  return started;
+}
+
+function admin(dataDir: string, args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(bin('tsx'), [path.join(repoRoot, 'server', 'admin', 'main.ts'), ...args], { env: { ...process.env, DATA_DIR: dataDir, DATABASE_URL: '' } });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    child.on('exit', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+describe('the embedded default', () => {
+  test('first start bootstraps an organization; the admin command works with and without a server; a restart keeps everything', async () => {
+    const dataDir = mkdtempSync(path.join(tmpdir(), 'cloud-platform-embedded-'));
+    const port = await freePort();
+    const server = await startEmbedded(dataDir, port);
+    const credentials = await readBootstrap(dataDir);
+    expect(credentials.api_key).toMatch(/^cpk_[A-Za-z0-9_-]{43}$/);
+    expect(credentials.base_url).toBe(`http://127.0.0.1:${port}`);
+    expect(statSync(path.join(dataDir, 'bootstrap.json')).mode & 0o777).toBe(0o600);
+    await eventually(() => server.output().includes('The key is not shown again.'));
+    expect(server.output()).toContain(credentials.api_key);
+    const base = `${credentials.base_url}/v1/orgs/${credentials.org_id}`;
+    expect((await call(base, 'GET', '/billing', { defaultKey: credentials.api_key })).status).toBe(200);
+
+    // With the server running: the admin command uses the PostgreSQL the server started.
+    const created = await admin(dataDir, ['create-org', '--name', 'Second Org', '--json']);
+    expect(created.code, created.stderr).toBe(0);
+    const second = JSON.parse(created.stdout.trim());
+    expect(second.org_id).toMatch(/^[0-9a-f-]{36}$/);
+    expect((await call(credentials.base_url, 'GET', `/v1/orgs/${second.org_id}`, { defaultKey: second.api_key })).body.name).toBe('Second Org');
+
+    // JSON log lines carry request id, org, route, status and duration, and never a credential.
+    const logLines = server.output().split('\n').filter((line) => line.startsWith('{'));
+    const requestLog = logLines.map((line) => JSON.parse(line)).find((entry) => entry.msg === 'request' && entry.org_id === credentials.org_id);
+    expect(requestLog).toMatchObject({ route: '/v1/orgs/{org}/billing', status: 200, method: 'GET', request_id: expect.stringMatching(/^req_/) });
+    expect(requestLog.duration_ms).toEqual(expect.any(Number));
+    expect(logLines.some((line) => line.includes('cpk_'))).toBe(false);
+
+    server.child.kill('SIGTERM');
+    expect(await exited(server)).toBe(0);
+
+    // Without a server: the admin command starts the embedded PostgreSQL itself.
+    const scheduling = await admin(dataDir, ['scheduling', '--org', credentials.org_id, '--enabled', 'false', '--json']);
+    expect(scheduling.code, scheduling.stderr).toBe(0);
+    expect(JSON.parse(scheduling.stdout.trim())).toEqual({ org_id: credentials.org_id, scheduling_enabled: false });
+    const usage = await admin(dataDir, ['scheduling', '--org', 'nope', '--enabled', 'maybe']);
+    expect(usage.code).toBe(2);
+
+    const restarted = await startEmbedded(dataDir, port);
+    expect(restarted.output()).not.toContain('First start');
+    expect((await call(base, 'GET', '/billing', { defaultKey: credentials.api_key })).status).toBe(200);
+    const events = (await call(base, 'GET', '/audit-events?resource_type=organization', { defaultKey: credentials.api_key })).body.items;
+    expect(events[0]).toMatchObject({ action: 'org.set_scheduling', actor_realm: 'operator', after: { scheduling_enabled: false } });
+    restarted.child.kill('SIGTERM');
+    expect(await exited(restarted)).toBe(0);
+  });
+});
+
+describe('graceful shutdown', () => {
+  test('on SIGTERM, a request in flight finishes, new connections are refused, and the process exits 0', async () => {
+    const databaseUrl = await createTestDatabase();
+    const server = await startServerProcess(databaseUrl);
+    running.push(server);
+    const credentials = await readBootstrap(server.dataDir);
+    const url = new URL(`${server.url}/v1/orgs/${credentials.org_id}/api-tokens`);
+    const body = JSON.stringify({ name: 'created-during-shutdown' });
+    const inFlight = new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const req = request(url, { method: 'POST', headers: { Authorization: `Bearer ${credentials.api_key}`, 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) } }, (res) => {
+        let text = '';
+        res.on('data', (chunk: Buffer) => (text += chunk.toString()));
+        res.on('end', () => resolve({ status: res.statusCode!, body: text }));
+      });
+      req.on('error', reject);
+      // Half the body now, half after the server was told to stop.
+      req.write(body.slice(0, 10));
+      setTimeout(() => {
+        server.child.kill('SIGTERM');
+        setTimeout(() => req.end(body.slice(10)), 300);
+      }, 200);
+    });
+    const response = await inFlight;
+    expect(response.status).toBe(201);
+    expect(JSON.parse(response.body).token.name).toBe('created-during-shutdown');
+    expect(await exited(server)).toBe(0);
+    await expect(fetch(`${server.url}/v1/orgs/${credentials.org_id}`)).rejects.toThrow();
+  });
+});
