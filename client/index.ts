@@ -1,0 +1,20 @@
+// The typed client of the Cloud Platform API. See README.md, "Using the client".
+export { createPlatformClient, newRequestId, type PlatformClient } from './client.ts';
+export { OperationFailedError, OperationTimeoutError, PlatformError, PlatformNetworkError, ProblemError } from './errors.ts';
+export { parseJson, stringifyJson } from './json.ts';
+export { defaultRetryOptions, isIdempotent, retryStatuses } from './retry.ts';
+export type {
+  CallArgs,
+  CallInit,
+  ItemOf,
+  Operation,
+  PaginatedOperationId,
+  PathParams,
+  PlatformClientOptions,
+  Problem,
+  ProblemFieldError,
+  RetryOptions,
+  Schemas,
+  SuccessBody,
+  WaitOptions,
+} from './types.ts';
