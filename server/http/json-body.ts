@@ -57,9 +57,8 @@ function toNumbers(value: unknown, path: Array<string | number>, exact: Array<{ 
 function toNumber(digits: string, path: Array<string | number>, exact: Array<{ path: Array<string | number>; value: bigint }>): number {
   if (!isInteger(digits) || isSafeNumber(digits)) return Number(digits);
   const value = BigInt(digits);
-  if (value < INT64_MIN || value > INT64_MAX) {
-    throw fieldInvalid(pointerOf(path), `must be an integer between -9223372036854775808 and 9223372036854775807`);
-  }
+  if (value > INT64_MAX) throw fieldInvalid(pointerOf(path), 'must be at most 9223372036854775807');
+  if (value < INT64_MIN) throw fieldInvalid(pointerOf(path), 'must be at least -9223372036854775808');
   exact.push({ path, value });
   return Number(digits);
 }
