@@ -2563,7 +2563,7 @@ export interface components {
              * @example reboot
              * @enum {string}
              */
-            action: "reboot";
+            action?: "reboot";
             /**
              * Format: date-time
              * @description Kind `once` only, and required there. A future instant with its UTC offset, such as `2026-11-25T23:30:00+01:00`.
@@ -2592,7 +2592,7 @@ export interface components {
              * @default UTC
              * @example Europe/Berlin
              */
-            timezone: string;
+            timezone?: string;
         } & (unknown & unknown & unknown);
         /**
          * @description A scheduled restart of an instance. Every field is always present; fields that do not apply
@@ -3037,7 +3037,7 @@ export interface components {
              * @default false
              * @example true
              */
-            versioning: boolean;
+            versioning?: boolean;
         };
         /**
          * @description A change of a bucket's per-bucket quota. Send at least one field. For each field: a number
@@ -3480,7 +3480,7 @@ export interface components {
              *       "write"
              *     ]
              */
-            scopes: ("read" | "write")[];
+            scopes?: ("read" | "write")[];
             /**
              * Format: date-time
              * @description When the key stops working, in the future (a past instant is `400 validation_failed`). Omit it, or send null, for no expiry.

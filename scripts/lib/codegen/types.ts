@@ -11,6 +11,9 @@ export async function generateTypes(document: object): Promise<string> {
   const ast = await openapiTS(structuredClone(document) as Parameters<typeof openapiTS>[0], {
     rootTypes: true,
     rootTypesNoSchemaPrefix: true,
+    // A field with a default (versioning, scopes, timezone…) stays optional: a request may omit
+    // it, and the server applies the default.
+    defaultNonNullable: false,
     transform(schema) {
       if (schema.format !== 'int64' || !hasWideBound(schema as Record<string, unknown>)) return undefined;
       const types: ts.TypeNode[] = [keyword(ts.SyntaxKind.NumberKeyword), keyword(ts.SyntaxKind.BigIntKeyword)];
