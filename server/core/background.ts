@@ -29,11 +29,16 @@ export class BackgroundRunner {
         if (!signal.aborted) this.log.error({ err: error, task: task.name }, 'background task failed');
       }
       await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, task.intervalMs);
-        signal.addEventListener('abort', () => {
+        // The abort listener goes when the wait ends, or every run would leave one behind.
+        const onAbort = () => {
           clearTimeout(timer);
           resolve();
-        }, { once: true });
+        };
+        const timer = setTimeout(() => {
+          signal.removeEventListener('abort', onAbort);
+          resolve();
+        }, task.intervalMs);
+        signal.addEventListener('abort', onAbort, { once: true });
       });
     }
   }
