@@ -6,6 +6,7 @@ import { mkdtempSync, statSync } from 'node:fs';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import pg from 'pg';
 import { afterAll, describe, expect, test } from 'vitest';
 import { bin, repoRoot } from '../../scripts/lib/run.ts';
 import { freePort, startProcess, waitForHttp, type Started } from '../support/processes.ts';
@@ -120,5 +121,52 @@ describe('graceful shutdown', () => {
     expect(JSON.parse(response.body).token.name).toBe('created-during-shutdown');
     expect(await exited(server)).toBe(0);
     await expect(fetch(`${server.url}/v1/orgs/${credentials.org_id}`)).rejects.toThrow();
+  });
+});
+
+describe('a worker killed mid-operation', () => {
+  test('another process takes the operation over once the lease expires, and it finishes once', async () => {
+    const databaseUrl = await createTestDatabase();
+    // Backend calls take 4 s here, so the operation is certainly mid-call when the process dies.
+    const first = await startServerProcess(databaseUrl, { SIM_LATENCY_MS: '4000', WORKER_LEASE_MS: '1500' });
+    running.push(first);
+    const credentials = await readBootstrap(first.dataDir);
+    const base = `${first.url}/v1/orgs/${credentials.org_id}`;
+    const accepted = await call(base, 'POST', '/s3/buckets', { defaultKey: credentials.api_key, body: { name: 'survives-a-crash' } });
+    expect(accepted.status, accepted.text).toBe(202);
+    const operationId = accepted.body.operation.id;
+
+    const probe = new pg.Client({ connectionString: databaseUrl });
+    await probe.connect();
+    try {
+      for (let waited = 0; ; waited += 50) {
+        const { rows } = await probe.query('SELECT state, attempt FROM operations WHERE id = $1', [operationId]);
+        if (rows[0].state === 'running' && rows[0].attempt === 1) break;
+        if (waited > 15_000) throw new Error(`the operation never started: ${JSON.stringify(rows[0])}`);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      process.kill(-first.child.pid!, 'SIGKILL');
+      await exited(first);
+
+      const second = await startServerProcess(databaseUrl, { SIM_LATENCY_MS: '5-20' });
+      running.push(second);
+      const secondBase = `${second.url}/v1/orgs/${credentials.org_id}`;
+      let operation: any;
+      for (let waited = 0; ; waited += 100) {
+        operation = (await call(secondBase, 'GET', `/operations/${operationId}`, { defaultKey: credentials.api_key })).body;
+        if (operation.finished_at) break;
+        if (waited > 20_000) throw new Error(`still ${operation.state}`);
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      expect(operation).toMatchObject({ state: 'succeeded', attempt: 2, error_class: null });
+      const bucket = (await call(secondBase, 'GET', `/s3/buckets/${accepted.body.bucket.id}`, { defaultKey: credentials.api_key })).body;
+      expect(bucket).toMatchObject({ state: 'active', observed_exists: true });
+      const held = await probe.query('SELECT count(*)::int AS n FROM sim_objectstore_buckets WHERE name = $1', ['survives-a-crash']);
+      expect(held.rows[0].n).toBe(1);
+      const finishes = await probe.query("SELECT count(*)::int AS n FROM operations WHERE resource_id = $1 AND type = 'bucket.create'", [accepted.body.bucket.id]);
+      expect(finishes.rows[0].n).toBe(1);
+    } finally {
+      await probe.end();
+    }
   });
 });
