@@ -28,11 +28,16 @@ export function costInCents(usage: Map<string, string>): number {
 
 /**
  * Accrues usage up to `now`: each metered resource adds its hourly rates times the hours since it
- * was last metered (a resource seen for the first time starts accruing from now). Runs in one
- * transaction; concurrent metering processes serialize on the cursors.
+ * was last metered (a resource seen for the first time starts accruing from now). A resource no
+ * longer billable (a stopped instance, a released address) loses its cursor, so that when it is
+ * billable again it accrues from then, not from when it stopped. Runs in one transaction;
+ * concurrent metering processes serialize on the cursors.
  */
 export async function accrueUsage(tx: PoolClient, resources: MeteredResource[], now: Date): Promise<void> {
   const month = monthOf(now);
+  await tx.query(`DELETE FROM metering_cursors WHERE NOT (resource_type || '/' || resource_id = ANY($1::text[]))`, [
+    resources.map((resource) => `${resource.resourceType}/${resource.resourceId}`),
+  ]);
   for (const resource of resources) {
     const { rows } = await tx.query<{ metered_until: Date }>(
       `INSERT INTO metering_cursors (org_id, resource_type, resource_id, metered_until) VALUES ($1, $2, $3, $4)
