@@ -9,6 +9,7 @@ import pg from 'pg';
 import { inject } from 'vitest';
 import { addMember, createApiKeyRow, createOrganization } from '../../server/areas/organization/organizations.ts';
 import { loadConfig } from '../../server/config.ts';
+import type { Clock } from '../../server/core/clock.ts';
 import { withTransaction } from '../../server/db/pool.ts';
 import { createLogger } from '../../server/logging.ts';
 import { startPlatform, type Platform } from '../../server/platform.ts';
@@ -115,10 +116,10 @@ async function newOrg(url: string, pool: pg.Pool, name: string): Promise<TestOrg
 }
 
 /** The real platform in this test process, on its own database. */
-export async function startTestServer(env: Record<string, string> = {}): Promise<TestServer> {
+export async function startTestServer(env: Record<string, string> = {}, options: { clock?: Clock } = {}): Promise<TestServer> {
   const databaseUrl = await createTestDatabase();
   const config = loadConfig({ ...TEST_ENV, ...env, DATABASE_URL: databaseUrl, PORT: '0', HOST: '127.0.0.1', DATA_DIR: mkdtempSync(path.join(tmpdir(), 'cloud-platform-test-')) });
-  const platform: Platform = await startPlatform(config, createLogger(config.logLevel));
+  const platform: Platform = await startPlatform(config, createLogger(config.logLevel), { clock: options.clock });
   const pool = platform.pool;
   const org = await newOrg(platform.url, pool, 'Acme Robotics');
   return {

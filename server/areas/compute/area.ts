@@ -1,12 +1,49 @@
-// PLACEHOLDER until the compute area lands: answers every compute operation with 500.
 import type { Area, AreaDependencies } from '../area.ts';
-type ComputeOperations = 'listRegions' | 'listImages' | 'createVm' | 'listVms' | 'getVm' | 'deleteVm' | 'startVm' | 'stopVm' | 'rebootVm' | 'resizeVm' | 'rebuildVm' | 'rescueVm' | 'unrescueVm' | 'setVmProtection' | 'getVmFirewall' | 'setVmFirewall' | 'requestConsole' | 'collectConsole' | 'scheduleVmRestart' | 'listVmScheduledActions' | 'cancelScheduledAction' | 'listPublicIps' | 'allocatePublicIp' | 'getPublicIp' | 'releasePublicIp' | 'associatePublicIp' | 'disassociatePublicIp' | 'listSshKeys' | 'createSshKey' | 'deleteSshKey';
-export function computeArea(_deps: AreaDependencies): Area<ComputeOperations> {
-  const todo = async (): Promise<never> => { throw new Error('compute area not built yet'); };
-  const names: ComputeOperations[] = ['listRegions', 'listImages', 'createVm', 'listVms', 'getVm', 'deleteVm', 'startVm', 'stopVm', 'rebootVm', 'resizeVm', 'rebuildVm', 'rescueVm', 'unrescueVm', 'setVmProtection', 'getVmFirewall', 'setVmFirewall', 'requestConsole', 'collectConsole', 'scheduleVmRestart', 'listVmScheduledActions', 'cancelScheduledAction', 'listPublicIps', 'allocatePublicIp', 'getPublicIp', 'releasePublicIp', 'associatePublicIp', 'disassociatePublicIp', 'listSshKeys', 'createSshKey', 'deleteSshKey'];
-  const noop = { perform: todo, succeeded: todo, failed: todo, cancelled: todo };
+import { loadCatalogue } from './catalogue.ts';
+import { networkHandlers, type NetworkOperations } from './network-handlers.ts';
+import { createPublicIpService, publicIpExecutors } from './public-ips.ts';
+import { createReconciler } from './reconciler.ts';
+import { scheduleHandlers, type ScheduleOperations } from './schedule-handlers.ts';
+import { createScheduler } from './scheduler.ts';
+import { createScheduleService } from './schedules.ts';
+import { computeUsage } from './usage.ts';
+import { vmExecutors } from './vm-executors.ts';
+import { vmHandlers, type VmOperations } from './vm-handlers.ts';
+import { createVmService } from './vm-service.ts';
+
+export type ComputeOperations = VmOperations | NetworkOperations | ScheduleOperations;
+
+/**
+ * Compute: the catalogue (regions, images, pools, profiles from the catalogue file), instances
+ * and their actions, public IPs, SSH keys, consoles and scheduled restarts, carried out by the
+ * hypervisor driver through the operations engine. In the background, the reconciler records what
+ * the hypervisor observes and the scheduler runs due restarts.
+ */
+export function computeArea(deps: AreaDependencies): Area<ComputeOperations> {
+  const { pool, config, clock, drivers, budget } = deps;
+  // A bad catalogue stops start-up here, with a message naming the file and the entry.
+  const catalogue = loadCatalogue(config.catalogueFile);
+  const maxAttempts = config.engine.maxAttempts;
+  const vms = createVmService({ catalogue, budget, maxAttempts });
+  const publicIps = createPublicIpService({ catalogue, budget, maxAttempts, vms });
+  const schedules = createScheduleService(vms);
+  const reconciler = createReconciler(pool, drivers.hypervisor);
+  const scheduler = createScheduler({ pool, clock, vms });
+
   return {
-    handlers: Object.fromEntries(names.map((name) => [name, todo])) as never,
-    executors: Object.fromEntries(['vm.create', 'vm.start', 'vm.stop', 'vm.reboot', 'vm.resize', 'vm.rebuild', 'vm.rescue', 'vm.unrescue', 'vm.delete', 'vm.firewall', 'vm.console', 'ip.allocate', 'ip.associate', 'ip.disassociate', 'ip.release'].map((type) => [type, noop])),
+    handlers: {
+      ...vmHandlers({ pool, clock, vms }),
+      ...networkHandlers({ pool, catalogue, publicIps }),
+      ...scheduleHandlers({ pool, clock, schedules }),
+    },
+    executors: {
+      ...vmExecutors(pool, drivers.hypervisor, catalogue),
+      ...publicIpExecutors(pool, drivers.hypervisor),
+    },
+    usage: computeUsage,
+    background: [
+      { name: 'compute-reconciler', intervalMs: config.engine.reconcileIntervalMs, run: async (signal) => void (await reconciler.reconcile(signal)) },
+      { name: 'compute-scheduler', intervalMs: config.engine.schedulerIntervalMs, run: async (signal) => void (await scheduler.runDue(signal)) },
+    ],
   };
 }

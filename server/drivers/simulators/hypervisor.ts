@@ -1,6 +1,223 @@
-// PLACEHOLDER until the compute area lands.
-import type { HypervisorDriver } from '../hypervisor.ts';
+import type { Queryable } from '../../db/pool.ts';
+import { PermanentBackendError } from '../errors.ts';
+import type { HypervisorDriver, PowerStatus, ServerRef, ServerReport } from '../hypervisor.ts';
 import type { SimulatorDependencies } from './index.ts';
-export function createHypervisorSimulator(_deps: SimulatorDependencies): HypervisorDriver {
-  return {};
+import { simulatedLatency } from './latency.ts';
+
+interface ServerRow {
+  server_id: string;
+  name: string;
+  region_id: string;
+  console_type: 'vnc' | 'serial';
+  power: PowerStatus;
+  private_ipv4: string;
+  public_ipv4: string | null;
+  ipv6: string | null;
+  disk_gb: number;
+}
+
+/**
+ * A simulated hypervisor: servers and addresses live in the sim_* tables, every call waits the
+ * configured latency and may fail by a SIM_FAULTS rule (`hypervisor.<method>@<subject glob>`,
+ * the subject being the server's name, or the public IP id for allocate and release). Calls are
+ * idempotent by server id and address id.
+ *
+ * Addresses come from benchmarking ranges (RFC 2544) and the documentation prefix for IPv6, so a
+ * simulated address is never someone's real one: servers get 10.x private addresses and, on a
+ * public network profile, one of 198.18.0.0/16 and 2001:db8::/32; public IPs come from
+ * 198.19.0.0/16.
+ */
+export function createHypervisorSimulator({ pool, latencyMs, faults }: SimulatorDependencies): HypervisorDriver {
+  const call = async (method: string, subject: string): Promise<void> => {
+    await simulatedLatency(latencyMs);
+    await faults.check('hypervisor', 'compute backend', method, subject);
+  };
+
+  const refused = (reason: string) => new PermanentBackendError('compute backend', reason);
+
+  async function serverRow(db: Queryable, serverId: string): Promise<ServerRow | undefined> {
+    const { rows } = await db.query<ServerRow>('SELECT * FROM sim_servers WHERE server_id = $1', [serverId]);
+    return rows[0];
+  }
+
+  /**
+   * What the hypervisor sees of a server read at `observedAt`. The time is taken before the
+   * read, so that a report never claims to be newer than the state it shows.
+   */
+  async function report(db: Queryable, server: ServerRow, observedAt: Date): Promise<ServerReport> {
+    const { rows } = await db.query<{ address: string }>('SELECT address FROM sim_addresses WHERE server_id = $1 ORDER BY created_at, address', [server.server_id]);
+    return {
+      serverId: server.server_id,
+      status: server.power,
+      addresses: {
+        private_ipv4: [server.private_ipv4],
+        public_ipv4: [...(server.public_ipv4 ? [server.public_ipv4] : []), ...rows.map((row) => row.address)],
+        ipv6: server.ipv6 ? [server.ipv6] : [],
+      },
+      observedAt,
+    };
+  }
+
+  /** The server as it is now, reported; undefined if it does not exist. */
+  async function describe(serverId: string): Promise<ServerReport | undefined> {
+    const observedAt = new Date();
+    const server = await serverRow(pool, serverId);
+    return server ? report(pool, server, observedAt) : undefined;
+  }
+
+  /** Changes an existing server and reports it; a server that does not exist is refused. */
+  async function change(server: ServerRef, setSql: string, params: unknown[] = [], allowedFrom?: PowerStatus[]): Promise<ServerReport> {
+    const existing = await serverRow(pool, server.serverId);
+    if (!existing) throw refused(`no server ${server.serverId}`);
+    if (allowedFrom && !allowedFrom.includes(existing.power)) throw refused(`server ${server.serverId} is ${existing.power}`);
+    await pool.query(`UPDATE sim_servers SET ${setSql}, updated_at = now() WHERE server_id = $1`, [server.serverId, ...params]);
+    return (await describe(server.serverId))!;
+  }
+
+  return {
+    async createServer(spec) {
+      await call('createServer', spec.name);
+      const { rows } = await pool.query<{ n: string }>(`SELECT nextval('sim_server_host_seq')::text AS n`);
+      const host = Number(rows[0]!.n);
+      // A repeated create (after a crashed attempt) finds the server the first one made.
+      await pool.query(
+        `INSERT INTO sim_servers (server_id, name, region_id, storage_pool_id, network_profile_id, console_type, image_id,
+           vcpus, memory_mb, disk_gb, power, ssh_keys, firewall, private_ipv4, public_ipv4, ipv6)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'running', $11, $12, $13, $14, $15)
+         ON CONFLICT (server_id) DO NOTHING`,
+        [
+          spec.serverId,
+          spec.name,
+          spec.regionId,
+          spec.storagePoolId,
+          spec.networkProfileId,
+          spec.consoleType,
+          spec.imageId,
+          spec.vcpus,
+          spec.memoryMb,
+          spec.diskGb,
+          JSON.stringify(spec.sshKeys),
+          JSON.stringify(spec.firewall),
+          ipv4(10 << 24, host),
+          spec.publicNetwork ? ipv4((198 << 24) | (18 << 16), host) : null,
+          spec.publicNetwork ? `2001:db8:${(host >> 16).toString(16)}:${(host & 0xffff).toString(16)}::1` : null,
+        ],
+      );
+      return (await describe(spec.serverId))!;
+    },
+
+    async startServer(server) {
+      await call('startServer', server.name);
+      return change(server, `power = 'running', boots = boots + CASE WHEN power = 'running' THEN 0 ELSE 1 END`);
+    },
+
+    async stopServer(server) {
+      await call('stopServer', server.name);
+      return change(server, `power = 'stopped'`);
+    },
+
+    async rebootServer(server) {
+      await call('rebootServer', server.name);
+      return change(server, `power = 'running', boots = boots + 1`, [], ['running', 'crashed']);
+    },
+
+    async resizeServer(server, size) {
+      await call('resizeServer', server.name);
+      const existing = await serverRow(pool, server.serverId);
+      if (existing && size.diskGb < existing.disk_gb) throw refused('a disk cannot shrink');
+      return change(
+        server,
+        `vcpus = $2, memory_mb = $3, disk_gb = $4, boots = boots + CASE WHEN power = 'running' THEN 1 ELSE 0 END`,
+        [size.vcpus, size.memoryMb, size.diskGb],
+      );
+    },
+
+    async rebuildServer(server, image) {
+      await call('rebuildServer', server.name);
+      return change(server, `image_id = $2, ssh_keys = $3, power = 'running', boots = boots + 1`, [image.imageId, JSON.stringify(image.sshKeys)]);
+    },
+
+    async rescueServer(server) {
+      await call('rescueServer', server.name);
+      return change(server, `power = 'rescue', boots = boots + CASE WHEN power = 'rescue' THEN 0 ELSE 1 END`);
+    },
+
+    async unrescueServer(server) {
+      await call('unrescueServer', server.name);
+      return change(server, `power = 'running', boots = boots + CASE WHEN power = 'running' THEN 0 ELSE 1 END`);
+    },
+
+    async deleteServer(server) {
+      await call('deleteServer', server.name);
+      await pool.query('UPDATE sim_addresses SET server_id = NULL WHERE server_id = $1', [server.serverId]);
+      await pool.query('DELETE FROM sim_console_sessions WHERE server_id = $1', [server.serverId]);
+      await pool.query('DELETE FROM sim_servers WHERE server_id = $1', [server.serverId]);
+    },
+
+    async setFirewall(server, rules) {
+      await call('setFirewall', server.name);
+      await change(server, 'firewall = $2', [JSON.stringify(rules)]);
+    },
+
+    async prepareConsole(server, sessionId) {
+      await call('prepareConsole', server.name);
+      const existing = await serverRow(pool, server.serverId);
+      if (!existing) throw refused(`no server ${server.serverId}`);
+      if (existing.power !== 'running' && existing.power !== 'rescue') throw refused(`server ${server.serverId} is ${existing.power}`);
+      await pool.query(
+        `INSERT INTO sim_console_sessions (session_id, server_id, console_type) VALUES ($1, $2, $3) ON CONFLICT (session_id) DO NOTHING`,
+        [sessionId, server.serverId, existing.console_type],
+      );
+      return { consoleType: existing.console_type, gatewayUrl: `wss://console.${existing.region_id}.cloudplatform.dev/v1/sessions` };
+    },
+
+    async describeServers(serverIds) {
+      if (serverIds.length === 0) return [];
+      await call('describeServers', 'servers');
+      const observedAt = new Date();
+      const { rows } = await pool.query<ServerRow>('SELECT * FROM sim_servers WHERE server_id = ANY($1::uuid[])', [serverIds]);
+      return Promise.all(rows.map((row) => report(pool, row, observedAt)));
+    },
+
+    async allocateAddress({ addressId, regionId }) {
+      await call('allocateAddress', addressId);
+      const { rows: hosts } = await pool.query<{ n: string }>(`SELECT nextval('sim_address_host_seq')::text AS n`);
+      await pool.query(
+        `INSERT INTO sim_addresses (address_id, region_id, address) VALUES ($1, $2, $3) ON CONFLICT (address_id) DO NOTHING`,
+        [addressId, regionId, ipv4((198 << 24) | (19 << 16), Number(hosts[0]!.n))],
+      );
+      const { rows } = await pool.query<{ address: string }>('SELECT address FROM sim_addresses WHERE address_id = $1', [addressId]);
+      return { address: rows[0]!.address };
+    },
+
+    async attachAddress({ addressId }, server) {
+      await call('attachAddress', server.name);
+      const existing = await serverRow(pool, server.serverId);
+      if (!existing) throw refused(`no server ${server.serverId}`);
+      const { rowCount } = await pool.query(
+        'UPDATE sim_addresses SET server_id = $2 WHERE address_id = $1 AND (server_id IS NULL OR server_id = $2)',
+        [addressId, server.serverId],
+      );
+      if (rowCount === 0) throw refused(`address ${addressId} is unknown or routed elsewhere`);
+      return (await describe(server.serverId))!;
+    },
+
+    async detachAddress({ addressId }, server) {
+      await call('detachAddress', server.name);
+      await pool.query('UPDATE sim_addresses SET server_id = NULL WHERE address_id = $1 AND server_id = $2', [addressId, server.serverId]);
+      return describe(server.serverId);
+    },
+
+    async releaseAddress({ addressId }) {
+      await call('releaseAddress', addressId);
+      await pool.query('DELETE FROM sim_addresses WHERE address_id = $1', [addressId]);
+    },
+  };
+}
+
+/** The address `host` places after `base` (hosts ending in .0 or .255 are skipped). */
+function ipv4(base: number, host: number): string {
+  const perBlock = 254;
+  const value = (base + Math.floor((host - 1) / perBlock) * 256 + ((host - 1) % perBlock) + 1) >>> 0;
+  return [value >>> 24, (value >>> 16) & 255, (value >>> 8) & 255, value & 255].join('.');
 }

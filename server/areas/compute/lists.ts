@@ -1,0 +1,100 @@
+import { createHash } from 'node:crypto';
+import type { Queryable } from '../../db/pool.ts';
+import { decodeCursor, DEFAULT_PAGE_SIZE, page, sortKeySql } from '../../core/pagination.ts';
+import { compare } from './catalogue.ts';
+import type { PublicIpRow } from './public-ips.ts';
+import type { ScheduleRow } from './schedules.ts';
+import type { SshKeyRow } from './ssh-keys.ts';
+import type { VmRow } from './vms.ts';
+
+// The lists of the compute area: oldest first (created_at, then id) for what customers create,
+// id order for the catalogue. A cursor names its list and filters, so that a cursor of another
+// list, or of the same list with other filters, is 400 invalid_cursor.
+
+const NIL_UUID = '00000000-0000-0000-0000-000000000000';
+
+/** The name a cursor carries: the list and a digest of its filters. */
+export function listName(list: string, filters: Record<string, unknown> = {}): string {
+  const digest = createHash('sha256').update(JSON.stringify(filters)).digest('base64url').slice(0, 12);
+  return `${list}:${digest}`;
+}
+
+const pageSize = (limit: number | string | undefined) => (limit === undefined ? DEFAULT_PAGE_SIZE : Number(limit));
+
+/** A page of rows ordered by (created_at, id), oldest first. */
+async function oldestFirst<Row extends { id: string }, Item>(
+  db: Queryable,
+  list: string,
+  query: { cursor?: string; limit?: number | string },
+  from: { table: string; where: string; params: unknown[] },
+  toItem: (row: Row) => Item,
+) {
+  const limit = pageSize(query.limit);
+  const after = decodeCursor(list, query.cursor);
+  const n = from.params.length;
+  const { rows } = await db.query<Row & { sort_key: string }>(
+    `SELECT *, ${sortKeySql('created_at')} AS sort_key FROM ${from.table}
+     WHERE ${from.where} AND ($${n + 1}::timestamptz IS NULL OR (created_at, id) > ($${n + 1}::timestamptz, $${n + 2}::uuid))
+     ORDER BY created_at, id LIMIT $${n + 3}`,
+    [...from.params, after?.key ?? null, after?.id ?? NIL_UUID, limit + 1],
+  );
+  return page(list, rows, limit, (row) => ({ key: row.sort_key, id: row.id }), toItem);
+}
+
+export interface VmFilters {
+  region?: string;
+  state?: string;
+  /** `key:value` filters, split at the first colon. */
+  labels: string[];
+}
+
+export function listVms<Item>(db: Queryable, orgId: string, filters: VmFilters, query: { cursor?: string; limit?: number | string }, toItem: (row: VmRow) => Item) {
+  const labels = Object.fromEntries(filters.labels.map((label) => [label.slice(0, label.indexOf(':')), label.slice(label.indexOf(':') + 1)]));
+  const list = listName('vms', { region: filters.region ?? null, state: filters.state ?? null, labels: [...filters.labels].sort() });
+  return oldestFirst<VmRow, Item>(
+    db,
+    list,
+    query,
+    {
+      table: 'vms',
+      where: `org_id = $1 AND deleted_at IS NULL AND ($2::text IS NULL OR region_id = $2) AND ($3::text IS NULL OR state = $3) AND labels @> $4::jsonb`,
+      params: [orgId, filters.region ?? null, filters.state ?? null, JSON.stringify(labels)],
+    },
+    toItem,
+  );
+}
+
+export function listPublicIps<Item>(db: Queryable, orgId: string, region: string | undefined, query: { cursor?: string; limit?: number | string }, toItem: (row: PublicIpRow) => Item) {
+  return oldestFirst<PublicIpRow, Item>(
+    db,
+    listName('public-ips', { region: region ?? null }),
+    query,
+    { table: 'public_ips', where: 'org_id = $1 AND released_at IS NULL AND ($2::text IS NULL OR region_id = $2)', params: [orgId, region ?? null] },
+    toItem,
+  );
+}
+
+export function listSshKeys<Item>(db: Queryable, orgId: string, query: { cursor?: string; limit?: number | string }, toItem: (row: SshKeyRow) => Item) {
+  return oldestFirst<SshKeyRow, Item>(db, listName('ssh-keys'), query, { table: 'ssh_keys', where: 'org_id = $1', params: [orgId] }, toItem);
+}
+
+export function listSchedules<Item>(db: Queryable, orgId: string, vmId: string, query: { cursor?: string; limit?: number | string }, toItem: (row: ScheduleRow) => Item) {
+  return oldestFirst<ScheduleRow, Item>(
+    db,
+    listName('scheduled-actions', { vm: vmId }),
+    query,
+    { table: 'scheduled_actions', where: 'org_id = $1 AND vm_id = $2', params: [orgId, vmId] },
+    toItem,
+  );
+}
+
+// Catalogue entries have no creation time: their cursors carry a fixed key and the entry's id.
+const CATALOGUE_KEY = '1970-01-01T00:00:00.000000Z';
+
+/** A page of catalogue entries (already in id order) after the cursor's id. */
+export function catalogueListPage<Entry extends { id: string }, Item>(list: string, entries: Entry[], query: { cursor?: string; limit?: number | string }, toItem: (entry: Entry) => Item) {
+  const limit = pageSize(query.limit);
+  const after = decodeCursor(list, query.cursor, 'text');
+  const rest = after ? entries.filter((entry) => compare(entry.id, after.id) > 0) : entries;
+  return page(list, rest.slice(0, limit + 1), limit, (entry) => ({ key: CATALOGUE_KEY, id: entry.id }), toItem);
+}

@@ -1,0 +1,120 @@
+import type { Queryable } from '../../db/pool.ts';
+import { iso, isoOrNull } from '../../core/clock.ts';
+import type { FirewallRuleSpec, InstalledSshKey, ServerReport } from '../../drivers/hypervisor.ts';
+import type { OperationFailure } from '../../engine/executor.ts';
+import { allowedActions, type DesiredState, type DiskRedundancy, type VmOut, type VmState } from './policy.ts';
+
+/** A row of the vms table. */
+export interface VmRow {
+  id: string;
+  org_id: string;
+  name: string;
+  region_id: string;
+  disk_redundancy: DiskRedundancy;
+  storage_pool_id: string;
+  network_profile_id: string;
+  image_id: string;
+  image_name: string;
+  vcpus: number;
+  memory_mb: number;
+  disk_gb: number;
+  state: VmState;
+  desired_state: DesiredState;
+  workload_type: VmOut['workload_type'];
+  protected: boolean;
+  protected_by: 'owner' | 'operator' | null;
+  ssh_keys: InstalledSshKey[];
+  user_data_present: boolean;
+  labels: Record<string, string>;
+  firewall: FirewallRuleSpec[];
+  observed_status: VmOut['observed_status'];
+  observed_addresses: VmOut['observed_addresses'];
+  observed_at: Date | null;
+  error_class: VmOut['error_class'];
+  error_detail: string | null;
+  powered_since: Date | null;
+  created_at: Date;
+  updated_at: Date;
+  deleted_at: Date | null;
+}
+
+export function toVmOut(row: VmRow): VmOut {
+  return {
+    id: row.id,
+    org_id: row.org_id,
+    name: row.name,
+    region_id: row.region_id,
+    storage_pool_id: row.storage_pool_id,
+    network_profile_id: row.network_profile_id,
+    image: { catalog_id: row.image_id, name: row.image_name },
+    vcpus: row.vcpus,
+    memory_mb: row.memory_mb,
+    disk_gb: row.disk_gb,
+    state: row.state,
+    desired_state: row.desired_state,
+    workload_type: row.workload_type,
+    protected: row.protected,
+    ssh_key_names: row.ssh_keys.map((key) => key.name),
+    user_data_present: row.user_data_present,
+    // The platform's infrastructure names are never given to customer instances.
+    fqdn: null,
+    observed_status: row.observed_status,
+    observed_addresses: row.observed_addresses,
+    observed_at: isoOrNull(row.observed_at),
+    error_class: row.error_class,
+    error_detail: row.error_detail,
+    allowed_actions: allowedActions(row),
+    labels: row.labels,
+    created_at: iso(row.created_at),
+    updated_at: iso(row.updated_at),
+  };
+}
+
+/** A live instance of the organization (not deleted), optionally locked for a change. */
+export async function findLiveVm(db: Queryable, orgId: string, vmId: string, lock = false): Promise<VmRow | undefined> {
+  const { rows } = await db.query<VmRow>(`SELECT * FROM vms WHERE org_id = $1 AND id = $2 AND deleted_at IS NULL${lock ? ' FOR UPDATE' : ''}`, [orgId, vmId]);
+  return rows[0];
+}
+
+/** Any instance the organization ever had, deleted ones included. */
+export async function findAnyVm(db: Queryable, orgId: string, vmId: string): Promise<VmRow | undefined> {
+  const { rows } = await db.query<VmRow>('SELECT * FROM vms WHERE org_id = $1 AND id = $2', [orgId, vmId]);
+  return rows[0];
+}
+
+/** An instance by id only: executors work on the instance their operation names. */
+export async function vmById(db: Queryable, vmId: string): Promise<VmRow | undefined> {
+  const { rows } = await db.query<VmRow>('SELECT * FROM vms WHERE id = $1', [vmId]);
+  return rows[0];
+}
+
+/**
+ * Applies desired fields (state, sizes, image, protection…) and bumps updated_at. Column names
+ * come from this module's callers, never from a request.
+ */
+export async function updateVm(db: Queryable, vmId: string, changes: Partial<Omit<VmRow, 'id' | 'org_id' | 'observed_status' | 'observed_addresses' | 'observed_at'>>): Promise<VmRow> {
+  const entries = Object.entries(changes);
+  const assignments = entries.map(([column], index) => `${column} = $${index + 2}`);
+  const values = entries.map(([, value]) => (value !== null && typeof value === 'object' && !(value instanceof Date) ? JSON.stringify(value) : value));
+  const { rows } = await db.query<VmRow>(`UPDATE vms SET ${[...assignments, 'updated_at = now()'].join(', ')} WHERE id = $1 RETURNING *`, [vmId, ...values]);
+  return rows[0]!;
+}
+
+/**
+ * Records what the hypervisor reported. Observed fields are not desired ones: updated_at stays.
+ * An older report never replaces a newer one; of two made in the same millisecond, the one an
+ * operation got back from its own call wins over the reconciler's.
+ */
+export async function recordObservation(db: Queryable, vmId: string, report: ServerReport, source: 'operation' | 'reconciler'): Promise<void> {
+  await db.query(
+    `UPDATE vms SET observed_status = $2, observed_addresses = $3, observed_at = $4
+     WHERE id = $1 AND deleted_at IS NULL AND (observed_at IS NULL OR observed_at ${source === 'operation' ? '<=' : '<'} $4)`,
+    [vmId, report.status, JSON.stringify(report.addresses), report.observedAt],
+  );
+}
+
+/** The failure of the instance's latest operation, as the engine phrased it. */
+export const failureFields = (failure: OperationFailure) => ({ error_class: failure.errorClass, error_detail: failure.errorDetail });
+
+/** A later successful operation clears the failure of an earlier one. */
+export const NO_FAILURE = { error_class: null, error_detail: null } as const;
