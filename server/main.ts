@@ -15,7 +15,12 @@ try {
 }
 
 const log = createLogger(config.logLevel);
-const platform = await startPlatform(config, log);
+const platform = await startPlatform(config, log).catch((error: unknown) => {
+  // A bad catalogue file is a configuration error too: a message, not a stack trace.
+  if (!(error instanceof ConfigError)) throw error;
+  console.error(`configuration error: ${error.message}`);
+  process.exit(2);
+});
 const baseUrl = process.env.PUBLIC_BASE_URL ?? platform.url;
 const credentials = await bootstrapIfEmpty(platform.pool, { dataDir: config.dataDir, baseUrl, now: new Date() });
 if (credentials) {

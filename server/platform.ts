@@ -62,6 +62,21 @@ export async function openDatabase(config: Config, log: Logger): Promise<{ pool:
  */
 export async function startPlatform(config: Config, log: Logger, options: { clock?: Clock; drivers?: (pool: Pool) => Drivers } = {}): Promise<Platform> {
   const database = await openDatabase(config, log);
+  try {
+    return await composePlatform(config, log, options, database);
+  } catch (error) {
+    // A refused start (a bad catalogue, a port in use) stops the database it opened.
+    await database.stop().catch(() => {});
+    throw error;
+  }
+}
+
+async function composePlatform(
+  config: Config,
+  log: Logger,
+  options: { clock?: Clock; drivers?: (pool: Pool) => Drivers },
+  database: { pool: Pool; stop(): Promise<void> },
+): Promise<Platform> {
   const { pool } = database;
   const clock = options.clock ?? systemClock;
   const drivers = options.drivers?.(pool) ?? createSimulatedDrivers(pool, config.simulators);
