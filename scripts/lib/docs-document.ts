@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { isSafeNumber, parse, stringify } from 'lossless-json';
 import { bundlePath } from './bundle.ts';
+import { forEachObject } from './json-walk.ts';
 
 /**
  * The document the docs page renders: the bundle, with one adaptation. The page parses the
@@ -14,21 +15,15 @@ export function docsDocument(): string {
   return `${stringify(document, undefined, 2)}\n`;
 }
 
-function dropWideBounds(node: unknown): void {
-  if (Array.isArray(node)) {
-    node.forEach(dropWideBounds);
-    return;
-  }
-  if (node === null || typeof node !== 'object') return;
-  const schema = node as Record<string, unknown>;
-  for (const bound of ['minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum']) {
-    const value = schema[bound];
-    if (value !== undefined && typeof value === 'object' && !isSafeNumber(String(value))) {
+function dropWideBounds(document: unknown): void {
+  forEachObject(document, (schema) => {
+    for (const bound of ['minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum']) {
+      const value = schema[bound];
+      if (value === undefined || typeof value !== 'object' || isSafeNumber(String(value))) continue;
       if (typeof schema.description !== 'string' || !schema.description.includes(String(value))) {
         throw new Error(`a schema with ${bound} ${String(value)} must state it in its description, which the docs show instead`);
       }
       delete schema[bound];
     }
-  }
-  Object.values(schema).forEach(dropWideBounds);
+  });
 }

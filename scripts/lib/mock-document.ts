@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { isSafeNumber, parse, stringify } from 'lossless-json';
 import { bundlePath } from './bundle.ts';
+import { forEachObject } from './json-walk.ts';
 
 /**
  * The document Prism serves: the bundle, with one adaptation. Prism checks `format: int64`
@@ -14,17 +15,10 @@ export function mockDocument(): string {
   return `${stringify(document, undefined, 2)}\n`;
 }
 
-function relaxWideInt64(node: unknown): void {
-  if (Array.isArray(node)) {
-    node.forEach(relaxWideInt64);
-    return;
-  }
-  if (node === null || typeof node !== 'object') return;
-  const schema = node as Record<string, unknown>;
-  if (schema.format === 'int64' && [schema.maximum, schema.minimum].some(isBeyondSafeRange)) {
-    delete schema.format;
-  }
-  Object.values(schema).forEach(relaxWideInt64);
+function relaxWideInt64(document: unknown): void {
+  forEachObject(document, (schema) => {
+    if (schema.format === 'int64' && [schema.maximum, schema.minimum].some(isBeyondSafeRange)) delete schema.format;
+  });
 }
 
 function isBeyondSafeRange(bound: unknown): boolean {

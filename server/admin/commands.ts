@@ -49,6 +49,36 @@ async function assertOrgExists(pool: Pool, orgId: string): Promise<void> {
   if (rowCount === 0) throw new AdminUsageError(`no organization ${orgId}`);
 }
 
+/**
+ * Sets one column of the organization, with its audit event (before and after), in one
+ * transaction. Returns the value before and the plan figure the output shows.
+ */
+async function updateOrgSetting<Column extends 'max_buckets_override' | 'scheduling_enabled'>(
+  pool: Pool,
+  actor: Actor,
+  orgId: string,
+  action: string,
+  column: Column,
+  value: unknown,
+): Promise<{ before: unknown; row: { plan_max_buckets: number } }> {
+  return withTransaction(pool, async (tx) => {
+    const { rows } = await tx.query(`SELECT ${column} AS value FROM orgs WHERE id = $1 FOR UPDATE`, [orgId]);
+    const updated = await tx.query<{ plan_max_buckets: number }>(`UPDATE orgs SET ${column} = $2, updated_at = now() WHERE id = $1 RETURNING plan_max_buckets`, [orgId, value]);
+    const before: unknown = rows[0].value;
+    await recordAudit(tx, {
+      orgId,
+      action,
+      resourceType: 'organization',
+      resourceId: orgId,
+      before: { [column]: before },
+      after: { [column]: value },
+      actor,
+      result: 'succeeded',
+    });
+    return { before, row: updated.rows[0]! };
+  });
+}
+
 /** Runs one admin verb and returns what it prints. */
 export async function runAdminCommand(pool: Pool, verb: string, options: Options, user: string | undefined): Promise<Record<string, unknown>> {
   const actor: Actor = { subject: typeof options.operator === 'string' ? options.operator : (user ?? 'operator'), realm: 'operator', tokenId: null };
@@ -86,44 +116,15 @@ export async function runAdminCommand(pool: Pool, verb: string, options: Options
       const override = raw === 'default' ? null : Number(raw);
       if (override !== null && (!Number.isInteger(override) || override < 0 || override > 100_000)) throw new AdminUsageError('--max-buckets must be an integer from 0 to 100000, or default');
       await assertOrgExists(pool, orgId);
-      return withTransaction(pool, async (tx) => {
-        const { rows } = await tx.query<{ plan_max_buckets: number; max_buckets_override: number | null }>(
-          'SELECT plan_max_buckets, max_buckets_override FROM orgs WHERE id = $1 FOR UPDATE',
-          [orgId],
-        );
-        await tx.query('UPDATE orgs SET max_buckets_override = $2, updated_at = now() WHERE id = $1', [orgId, override]);
-        await recordAudit(tx, {
-          orgId,
-          action: 'org.set_plan',
-          resourceType: 'organization',
-          resourceId: orgId,
-          before: { max_buckets_override: rows[0]!.max_buckets_override },
-          after: { max_buckets_override: override },
-          actor,
-          result: 'succeeded',
-        });
-        return { org_id: orgId, plan_max_buckets: rows[0]!.plan_max_buckets, max_buckets_override: override, max_buckets: override ?? rows[0]!.plan_max_buckets };
-      });
+      const { row } = await updateOrgSetting(pool, actor, orgId, 'org.set_plan', 'max_buckets_override', override);
+      return { org_id: orgId, plan_max_buckets: row.plan_max_buckets, max_buckets_override: override, max_buckets: override ?? row.plan_max_buckets };
     }
     case 'scheduling': {
       const orgId = uuid(options, 'org');
       const enabled = flag(options, 'enabled');
       await assertOrgExists(pool, orgId);
-      return withTransaction(pool, async (tx) => {
-        const { rows } = await tx.query<{ scheduling_enabled: boolean }>('SELECT scheduling_enabled FROM orgs WHERE id = $1 FOR UPDATE', [orgId]);
-        await tx.query('UPDATE orgs SET scheduling_enabled = $2, updated_at = now() WHERE id = $1', [orgId, enabled]);
-        await recordAudit(tx, {
-          orgId,
-          action: 'org.set_scheduling',
-          resourceType: 'organization',
-          resourceId: orgId,
-          before: { scheduling_enabled: rows[0]!.scheduling_enabled },
-          after: { scheduling_enabled: enabled },
-          actor,
-          result: 'succeeded',
-        });
-        return { org_id: orgId, scheduling_enabled: enabled };
-      });
+      await updateOrgSetting(pool, actor, orgId, 'org.set_scheduling', 'scheduling_enabled', enabled);
+      return { org_id: orgId, scheduling_enabled: enabled };
     }
     case 'set-protection': {
       const orgId = uuid(options, 'org');

@@ -133,48 +133,46 @@ describe('rate limits', () => {
   });
 });
 
+/**
+ * The real pipeline on the test database, with every operation answered by `handler`: for
+ * failures the real handlers never produce.
+ */
+async function withScriptedApp(handler: () => Promise<unknown>, use: (url: string) => Promise<void>): Promise<void> {
+  const app = createApp({
+    config: { rateLimit: { limit: 1000, windowSeconds: 60 }, validateResponses: true },
+    pool: server.pool,
+    log: createLogger('silent'),
+    identity: new IdentityResolver(server.pool, undefined),
+    handlers: new Proxy({}, { get: () => handler }) as never,
+  });
+  const listener = app.listen(0, '127.0.0.1');
+  await new Promise((resolve) => listener.once('listening', resolve));
+  try {
+    await use(`http://127.0.0.1:${(listener.address() as AddressInfo).port}`);
+  } finally {
+    listener.close();
+  }
+}
+
 describe('an unexpected exception', () => {
   test('is a 500 internal_error with a fixed phrase and nothing internal', async () => {
-    const handlers = new Proxy({}, { get: () => async () => { throw new Error('secret internals: password=hunter2 at db.example:5432'); } });
-    const app = createApp({
-      config: { rateLimit: { limit: 1000, windowSeconds: 60 }, validateResponses: true },
-      pool: server.pool,
-      log: createLogger('silent'),
-      identity: new IdentityResolver(server.pool, undefined),
-      handlers: handlers as never,
-    });
-    const listener = app.listen(0, '127.0.0.1');
-    await new Promise((resolve) => listener.once('listening', resolve));
-    try {
-      const url = `http://127.0.0.1:${(listener.address() as AddressInfo).port}`;
+    const failing = async () => {
+      throw new Error('secret internals: password=hunter2 at db.example:5432');
+    };
+    await withScriptedApp(failing, async (url) => {
       const response = await call(url, 'GET', `/v1/orgs/${server.org.orgId}/billing`, { defaultKey: server.org.ownerKey });
       expectProblem(response, 500, 'internal_error');
       expect(response.body.detail).toBe('An unexpected error occurred. Quote the request id to support.');
       expect(response.text).not.toMatch(/hunter2|internals|5432|stack/i);
-    } finally {
-      listener.close();
-    }
+    });
   });
 
   test('a response that breaks the contract is a 500, not the broken body', async () => {
-    const handlers = new Proxy({}, { get: () => async () => ({ status: 200, body: { state: 'active', leaked_secret: 'cpk_should_never_leave' } }) });
-    const app = createApp({
-      config: { rateLimit: { limit: 1000, windowSeconds: 60 }, validateResponses: true },
-      pool: server.pool,
-      log: createLogger('silent'),
-      identity: new IdentityResolver(server.pool, undefined),
-      handlers: handlers as never,
-    });
-    const listener = app.listen(0, '127.0.0.1');
-    await new Promise((resolve) => listener.once('listening', resolve));
-    try {
-      const url = `http://127.0.0.1:${(listener.address() as AddressInfo).port}`;
+    const leaking = async () => ({ status: 200, body: { state: 'active', leaked_secret: 'cpk_should_never_leave' } });
+    await withScriptedApp(leaking, async (url) => {
       const response = await call(url, 'GET', `/v1/orgs/${server.org.orgId}/billing`, { defaultKey: server.org.ownerKey });
       expectProblem(response, 500, 'internal_error');
       expect(response.text).not.toContain('cpk_should_never_leave');
-    } finally {
-      listener.close();
-    }
+    });
   });
 });
-

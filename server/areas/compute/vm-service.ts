@@ -80,6 +80,21 @@ export function createVmService({ catalogue, budget, maxAttempts }: VmServiceDep
     return { vm, operation, before };
   }
 
+  /** An action that takes no input: policy, then state, then the change and its operation. */
+  async function plainAction(
+    tx: PoolClient,
+    orgId: string,
+    vmId: string,
+    action: VmAction & StateChange,
+    type: OperationRow['type'],
+    changes: Parameters<typeof updateVm>[2],
+  ): Promise<VmChange> {
+    const vm = await lockLive(tx, orgId, vmId);
+    assertAllowed(vm, action);
+    await assertStateAccepts(tx, vm, action);
+    return apply(tx, vm, type, changes);
+  }
+
   /** The image's minimums against a size: the errors, one per field below its minimum. */
   function imageShortfalls(image: { min_disk_gb: number; min_ram_mb: number }, size: { disk_gb: number; memory_mb: number }): FieldError[] {
     const errors: FieldError[] = [];
@@ -163,27 +178,10 @@ export function createVmService({ catalogue, budget, maxAttempts }: VmServiceDep
       return { vm, operation, before: vm };
     },
 
-    async start(tx: PoolClient, orgId: string, vmId: string): Promise<VmChange> {
-      const vm = await lockLive(tx, orgId, vmId);
-      assertAllowed(vm, 'start');
-      await assertStateAccepts(tx, vm, 'start');
-      return apply(tx, vm, 'vm.start', { desired_state: 'running' });
-    },
-
-    async stop(tx: PoolClient, orgId: string, vmId: string): Promise<VmChange> {
-      const vm = await lockLive(tx, orgId, vmId);
-      assertAllowed(vm, 'stop');
-      await assertStateAccepts(tx, vm, 'stop');
-      return apply(tx, vm, 'vm.stop', { desired_state: 'stopped' });
-    },
-
+    start: (tx: PoolClient, orgId: string, vmId: string) => plainAction(tx, orgId, vmId, 'start', 'vm.start', { desired_state: 'running' }),
+    stop: (tx: PoolClient, orgId: string, vmId: string) => plainAction(tx, orgId, vmId, 'stop', 'vm.stop', { desired_state: 'stopped' }),
     /** Also used by the scheduler, which checks the same rules before queuing. */
-    async reboot(tx: PoolClient, orgId: string, vmId: string): Promise<VmChange> {
-      const vm = await lockLive(tx, orgId, vmId);
-      assertAllowed(vm, 'reboot');
-      await assertStateAccepts(tx, vm, 'reboot');
-      return apply(tx, vm, 'vm.reboot', { state: 'rebooting' });
-    },
+    reboot: (tx: PoolClient, orgId: string, vmId: string) => plainAction(tx, orgId, vmId, 'reboot', 'vm.reboot', { state: 'rebooting' }),
 
     async resize(tx: PoolClient, orgId: string, vmId: string, size: VmResizeRequest): Promise<VmChange> {
       const vm = await lockLive(tx, orgId, vmId);
@@ -231,19 +229,8 @@ export function createVmService({ catalogue, budget, maxAttempts }: VmServiceDep
       );
     },
 
-    async rescue(tx: PoolClient, orgId: string, vmId: string): Promise<VmChange> {
-      const vm = await lockLive(tx, orgId, vmId);
-      assertAllowed(vm, 'rescue');
-      await assertStateAccepts(tx, vm, 'rescue');
-      return apply(tx, vm, 'vm.rescue', { desired_state: 'rescue' });
-    },
-
-    async unrescue(tx: PoolClient, orgId: string, vmId: string): Promise<VmChange> {
-      const vm = await lockLive(tx, orgId, vmId);
-      assertAllowed(vm, 'unrescue');
-      await assertStateAccepts(tx, vm, 'unrescue');
-      return apply(tx, vm, 'vm.unrescue', { desired_state: 'running' });
-    },
+    rescue: (tx: PoolClient, orgId: string, vmId: string) => plainAction(tx, orgId, vmId, 'rescue', 'vm.rescue', { desired_state: 'rescue' }),
+    unrescue: (tx: PoolClient, orgId: string, vmId: string) => plainAction(tx, orgId, vmId, 'unrescue', 'vm.unrescue', { desired_state: 'running' }),
 
     /** Refusals in the contract's order: protected, then policy, then state. */
     async delete(tx: PoolClient, orgId: string, vmId: string): Promise<VmChange> {
