@@ -7,8 +7,8 @@ import path from 'node:path';
 export interface Config {
   host: string;
   port: number;
-  /** The address clients use, printed at start-up and written to bootstrap.json. */
-  publicBaseUrl: string;
+  /** The address clients use, written to bootstrap.json; the listening address when unset. */
+  publicBaseUrl: string | undefined;
   /** Where the embedded PostgreSQL and bootstrap.json live. */
   dataDir: string;
   /** An external PostgreSQL; when absent, an embedded one runs in `dataDir`. */
@@ -65,7 +65,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   return {
     host,
     port,
-    publicBaseUrl: env.PUBLIC_BASE_URL ?? `http://${host.includes(':') ? `[${host}]` : host}:${port}`,
+    publicBaseUrl: env.PUBLIC_BASE_URL ? url(env.PUBLIC_BASE_URL, 'PUBLIC_BASE_URL') : undefined,
     dataDir: path.resolve(env.DATA_DIR ?? 'data'),
     databaseUrl: env.DATABASE_URL || undefined,
     logLevel: oneOf(env, 'LOG_LEVEL', 'info', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),

@@ -21,7 +21,7 @@ const platform = await startPlatform(config, log).catch((error: unknown) => {
   console.error(`configuration error: ${error.message}`);
   process.exit(2);
 });
-const baseUrl = process.env.PUBLIC_BASE_URL ?? platform.url;
+const baseUrl = config.publicBaseUrl ?? platform.url;
 const credentials = await bootstrapIfEmpty(platform.pool, { dataDir: config.dataDir, baseUrl, now: new Date() });
 if (credentials) {
   // Printed once, on the first start, for the operator to copy; never written to the log.

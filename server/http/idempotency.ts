@@ -18,7 +18,7 @@ export function idempotency(pool: Pool) {
     const claim = await claimKey(pool, state.principal!.orgId, key, fingerprint);
     switch (claim.kind) {
       case 'claimed':
-        state.idempotency = { key, fingerprint };
+        state.idempotency = { key };
         return next();
       case 'replay':
         res.setHeader('Idempotent-Replayed', 'true');

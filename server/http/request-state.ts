@@ -12,7 +12,8 @@ export interface RequestState {
   principal?: Principal;
   /** Integers of the body beyond 2^53, put back exactly after validation. */
   exactIntegers?: Array<{ path: Array<string | number>; value: bigint }>;
-  idempotency?: { key: string; fingerprint: Buffer };
+  /** The Idempotency-Key this request claimed. */
+  idempotency?: { key: string };
   /** Set once the request's audit event is written, so that it is written once. */
   audited?: boolean;
 }
