@@ -9,6 +9,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { afterAll, describe, expect, test } from 'vitest';
 import { bin, repoRoot } from '../../scripts/lib/run.ts';
+import { eventually } from '../support/eventually.ts';
 import { freePort, startProcess, waitForHttp, type Started } from '../support/processes.ts';
 import { call, createTestDatabase, readBootstrap, startServerProcess, TEST_ENV } from '../support/server.ts';
 
@@ -17,12 +18,6 @@ afterAll(async () => {
   await Promise.all(running.map((process) => process.stop()));
 });
 
-async function eventually(condition: () => boolean, timeoutMs = 10_000): Promise<void> {
-  for (const deadline = Date.now() + timeoutMs; !condition(); ) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
 
 function exited(started: Started): Promise<number | null> {
   return started.child.exitCode !== null ? Promise.resolve(started.child.exitCode) : new Promise((resolve) => started.child.once('exit', (code) => resolve(code)));
@@ -55,7 +50,7 @@ describe('the embedded default', () => {
     expect(credentials.api_key).toMatch(/^cpk_[A-Za-z0-9_-]{43}$/);
     expect(credentials.base_url).toBe(`http://127.0.0.1:${port}`);
     expect(statSync(path.join(dataDir, 'bootstrap.json')).mode & 0o777).toBe(0o600);
-    await eventually(() => server.output().includes('The key is not shown again.'));
+    await eventually(() => (server.output().includes('The key is not shown again.') ? true : undefined), 'the credentials to be printed');
     expect(server.output()).toContain(credentials.api_key);
     const base = `${credentials.base_url}/v1/orgs/${credentials.org_id}`;
     expect((await call(base, 'GET', '/billing', { defaultKey: credentials.api_key })).status).toBe(200);

@@ -47,16 +47,7 @@ export async function act(server: TestServer, org: TestOrg, method: string, path
   return { accepted: accepted.body, operation };
 }
 
-/** Polls until `check` returns a value other than undefined. */
-export async function eventually<T>(check: () => Promise<T | undefined>, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
+export { eventually } from '../../support/eventually.ts';
 
 /** A public key line as `ssh-keygen` writes it, from a key pair made with Node's crypto. */
 export function sshPublicKey(type: 'ed25519' | 'rsa' | 'ecdsa' = 'ed25519', comment = 'test@example', rsaBits = 2048): string {

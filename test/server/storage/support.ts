@@ -30,13 +30,4 @@ export async function softDeleted(server: TestServer, org: TestOrg, bucketId: st
   return (await org.call('GET', `/s3/buckets/${bucketId}`)).body;
 }
 
-/** Polls until `check` returns a value other than undefined. */
-export async function eventually<T>(check: () => Promise<T | undefined>, what: string, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
+export { eventually } from '../../support/eventually.ts';
