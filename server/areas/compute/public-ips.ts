@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { components } from '../../../generated/openapi.ts';
 import { iso } from '../../core/clock.ts';
 import type { Pool, PoolClient, Queryable } from '../../db/pool.ts';
+import { updateRow } from '../../db/update-row.ts';
 import { TransientBackendError } from '../../drivers/errors.ts';
 import type { HypervisorDriver } from '../../drivers/hypervisor.ts';
 import type { Executor, ExecutorRegistry, OperationFailure } from '../../engine/executor.ts';
@@ -55,12 +56,7 @@ async function findPublicIp(db: Queryable, orgId: string, publicIpId: string, lo
 }
 
 async function updatePublicIp(db: Queryable, id: string, changes: Partial<Pick<PublicIpRow, 'address' | 'state' | 'vm_id' | 'error' | 'released_at'>>): Promise<PublicIpRow> {
-  const entries = Object.entries(changes);
-  const { rows } = await db.query<PublicIpRow>(
-    `UPDATE public_ips SET ${[...entries.map(([column], index) => `${column} = $${index + 2}`), 'updated_at = now()'].join(', ')} WHERE id = $1 RETURNING *`,
-    [id, ...entries.map(([, value]) => value)],
-  );
-  return rows[0]!;
+  return (await updateRow<PublicIpRow>(db, 'public_ips', id, changes, ['address', 'state', 'vm_id', 'error', 'released_at']))!;
 }
 
 /**

@@ -1,4 +1,5 @@
 import type { Queryable } from '../../db/pool.ts';
+import { updateRow } from '../../db/update-row.ts';
 import { iso, isoOrNull } from '../../core/clock.ts';
 import type { FirewallRuleSpec, InstalledSshKey, ServerReport } from '../../drivers/hypervisor.ts';
 import type { OperationFailure } from '../../engine/executor.ts';
@@ -92,12 +93,15 @@ export async function vmById(db: Queryable, vmId: string): Promise<VmRow | undef
  * Applies desired fields (state, sizes, image, protection…) and bumps updated_at. Column names
  * come from this module's callers, never from a request.
  */
+/** The columns a change may set: everything but identity, timestamps and observations. */
+const CHANGEABLE: ReadonlyArray<keyof VmRow> = [
+  'name', 'region_id', 'disk_redundancy', 'storage_pool_id', 'network_profile_id', 'image_id', 'image_name',
+  'vcpus', 'memory_mb', 'disk_gb', 'state', 'desired_state', 'workload_type', 'protected', 'protected_by',
+  'ssh_keys', 'user_data_present', 'labels', 'firewall', 'error_class', 'error_detail', 'powered_since', 'deleted_at',
+];
+
 export async function updateVm(db: Queryable, vmId: string, changes: Partial<Omit<VmRow, 'id' | 'org_id' | 'observed_status' | 'observed_addresses' | 'observed_at'>>): Promise<VmRow> {
-  const entries = Object.entries(changes);
-  const assignments = entries.map(([column], index) => `${column} = $${index + 2}`);
-  const values = entries.map(([, value]) => (value !== null && typeof value === 'object' && !(value instanceof Date) ? JSON.stringify(value) : value));
-  const { rows } = await db.query<VmRow>(`UPDATE vms SET ${[...assignments, 'updated_at = now()'].join(', ')} WHERE id = $1 RETURNING *`, [vmId, ...values]);
-  return rows[0]!;
+  return (await updateRow<VmRow>(db, 'vms', vmId, changes, CHANGEABLE))!;
 }
 
 /**

@@ -3,6 +3,7 @@ import type { components } from '../../../generated/openapi.ts';
 import { iso, isoOrNull } from '../../core/clock.ts';
 import { sortKeySql, type Position } from '../../core/pagination.ts';
 import type { Queryable } from '../../db/pool.ts';
+import { updateRow } from '../../db/update-row.ts';
 
 // The s3_access_keys table: rows, their API shape, and every query on them. The secret is never
 // a column: it lives in the secret store, at secretstore_path.
@@ -70,16 +71,7 @@ const CHANGEABLE: ReadonlyArray<keyof AccessKeyChanges> = ['state', 'operation_i
 
 /** Changes a key (and its updated_at); with `onlyIn`, only while it is in that state. */
 export async function updateAccessKey(db: Queryable, keyId: string, changes: AccessKeyChanges, onlyIn?: AccessKeyState): Promise<AccessKeyRow | undefined> {
-  const columns = CHANGEABLE.filter((column) => column in changes);
-  const values: unknown[] = [keyId, ...columns.map((column) => changes[column])];
-  const assignments = columns.map((column, index) => `${column} = $${index + 2}`);
-  let condition = '';
-  if (onlyIn) {
-    values.push(onlyIn);
-    condition = ` AND state = $${values.length}`;
-  }
-  const { rows } = await db.query<AccessKeyRow>(`UPDATE s3_access_keys SET ${[...assignments, 'updated_at = now()'].join(', ')} WHERE id = $1${condition} RETURNING *`, values);
-  return rows[0];
+  return updateRow<AccessKeyRow>(db, 's3_access_keys', keyId, changes, CHANGEABLE, onlyIn);
 }
 
 export async function deleteAccessKeyRow(db: Queryable, keyId: string, onlyIn: AccessKeyState): Promise<AccessKeyRow | undefined> {

@@ -2,6 +2,7 @@ import type { components } from '../../../generated/openapi.ts';
 import { iso, isoOrNull } from '../../core/clock.ts';
 import { sortKeySql, type Position } from '../../core/pagination.ts';
 import type { Queryable } from '../../db/pool.ts';
+import { updateRow } from '../../db/update-row.ts';
 import type { BucketReport } from '../../drivers/object-store.ts';
 
 // The buckets table: rows, their API shape, and every query on them.
@@ -113,16 +114,7 @@ const CHANGEABLE: ReadonlyArray<keyof BucketChanges> = ['state', 'operation_id',
  * Returns the updated row, or undefined when nothing matched.
  */
 export async function updateBucket(db: Queryable, bucketId: string, changes: BucketChanges, onlyIn?: BucketState): Promise<BucketRow | undefined> {
-  const columns = CHANGEABLE.filter((column) => column in changes);
-  const values: unknown[] = [bucketId, ...columns.map((column) => changes[column])];
-  const assignments = columns.map((column, index) => `${column} = $${index + 2}`);
-  let condition = '';
-  if (onlyIn) {
-    values.push(onlyIn);
-    condition = ` AND state = $${values.length}`;
-  }
-  const { rows } = await db.query<BucketRow>(`UPDATE buckets SET ${[...assignments, 'updated_at = now()'].join(', ')} WHERE id = $1${condition} RETURNING *`, values);
-  return rows[0];
+  return updateRow<BucketRow>(db, 'buckets', bucketId, changes, CHANGEABLE, onlyIn);
 }
 
 /** Removes a bucket record: a create cancelled before it ran, or a purge. */
