@@ -20,7 +20,7 @@ export interface RunResult {
  * Runs a command to completion and captures its output. Update notices and telemetry of the
  * tools are switched off so that their output is stable and nothing is fetched from the network.
  */
-export function run(command: string, args: string[], options: { cwd?: string } = {}): Promise<RunResult> {
+export function run(command: string, args: string[], options: { cwd?: string; env?: Record<string, string> } = {}): Promise<RunResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(command, args, {
       cwd: options.cwd ?? repoRoot,
@@ -30,6 +30,7 @@ export function run(command: string, args: string[], options: { cwd?: string } =
         REDOCLY_TELEMETRY: 'off',
         NO_UPDATE_NOTIFIER: '1',
         NO_COLOR: '1',
+        ...options.env,
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     });

