@@ -85,5 +85,12 @@ export const idempotencyKeyInUse = () =>
 export const idempotencyKeyReused = () =>
   unprocessable('idempotency_key_reused', 'Idempotency key reused', 'This Idempotency-Key was used with a different request; use a new key for a new request.');
 
+/**
+ * The platform cannot reach its database, or a backend it must call during the request: worth
+ * retrying after `Retry-After` seconds (the typed client does). Never a 500.
+ */
+export const serviceUnavailable = (retryAfterSeconds: number, detail = 'The service cannot complete this request right now; retry after the Retry-After delay.') =>
+  new ApiError(503, 'service_unavailable', 'Service unavailable', detail, undefined, { 'Retry-After': String(retryAfterSeconds) });
+
 /** The fixed answer to anything unexpected: nothing internal is disclosed. */
 export const internalError = () => new ApiError(500, 'internal_error', 'Internal server error', 'An unexpected error occurred. Quote the request id to support.');
