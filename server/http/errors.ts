@@ -20,23 +20,63 @@ export class ApiError extends Error {
     super(`${code}: ${detail}`);
   }
 
+  /**
+   * The problem document, within the bounds of the contract's `Problem` schema whatever the
+   * error holds: at most MAX_FIELD_ERRORS entries (the detail says how many there were), and
+   * every text one line of bounded length (a control character, which may come from the
+   * request itself, is written as a visible `\uXXXX`).
+   */
   toProblem(requestId: string): Problem {
+    const fieldErrors = (this.fieldErrors ?? []).slice(0, MAX_FIELD_ERRORS).map((error) => ({
+      pointer: boundedPointer(error.pointer),
+      detail: boundedText(error.detail, 500),
+    }));
     return {
       type: `https://docs.cloudplatform.dev/errors/${this.code}`,
-      title: this.title,
+      title: boundedText(this.title, 200),
       status: this.status,
-      detail: this.detail,
+      detail: boundedText(this.detail, 2000),
       code: this.code,
       request_id: requestId,
-      ...(this.fieldErrors && this.fieldErrors.length > 0 ? { errors: this.fieldErrors } : {}),
+      ...(fieldErrors.length > 0 ? { errors: fieldErrors } : {}),
     };
   }
+}
+
+/** The most entries a problem's `errors` lists (the contract's `Problem.errors.maxItems`). */
+export const MAX_FIELD_ERRORS = 50;
+
+const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f]/g;
+const visible = (text: string): string => text.replace(CONTROL_CHARACTERS, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`);
+
+/** One line of at most `maxLength` characters, never empty. */
+function boundedText(text: string, maxLength: number): string {
+  const line = visible(text);
+  if (line.length === 0) return '-';
+  return line.length <= maxLength ? line : `${line.slice(0, maxLength - 3)}...`;
+}
+
+/** A pointer of at most 512 characters: a longer one is cut at a segment and ends in `/...`. */
+function boundedPointer(pointer: string): string {
+  const line = visible(pointer);
+  if (line.length <= 512) return line;
+  const cut = line.slice(0, 508);
+  const lastSlash = cut.lastIndexOf('/');
+  return `${lastSlash > 0 ? cut.slice(0, lastSlash) : ''}/...`;
 }
 
 // Named errors, one factory each: the only place a status, code and title are chosen.
 
 export const validationFailed = (errors: FieldError[]) =>
-  new ApiError(400, 'validation_failed', 'Request validation failed', `The request has ${errors.length} invalid field${errors.length === 1 ? '' : 's'}; see errors.`, errors);
+  new ApiError(
+    400,
+    'validation_failed',
+    'Request validation failed',
+    errors.length <= MAX_FIELD_ERRORS
+      ? `The request has ${errors.length} invalid field${errors.length === 1 ? '' : 's'}; see errors.`
+      : `The request has ${errors.length} invalid fields; errors lists the first ${MAX_FIELD_ERRORS}.`,
+    errors,
+  );
 
 export const fieldInvalid = (pointer: string, detail: string) => validationFailed([{ pointer, detail }]);
 
@@ -66,7 +106,9 @@ export const unprocessable = (code: string, title: string, detail: string, error
 export const invalidReference = (errors: FieldError[]) =>
   unprocessable('invalid_reference', 'Invalid reference', `The request refers to ${errors.length === 1 ? 'something that does' : 'things that do'} not exist here; see errors.`, errors);
 
-export const payloadTooLarge = (limit: string) => new ApiError(413, 'payload_too_large', 'Payload too large', `The request body is larger than ${limit}.`);
+/** The connection closes after this answer: the rest of the body is not read. */
+export const payloadTooLarge = (limit: string) =>
+  new ApiError(413, 'payload_too_large', 'Payload too large', `The request body is larger than ${limit}.`, undefined, { Connection: 'close' });
 
 export const unsupportedMediaType = (mediaType: string) =>
   new ApiError(415, 'unsupported_media_type', 'Unsupported media type', `The request body must be application/json, not ${mediaType || 'absent'}.`);

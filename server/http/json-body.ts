@@ -1,35 +1,56 @@
 import type { NextFunction, Request, Response } from 'express';
-import { isInteger, isLosslessNumber, isSafeNumber, parse } from 'lossless-json';
-import { fieldInvalid, malformedJson, payloadTooLarge, unsupportedMediaType } from './errors.ts';
-import { stateOf } from './request-state.ts';
+import { isLosslessNumber, parse } from 'lossless-json';
+import { fieldInvalid, malformedJson, payloadTooLarge, unsupportedMediaType, validationFailed } from './errors.ts';
+import { readJsonNumber } from './json-number.ts';
+import { pointerOf } from './pointer.ts';
+import { stateOf, type ExactInteger } from './request-state.ts';
 
+/** The largest request body read (the contract's introduction states it). */
 const LIMIT_BYTES = 1024 * 1024;
-const INT64_MIN = -(2n ** 63n);
-const INT64_MAX = 2n ** 63n - 1n;
+/**
+ * Past the limit, the rest of a body is read and thrown away up to this much, so that the client
+ * (still sending) reads the 413 instead of a reset connection; beyond it the connection is cut.
+ */
+const DRAIN_LIMIT_BYTES = 16 * 1024 * 1024;
+/** The deepest nesting of arrays and objects accepted (the contract's introduction states it). */
+export const MAX_JSON_DEPTH = 32;
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 /**
- * Reads a JSON request body without losing integers. `JSON.parse` would round
- * 9223372036854775807 to 9223372036854775808; here every number is read from its digits. An
- * integer beyond 2^53 reaches the validator as a (rounded) number, and is put back exactly after
- * validation (see restoreExactIntegers). No field of this API goes beyond a signed 64-bit
- * integer, so one that does is refused here, exactly, with a pointer to it.
+ * Reads the JSON body of an operation that takes one, without losing integers: `JSON.parse` would
+ * round 9223372036854775807 to 2^63. Every number is read from its digits (json-number.ts); an
+ * integer beyond 2^53 reaches the validator as a (rounded) number and is put back exactly after
+ * validation (restoreExactIntegers). Bodies sent to an operation that takes none are not read.
  */
 export async function jsonBody(req: Request, res: Response, next: NextFunction): Promise<void> {
-  const hasBody = Number(req.headers['content-length'] ?? 0) > 0 || req.headers['transfer-encoding'] !== undefined;
-  if (!hasBody) return next();
+  const state = stateOf(res);
+  const expected = state.route!.route.requestBody;
+  if (expected === 'none') return next();
+  const declaredLength = Number(req.headers['content-length'] ?? 0);
+  const hasBody = declaredLength > 0 || req.headers['transfer-encoding'] !== undefined;
+  if (!hasBody) {
+    if (expected === 'required') throw validationFailed([{ pointer: '', detail: 'a JSON body is required' }]);
+    return next();
+  }
   const mediaType = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
   if (mediaType !== 'application/json' && !mediaType.endsWith('+json')) throw unsupportedMediaType(mediaType);
-  const text = await readText(req);
-  if (text.trim() === '') return next();
+  const text = decode(await readBody(req, declaredLength));
+  if (text.trim() === '') {
+    if (expected === 'required') throw validationFailed([{ pointer: '', detail: 'a JSON body is required' }]);
+    return next();
+  }
+  // Checked before parsing: the parser recurses, and a deep enough body exhausts the stack.
+  if (nestingDepth(text) > MAX_JSON_DEPTH) throw malformedJson(`it nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels`);
   let parsed: unknown;
   try {
     parsed = parse(text);
   } catch (error) {
     throw malformedJson(error instanceof Error ? error.message.replace(/\.$/, '') : 'unreadable');
   }
-  const exactIntegers: Array<{ path: Array<string | number>; value: bigint }> = [];
-  req.body = toNumbers(parsed, [], exactIntegers);
-  stateOf(res).exactIntegers = exactIntegers;
+  const exactIntegers: ExactInteger[] = [];
+  req.body = withExactNumbers(parsed, [], exactIntegers);
+  state.exactIntegers = exactIntegers;
   next();
 }
 
@@ -43,37 +64,72 @@ export function restoreExactIntegers(req: Request, res: Response, next: NextFunc
   next();
 }
 
-function toNumbers(value: unknown, path: Array<string | number>, exact: Array<{ path: Array<string | number>; value: bigint }>): unknown {
-  if (isLosslessNumber(value)) return toNumber(value.value, path, exact);
-  if (Array.isArray(value)) return value.map((item, index) => toNumbers(item, [...path, index], exact));
-  if (value !== null && typeof value === 'object') {
-    const result: Record<string, unknown> = {};
-    for (const [key, item] of Object.entries(value)) result[key] = toNumbers(item, [...path, key], exact);
-    return result;
+/** The parsed body with every number read exactly; `path` is the place being walked. */
+function withExactNumbers(value: unknown, path: Array<string | number>, exact: ExactInteger[]): unknown {
+  if (isLosslessNumber(value)) {
+    const number = readJsonNumber(value.value);
+    if (number.kind === 'refused') throw fieldInvalid(pointerOf(path), number.detail);
+    if (number.kind === 'bigint') {
+      exact.push({ path: [...path], value: number.value });
+      return Number(number.value);
+    }
+    return number.value;
   }
-  return value;
+  if (value === null || typeof value !== 'object') return value;
+  const walk = (key: string | number, item: unknown): unknown => {
+    path.push(key);
+    const read = withExactNumbers(item, path, exact);
+    path.pop();
+    return read;
+  };
+  if (Array.isArray(value)) return value.map((item, index) => walk(index, item));
+  return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, walk(key, item)]));
 }
 
-function toNumber(digits: string, path: Array<string | number>, exact: Array<{ path: Array<string | number>; value: bigint }>): number {
-  if (!isInteger(digits) || isSafeNumber(digits)) return Number(digits);
-  const value = BigInt(digits);
-  if (value > INT64_MAX) throw fieldInvalid(pointerOf(path), 'must be at most 9223372036854775807');
-  if (value < INT64_MIN) throw fieldInvalid(pointerOf(path), 'must be at least -9223372036854775808');
-  exact.push({ path, value });
-  return Number(digits);
+/** How deep arrays and objects nest in a JSON text (brackets inside strings do not count). */
+export function nestingDepth(text: string): number {
+  let depth = 0;
+  let deepest = 0;
+  let inString = false;
+  for (let index = 0; index < text.length; index++) {
+    const char = text.charCodeAt(index);
+    if (inString) {
+      if (char === 0x5c) index++; // backslash: the next character is escaped
+      else if (char === 0x22) inString = false;
+    } else if (char === 0x22) {
+      inString = true;
+    } else if (char === 0x5b || char === 0x7b) {
+      depth++;
+      if (depth > deepest) deepest = depth;
+    } else if (char === 0x5d || char === 0x7d) {
+      depth--;
+    }
+  }
+  return deepest;
 }
 
-export function pointerOf(path: Array<string | number>): string {
-  return path.map((segment) => `/${String(segment).replace(/~/g, '~0').replace(/\//g, '~1')}`).join('');
+function decode(bytes: Buffer): string {
+  try {
+    return utf8.decode(bytes);
+  } catch {
+    throw malformedJson('it is not valid UTF-8');
+  }
 }
 
-async function readText(req: Request): Promise<string> {
+async function readBody(req: Request, declaredLength: number): Promise<Buffer> {
   const chunks: Buffer[] = [];
   let size = 0;
+  let tooLarge = declaredLength > LIMIT_BYTES;
   for await (const chunk of req as AsyncIterable<Buffer>) {
     size += chunk.length;
-    if (size > LIMIT_BYTES) throw payloadTooLarge('1 MiB');
-    chunks.push(chunk);
+    if (size > LIMIT_BYTES) tooLarge = true;
+    if (tooLarge) {
+      chunks.length = 0;
+      if (size > DRAIN_LIMIT_BYTES) break;
+    } else {
+      chunks.push(chunk);
+    }
   }
-  return Buffer.concat(chunks).toString('utf8');
+  if (tooLarge) throw payloadTooLarge('1 MiB');
+  return Buffer.concat(chunks);
 }

@@ -11,11 +11,17 @@ export interface RequestState {
   route?: MatchedRoute;
   principal?: Principal;
   /** Integers of the body beyond 2^53, put back exactly after validation. */
-  exactIntegers?: Array<{ path: Array<string | number>; value: bigint }>;
+  exactIntegers?: ExactInteger[];
   /** The Idempotency-Key this request claimed. */
   idempotency?: { key: string };
   /** Set once the request's audit event is written, so that it is written once. */
   audited?: boolean;
+}
+
+/** An integer of the request body beyond 2^53, and where it is. */
+export interface ExactInteger {
+  path: Array<string | number>;
+  value: bigint;
 }
 
 export function stateOf(res: Response): RequestState {

@@ -26,16 +26,30 @@ const compiled: CompiledRoute[] = Object.entries(operationRoutes).map(([operatio
  * Finds the contract's operation for a request. `undefined` when no path matches; the methods
  * the path allows when it matches with another method.
  */
-export function matchRoute(method: string, path: string): MatchedRoute | { allowed: string[] } | undefined {
+export function matchRoute(method: string, path: string): MatchedRoute | { allowed: string[] } | { undecodable: string } | undefined {
   const allowed: string[] = [];
   for (const candidate of compiled) {
     const match = candidate.pattern.exec(path);
     if (!match) continue;
     if (candidate.route.method === method.toLowerCase()) {
-      const params = Object.fromEntries(candidate.names.map((name, index) => [name, decodeURIComponent(match[index + 1]!)]));
+      const params: Record<string, string> = {};
+      for (const [index, name] of candidate.names.entries()) {
+        const decoded = decodePathSegment(match[index + 1]!);
+        if (decoded === undefined) return { undecodable: name };
+        params[name] = decoded;
+      }
       return { operationId: candidate.operationId, route: candidate.route, params };
     }
     allowed.push(candidate.route.method.toUpperCase());
   }
   return allowed.length > 0 ? { allowed } : undefined;
+}
+
+/** A percent-encoded path segment, decoded; undefined when its encoding is broken (`%ZZ`, invalid UTF-8). */
+function decodePathSegment(segment: string): string | undefined {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return undefined;
+  }
 }

@@ -1,5 +1,5 @@
 import type { NextFunction, Request, Response } from 'express';
-import { methodNotAllowed, notFound } from './errors.ts';
+import { fieldInvalid, methodNotAllowed, notFound } from './errors.ts';
 import { stateOf } from './request-state.ts';
 import { matchRoute } from './route-table.ts';
 
@@ -8,6 +8,7 @@ export function routing(req: Request, res: Response, next: NextFunction): void {
   const match = matchRoute(req.method, req.path);
   if (!match) throw notFound(`No route ${req.method} ${req.path}; every path starts with /v1/orgs/{org}.`);
   if ('allowed' in match) throw methodNotAllowed(req.method, match.allowed);
+  if ('undecodable' in match) throw fieldInvalid(`/path/${match.undecodable}`, 'is not valid percent-encoded UTF-8');
   stateOf(res).route = match;
   next();
 }

@@ -89,8 +89,8 @@ export function generateOperationsModule(document: Document): string {
     '  readonly expressPath: string;',
     "  /** The API key scope the operation requires: `read` for GET, `write` otherwise. */",
     "  readonly scope: 'read' | 'write';",
-    '  /** The statuses of its success responses. */',
-    '  readonly successStatuses: readonly number[];',
+    "  /** Whether it takes a JSON request body: `required`, `optional` or `none`. */",
+    "  readonly requestBody: 'required' | 'optional' | 'none';",
     '  /** Whether it takes an `Idempotency-Key` header. */',
     '  readonly idempotencyKey: boolean;',
     '  /** Whether it is a list that pages with `limit` and `cursor`. */',
@@ -101,7 +101,6 @@ export function generateOperationsModule(document: Document): string {
     'export const operationRoutes = {',
   );
   for (const operation of operations) {
-    const successStatuses = operation.responses.filter(({ status }) => status < 300).map(({ status }) => status);
     const queryNames = operation.parameters.filter((parameter) => parameter.in === 'query').map(({ name }) => name);
     out.push(
       `  ${operation.operationId}: {`,
@@ -109,7 +108,7 @@ export function generateOperationsModule(document: Document): string {
       `    path: '${operation.path}',`,
       `    expressPath: '${operation.path.replace(/\{(\w+)\}/g, ':$1')}',`,
       `    scope: '${operation.scope}',`,
-      `    successStatuses: [${successStatuses.join(', ')}],`,
+      `    requestBody: '${operation.hasBody ? (operation.bodyRequired ? 'required' : 'optional') : 'none'}',`,
       `    idempotencyKey: ${operation.parameters.some((parameter) => parameter.in === 'header' && parameter.name === 'Idempotency-Key')},`,
       `    paginated: ${queryNames.includes('cursor')},`,
       '  },',
