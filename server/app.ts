@@ -13,11 +13,12 @@ import { rateLimit } from './http/rate-limit.ts';
 import { registerHandlers } from './http/register.ts';
 import { requestId } from './http/request-id.ts';
 import { routing } from './http/routing.ts';
+import { securityHeaders } from './http/security-headers.ts';
 import { contractValidator, translateValidatorErrors } from './http/validation.ts';
 import type { Logger } from './logging.ts';
 
 export interface AppDependencies {
-  config: Pick<Config, 'rateLimit' | 'validateResponses'>;
+  config: Pick<Config, 'rateLimit' | 'validateResponses' | 'publicBaseUrl'>;
   pool: Pool;
   log: Logger;
   identity: IdentityResolver;
@@ -25,7 +26,7 @@ export interface AppDependencies {
 }
 
 /**
- * The HTTP application, as a visible chain: request id → CORS → rate limit → route → credential
+ * The HTTP application, as a visible chain: request id → security headers → CORS → rate limit → route → credential
  * → permission → JSON body → contract validation → Idempotency-Key → handler, and one error
  * handler at the end that turns every failure into a problem document.
  */
@@ -34,6 +35,7 @@ export function createApp({ config, pool, log, identity, handlers }: AppDependen
   app.disable('x-powered-by');
   app.set('etag', false);
   app.use(requestId(log));
+  app.use(securityHeaders({ https: config.publicBaseUrl?.startsWith('https:') ?? false }));
   app.use(cors);
   app.use(rateLimit(config.rateLimit));
   app.use(routing);

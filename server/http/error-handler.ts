@@ -4,7 +4,8 @@ import { recordAudit } from '../core/audit.ts';
 import { auditNames } from '../core/audit-names.ts';
 import { completeKey, releaseKey } from '../core/idempotency.ts';
 import { actorOf } from '../core/principal.ts';
-import { ApiError, internalError } from './errors.ts';
+import { PermanentBackendError, TransientBackendError } from '../drivers/errors.ts';
+import { ApiError, internalError, serviceUnavailable } from './errors.ts';
 import { stateOf } from './request-state.ts';
 import { ResponseContractError } from './validation.ts';
 
@@ -23,6 +24,10 @@ export function errorHandler(pool: Pool) {
       apiError = error;
     } else if (isBodyParserError(error)) {
       apiError = new ApiError(400, 'malformed_json', 'Malformed JSON body', 'The request body could not be read.');
+    } else if (error instanceof TransientBackendError || error instanceof PermanentBackendError) {
+      // A backend the request itself needed failed: nothing was changed, and a retry may work.
+      log?.warn({ reason: error.message }, 'a backend call of the request failed');
+      apiError = serviceUnavailable(5, `The ${error.backend} could not be reached; nothing was changed. Retry after the Retry-After delay.`);
     } else {
       log?.error({ err: error, contract: error instanceof ResponseContractError }, 'request failed');
       apiError = internalError();

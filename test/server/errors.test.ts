@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { createApp } from '../../server/app.ts';
 import { IdentityResolver } from '../../server/auth/identity.ts';
+import { PermanentBackendError, TransientBackendError } from '../../server/drivers/errors.ts';
 import { createLogger } from '../../server/logging.ts';
 import { call, startTestServer, type ApiResponse, type TestServer } from '../support/server.ts';
 
@@ -139,7 +140,7 @@ describe('rate limits', () => {
  */
 async function withScriptedApp(handler: () => Promise<unknown>, use: (url: string) => Promise<void>): Promise<void> {
   const app = createApp({
-    config: { rateLimit: { limit: 1000, windowSeconds: 60 }, validateResponses: true },
+    config: { rateLimit: { limit: 1000, windowSeconds: 60 }, validateResponses: true, publicBaseUrl: undefined },
     pool: server.pool,
     log: createLogger('silent'),
     identity: new IdentityResolver(server.pool, undefined),
@@ -174,5 +175,48 @@ describe('an unexpected exception', () => {
       expectProblem(response, 500, 'internal_error');
       expect(response.text).not.toContain('cpk_should_never_leave');
     });
+  });
+});
+
+describe('a backend the request needs fails', () => {
+  test('is 503 service_unavailable with Retry-After, and says nothing of the backend', async () => {
+    for (const error of [new TransientBackendError('object store', 'connection reset by vault-7.internal'), new PermanentBackendError('object store', 'HTTP 500 from vault')]) {
+      await withScriptedApp(
+        async () => {
+          throw error;
+        },
+        async (url) => {
+          const response = await call(url, 'POST', `/v1/orgs/${server.org.orgId}/s3/access-keys`, { defaultKey: server.org.ownerKey });
+          expectProblem(response, 503, 'service_unavailable');
+          expect(Number(response.headers.get('retry-after'))).toBeGreaterThan(0);
+          expect(response.text).not.toMatch(/vault|reset|HTTP 500/);
+        },
+      );
+    }
+  });
+});
+
+describe('security headers', () => {
+  const expected = {
+    'cache-control': 'no-store',
+    'x-content-type-options': 'nosniff',
+    'content-security-policy': "default-src 'none'; frame-ancestors 'none'",
+    'x-frame-options': 'DENY',
+    'referrer-policy': 'no-referrer',
+  };
+
+  test('are on every answer: success, secrets shown once, errors, preflights', async () => {
+    const answers = [
+      await server.org.call('GET', '/billing'),
+      await server.org.call('POST', '/api-tokens', { body: { name: 'shown-once' } }),
+      await server.org.call('GET', '/no-such-thing'),
+      await server.org.call('GET', '/billing', { key: null }),
+      await call(server.url, 'OPTIONS', `/v1/orgs/${server.org.orgId}/billing`, { headers: { Origin: 'https://app.example', 'Access-Control-Request-Method': 'PUT' } }),
+    ];
+    expect(answers[1]!.body.secret).toMatch(/^cpk_/);
+    for (const answer of answers) {
+      for (const [name, value] of Object.entries(expected)) expect(answer.headers.get(name), `${name} on a ${answer.status}`).toBe(value);
+      expect(answer.headers.get('strict-transport-security')).toBeNull();
+    }
   });
 });

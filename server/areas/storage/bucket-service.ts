@@ -5,7 +5,7 @@ import { decodeCursor, DEFAULT_PAGE_SIZE, page } from '../../core/pagination.ts'
 import type { RequestContext } from '../../core/request-context.ts';
 import { performWrite } from '../../core/write.ts';
 import type { PoolClient } from '../../db/pool.ts';
-import { enqueueOperation, toOperationRef, type OperationRow } from '../../engine/operation-record.ts';
+import { enqueueOperation, recordFinishedOperation, toOperationRef, type OperationRow } from '../../engine/operation-record.ts';
 import type { AreaDependencies } from '../area.ts';
 import {
   bucketsPage,
@@ -22,6 +22,13 @@ import { bucketLimitReached, bucketNameTaken, bucketNotEmpty, bucketNotFound, bu
 import { bucketSlots, ceilingBytes } from './quota-figures.ts';
 
 type BucketAccepted = components['schemas']['BucketAccepted'];
+
+/**
+ * States a delete or a quota change starts from. A bucket in error (its creation or a quota change
+ * failed) can be deleted, or given a quota again, which also re-creates it in the store.
+ */
+const DELETABLE: readonly BucketRow['state'][] = ['active', 'error'];
+const QUOTA_CHANGEABLE: readonly BucketRow['state'][] = ['active', 'error'];
 type BucketCreateRequest = components['schemas']['BucketCreateRequest'];
 type BucketQuotaRequest = components['schemas']['BucketQuotaRequest'];
 
@@ -103,13 +110,15 @@ export function bucketService({ pool, clock, config, budget, drivers }: AreaDepe
       const orgId = context.principal.orgId;
       const current = await findBucket(pool, orgId, bucketId, clock.now());
       if (!current) throw bucketNotFound(bucketId);
-      if (current.state !== 'active') throw bucketStateConflict(current.name, current.state, 'only an active bucket can be deleted');
+      if (!DELETABLE.includes(current.state)) throw bucketStateConflict(current.name, current.state, 'only an active bucket, or one in error, can be deleted');
       // Asked before the transaction: a backend call must not hold row locks open.
       if ((await objectsIn(current, context)) > 0) throw bucketNotEmpty(current.name);
       return performWrite(pool, context, async (tx) => {
         const before = await existing(tx, orgId, bucketId);
-        if (before.state !== 'active') throw bucketStateConflict(before.name, before.state, 'only an active bucket can be deleted');
-        const operation = await enqueueOperation(tx, { orgId, type: 'bucket.delete', resourceType: 'bucket', resourceId: bucketId, maxAttempts });
+        if (!DELETABLE.includes(before.state)) throw bucketStateConflict(before.name, before.state, 'only an active bucket, or one in error, can be deleted');
+        // The state a failed or cancelled delete goes back to.
+        const payload = { previous_state: before.state };
+        const operation = await enqueueOperation(tx, { orgId, type: 'bucket.delete', resourceType: 'bucket', resourceId: bucketId, maxAttempts, payload });
         const bucket = (await updateBucket(tx, bucketId, { state: 'deleting', operation_id: operation.id }))!;
         const response = accepted(bucket, operation);
         return {
@@ -147,13 +156,23 @@ export function bucketService({ pool, clock, config, budget, drivers }: AreaDepe
           const ceiling = await ceilingBytes(tx, orgId);
           if (body.max_size_bytes > ceiling) throw bucketQuotaExceedsCeiling(body.max_size_bytes, ceiling);
         }
-        if (before.state !== 'active') throw bucketStateConflict(before.name, before.state, 'the quota can only be changed on an active bucket');
+        if (!QUOTA_CHANGEABLE.includes(before.state)) throw bucketStateConflict(before.name, before.state, 'the quota can only be changed on an active bucket, or one in error');
+        if (body.max_objects === undefined && body.max_size_bytes === undefined) {
+          // Nothing to change: answered like any quota change, with an operation already done.
+          const operation = await recordFinishedOperation(tx, { orgId, type: 'bucket.quota', resourceType: 'bucket', resourceId: bucketId, maxAttempts });
+          const response = accepted(before, operation);
+          return {
+            response: { status: 202 as const, body: response },
+            audit: { action: 'bucket.set_quota', resourceType: 'bucket', resourceId: bucketId, before: response.bucket, after: response.bucket, operationId: operation.id },
+          };
+        }
         // A number sets a cap, null removes it, an omitted field stays as it is.
         const quota = {
           max_objects: body.max_objects === undefined ? before.max_objects : body.max_objects,
           max_size_bytes: body.max_size_bytes === undefined ? before.max_size_bytes : body.max_size_bytes,
         };
-        const payload = { before: quotaOf(before), quota };
+        // On a bucket in error, the operation first makes sure the store holds the bucket.
+        const payload = { before: quotaOf(before), quota, previous_state: before.state };
         const operation = await enqueueOperation(tx, { orgId, type: 'bucket.quota', resourceType: 'bucket', resourceId: bucketId, maxAttempts, payload });
         const bucket = (await updateBucket(tx, bucketId, { ...quota, operation_id: operation.id }))!;
         const response = accepted(bucket, operation);

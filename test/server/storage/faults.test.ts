@@ -1,7 +1,7 @@
 // Object-store failures on the real server, injected with SIM_FAULTS: a transient fault is
 // retried to success, a permanent one (or one that outlasts every attempt) ends the operation
-// failed with a fixed phrase and leaves the resource in error. And operations cancelled before
-// they ran undo what their request did.
+// failed with a fixed phrase and leaves the resource where a user can act on it. And operations
+// cancelled before they ran undo what their request did.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import type { ObjectStoreSimulator } from '../../../server/drivers/simulators/object-store.ts';
 import { startTestServer, type TestServer } from '../../support/server.ts';
@@ -12,6 +12,8 @@ const SIM_FAULTS = [
   'objectstore.createBucket@doomed-*=permanent',
   'objectstore.createBucket@weary-*=transient',
   'objectstore.setBucketQuota@quota-doomed=permanent',
+  'objectstore.createBucket@fickle-*=permanent*1',
+  'objectstore.suspendBucket@stuck-*=permanent',
   'objectstore.describeBucket@blind-*=transient',
   'objectstore.createAccessKey=transient*3',
   'objectstore.revokeAccessKey=permanent',
@@ -34,7 +36,7 @@ describe('buckets', () => {
     expect((await server.org.call('GET', `/s3/buckets/${created.body.bucket.id}`)).body).toMatchObject({ state: 'active', observed_versioning: true });
   });
 
-  test('a permanent fault fails the operation with a fixed phrase and leaves the bucket in error', async () => {
+  test('a permanent fault fails the operation with a fixed phrase and leaves the bucket in error, which can be deleted', async () => {
     const created = await server.org.call('POST', '/s3/buckets', { body: { name: 'doomed-one', versioning: true } });
     const operation = await server.waitForOperation(server.org, created.body.operation.id);
     expect(operation).toMatchObject({
@@ -45,9 +47,38 @@ describe('buckets', () => {
     });
     const bucket = (await server.org.call('GET', `/s3/buckets/${created.body.bucket.id}`)).body;
     expect(bucket).toMatchObject({ state: 'error', observed_versioning: null });
+    // The store never held it: deleting removes the record, and its name and slot are free.
     const deleted = await server.org.call('DELETE', `/s3/buckets/${bucket.id}`);
-    expect(deleted.status).toBe(409);
-    expect(deleted.body.code).toBe('bucket_state_conflict');
+    expect(deleted.status, deleted.text).toBe(202);
+    expect(await server.waitForOperation(server.org, deleted.body.operation.id)).toMatchObject({ state: 'succeeded' });
+    expect((await server.org.call('GET', `/s3/buckets/${bucket.id}`)).status).toBe(404);
+    expect(await store.describeBucket({ orgId: server.org.orgId, bucketId: bucket.id, name: bucket.name })).toBeNull();
+    const reused = await server.org.call('POST', '/s3/buckets', { body: { name: 'doomed-one' } });
+    expect(reused.status, reused.text).toBe(202);
+  });
+
+  test('a bucket whose creation failed is created after all by a quota change', async () => {
+    const created = await server.org.call('POST', '/s3/buckets', { body: { name: 'fickle-one', versioning: true } });
+    expect(await server.waitForOperation(server.org, created.body.operation.id)).toMatchObject({ state: 'failed' });
+    const accepted = await server.org.call('PUT', `/s3/buckets/${created.body.bucket.id}/quota`, { body: { max_objects: 5 } });
+    expect(accepted.status, accepted.text).toBe(202);
+    expect(await server.waitForOperation(server.org, accepted.body.operation.id)).toMatchObject({ state: 'succeeded' });
+    expect((await server.org.call('GET', `/s3/buckets/${created.body.bucket.id}`)).body).toMatchObject({
+      state: 'active',
+      observed_exists: true,
+      observed_versioning: true,
+      observed_quota: { max_objects: 5, max_size_bytes: null },
+    });
+  });
+
+  test('a delete the store refuses leaves the bucket active, still held by the store', async () => {
+    const bucket = await activeBucket(server, server.org, 'stuck-one');
+    const deleted = await server.org.call('DELETE', `/s3/buckets/${bucket.id}`);
+    expect(await server.waitForOperation(server.org, deleted.body.operation.id)).toMatchObject({ state: 'failed', error_class: 'backend_rejected' });
+    expect((await server.org.call('GET', `/s3/buckets/${bucket.id}`)).body).toMatchObject({ state: 'active', soft_deleted_at: null });
+    expect(await store.describeBucket({ orgId: server.org.orgId, bucketId: bucket.id, name: bucket.name })).toMatchObject({ suspended: false });
+    // And it can be acted on: a quota change is accepted.
+    expect((await server.org.call('PUT', `/s3/buckets/${bucket.id}/quota`, { body: { max_objects: 3 } })).status).toBe(202);
   });
 
   test('a transient fault that outlasts every attempt fails the operation as unavailable', async () => {
@@ -96,17 +127,36 @@ describe('access keys', () => {
     expect(operation).toMatchObject({ state: 'succeeded', attempt: 4 });
   });
 
-  test('a refused revoke leaves the key in error, and a key in error can be revoked again', async () => {
+  test('a refused revoke leaves the key active (the store still accepts it), and it can be revoked again', async () => {
     const created = await server.org.call('POST', '/s3/access-keys');
     await server.waitForOperation(server.org, created.body.operation.id);
     const revoke = await server.org.call('DELETE', `/s3/access-keys/${created.body.access_key.id}`);
     const failed = await server.waitForOperation(server.org, revoke.body.operation.id);
     expect(failed).toMatchObject({ state: 'failed', error_class: 'backend_rejected', error_detail: 'The object store refused the request. [access_key.revoke]' });
     const key = (await server.org.call('GET', '/s3/access-keys')).body.items.find((item: { id: string }) => item.id === created.body.access_key.id);
-    expect(key.state).toBe('error');
+    expect(key.state).toBe('active');
     const again = await server.org.call('DELETE', `/s3/access-keys/${key.id}`);
     expect(again.status).toBe(202);
     expect(again.body.access_key.state).toBe('revoking');
+  });
+});
+
+describe('a secret store that fails during the request', () => {
+  let unreachable: TestServer;
+  beforeAll(async () => {
+    unreachable = await startTestServer({ SIM_FAULTS: 'secretstore.put=transient' });
+  });
+  afterAll(() => unreachable?.close());
+
+  test('creating an access key is 503 with Retry-After, and nothing is created', async () => {
+    const response = await unreachable.org.call('POST', '/s3/access-keys', { headers: { 'Idempotency-Key': 'retry-me' } });
+    expect(response.status, response.text).toBe(503);
+    expect(response.body.code).toBe('service_unavailable');
+    expect(Number(response.headers.get('retry-after'))).toBeGreaterThan(0);
+    expect((await unreachable.org.call('GET', '/s3/access-keys')).body.items).toEqual([]);
+    // The Idempotency-Key was released, not stored with the 503: the retry runs again.
+    const retried = await unreachable.org.call('POST', '/s3/access-keys', { headers: { 'Idempotency-Key': 'retry-me' } });
+    expect(retried.headers.get('idempotent-replayed')).toBeNull();
   });
 });
 
