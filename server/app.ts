@@ -9,7 +9,7 @@ import { cors } from './http/cors.ts';
 import { errorHandler } from './http/error-handler.ts';
 import { idempotency } from './http/idempotency.ts';
 import { jsonBody, restoreExactIntegers } from './http/json-body.ts';
-import { rateLimit } from './http/rate-limit.ts';
+import { createRateLimits } from './http/rate-limit.ts';
 import { registerHandlers } from './http/register.ts';
 import { requestId } from './http/request-id.ts';
 import { routing } from './http/routing.ts';
@@ -26,8 +26,8 @@ export interface AppDependencies {
 }
 
 /**
- * The HTTP application, as a visible chain: request id → security headers → CORS → rate limit → route → credential
- * → permission → JSON body → contract validation → Idempotency-Key → handler, and one error
+ * The HTTP application, as a visible chain: request id → security headers → CORS → rate limit
+ * by address → route → credential → rate limit by credential → permission → JSON body → contract validation → Idempotency-Key → handler, and one error
  * handler at the end that turns every failure into a problem document.
  */
 export function createApp({ config, pool, log, identity, handlers }: AppDependencies): Express {
@@ -37,9 +37,11 @@ export function createApp({ config, pool, log, identity, handlers }: AppDependen
   app.use(requestId(log));
   app.use(securityHeaders({ https: config.publicBaseUrl?.startsWith('https:') ?? false }));
   app.use(cors);
-  app.use(rateLimit(config.rateLimit));
+  const rateLimits = createRateLimits(config.rateLimit);
+  app.use(rateLimits.byAddress);
   app.use(routing);
   app.use(authenticate(identity));
+  app.use(rateLimits.byCredential);
   app.use(authorize(pool));
   app.use(jsonBody);
   app.use(contractValidator({ validateResponses: config.validateResponses }));

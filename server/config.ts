@@ -17,7 +17,7 @@ export interface Config {
   /** Validate every response against the contract (a failure is a 500 and a log line). */
   validateResponses: boolean;
   oidc: OidcConfig | undefined;
-  rateLimit: { limit: number; windowSeconds: number };
+  rateLimit: { limit: number; anonymousLimit: number; windowSeconds: number };
   engine: EngineConfig;
   simulators: SimulatorConfig;
   /** Background loops (operations workers, reconciler, scheduler, metering); off in some tests. */
@@ -73,6 +73,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     oidc: oidcIssuer ? { issuer: url(oidcIssuer, 'OIDC_ISSUER'), audience: env.OIDC_AUDIENCE!, jwksUrl: env.OIDC_JWKS_URL ? url(env.OIDC_JWKS_URL, 'OIDC_JWKS_URL') : undefined } : undefined,
     rateLimit: {
       limit: integer(env, 'RATE_LIMIT', 600, 1, 1_000_000),
+      anonymousLimit: integer(env, 'RATE_LIMIT_ANONYMOUS', 100, 1, 1_000_000),
       windowSeconds: integer(env, 'RATE_LIMIT_WINDOW_SECONDS', 60, 1, 3600),
     },
     engine: {

@@ -1,41 +1,92 @@
-import { createHash } from 'node:crypto';
 import type { NextFunction, Request, Response } from 'express';
 import { rateLimited } from './errors.ts';
+import { stateOf } from './request-state.ts';
 
-/**
- * A fixed-window rate limit per credential (per client address when there is none), in memory:
- * each process counts its own requests. Every response carries RateLimit-Limit,
- * RateLimit-Remaining and RateLimit-Reset; past the limit, 429 with Retry-After.
- */
-export function rateLimit(options: { limit: number; windowSeconds: number }) {
-  const windows = new Map<string, { start: number; count: number }>();
-  let lastSweep = Date.now();
-  return (req: Request, res: Response, next: NextFunction): void => {
-    const now = Date.now();
-    const windowMs = options.windowSeconds * 1000;
-    if (now - lastSweep > windowMs) {
-      for (const [key, window] of windows) if (now - window.start >= windowMs) windows.delete(key);
-      lastSweep = now;
-    }
-    const key = keyOf(req);
-    let window = windows.get(key);
-    if (!window || now - window.start >= windowMs) {
-      window = { start: now, count: 0 };
-      windows.set(key, window);
-    }
-    window.count += 1;
-    const resetSeconds = Math.max(0, Math.ceil((window.start + windowMs - now) / 1000));
-    res.setHeader('RateLimit-Limit', String(options.limit));
-    res.setHeader('RateLimit-Remaining', String(Math.max(0, options.limit - window.count)));
-    res.setHeader('RateLimit-Reset', String(resetSeconds));
-    if (window.count > options.limit) throw rateLimited(Math.max(1, resetSeconds));
-    next();
-  };
+export interface RateLimitOptions {
+  /** Requests per window for one verified credential. */
+  limit: number;
+  /** Requests per window from one client address that carry no verified credential. */
+  anonymousLimit: number;
+  windowSeconds: number;
 }
 
-/** The credential is hashed: the limiter never holds it in the clear. */
-function keyOf(req: Request): string {
-  const authorization = req.get('Authorization');
-  if (authorization) return `credential:${createHash('sha256').update(authorization).digest('base64url')}`;
-  return `address:${req.socket.remoteAddress ?? 'unknown'}`;
+/**
+ * Fixed-window counters in this process's memory. With several processes on one DATABASE_URL
+ * each counts its own requests (README, "Rate limits").
+ */
+class WindowCounter {
+  private readonly windows = new Map<string, { start: number; count: number }>();
+  private lastSweep = Date.now();
+
+  constructor(private readonly windowMs: number) {}
+
+  /** Counts a request of `key`; returns the count in its window and the ms until the window resets. */
+  hit(key: string, now = Date.now()): { count: number; resetMs: number } {
+    this.sweep(now);
+    let window = this.windows.get(key);
+    if (!window || now - window.start >= this.windowMs) {
+      window = { start: now, count: 0 };
+      this.windows.set(key, window);
+    }
+    window.count += 1;
+    return { count: window.count, resetMs: window.start + this.windowMs - now };
+  }
+
+  /** Takes back a request counted under `key` (it turned out to belong to a credential). */
+  refund(key: string): void {
+    const window = this.windows.get(key);
+    if (window && window.count > 0) window.count -= 1;
+  }
+
+  private sweep(now: number): void {
+    if (now - this.lastSweep <= this.windowMs) return;
+    for (const [key, window] of this.windows) if (now - window.start >= this.windowMs) this.windows.delete(key);
+    this.lastSweep = now;
+  }
+}
+
+/**
+ * Rate limits in two stages.
+ *
+ * `byAddress` runs before anything else reads the request: every request counts against its
+ * client address, so requests without a valid credential (junk or guessed keys, unknown routes)
+ * are limited per address, whatever their Authorization header says, and cost no database work
+ * once the address is over its budget.
+ *
+ * `byCredential` runs once the credential is verified: the request is taken back from the
+ * address and counted against the credential itself (the API key's id, or the token's issuer
+ * and subject), so the spelling of the header (`bearer`, extra spaces) changes nothing.
+ *
+ * Every answer carries RateLimit-Limit, RateLimit-Remaining and RateLimit-Reset of the budget it
+ * was counted against; past it, 429 rate_limited with Retry-After.
+ */
+export function createRateLimits(options: RateLimitOptions) {
+  const windowMs = options.windowSeconds * 1000;
+  const addresses = new WindowCounter(windowMs);
+  const credentials = new WindowCounter(windowMs);
+
+  const apply = (res: Response, limit: number, { count, resetMs }: { count: number; resetMs: number }): void => {
+    const resetSeconds = Math.max(0, Math.ceil(resetMs / 1000));
+    res.setHeader('RateLimit-Limit', String(limit));
+    res.setHeader('RateLimit-Remaining', String(Math.max(0, limit - count)));
+    res.setHeader('RateLimit-Reset', String(resetSeconds));
+    if (count > limit) throw rateLimited(Math.max(1, resetSeconds));
+  };
+
+  const addressOf = (req: Request): string => `address:${req.socket.remoteAddress ?? 'unknown'}`;
+
+  return {
+    byAddress(req: Request, res: Response, next: NextFunction): void {
+      apply(res, options.anonymousLimit, addresses.hit(addressOf(req)));
+      next();
+    },
+
+    byCredential(req: Request, res: Response, next: NextFunction): void {
+      const principal = stateOf(res).principal!;
+      addresses.refund(addressOf(req));
+      const key = principal.tokenId ? `key:${principal.tokenId}` : `token:${principal.realm}\u0000${principal.subject}`;
+      apply(res, options.limit, credentials.hit(key));
+      next();
+    },
+  };
 }

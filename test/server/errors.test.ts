@@ -112,35 +112,13 @@ describe('problem documents', () => {
   });
 });
 
-describe('rate limits', () => {
-  test('past the limit, 429 rate_limited with Retry-After; other credentials are not affected', async () => {
-    const limited = await startTestServer({ RATE_LIMIT: '3', RATE_LIMIT_WINDOW_SECONDS: '60', BACKGROUND_WORK: 'false' });
-    try {
-      const statuses: number[] = [];
-      let last: ApiResponse | undefined;
-      for (let index = 0; index < 4; index++) {
-        last = await limited.org.call('GET', '/billing');
-        statuses.push(last.status);
-      }
-      expect(statuses).toEqual([200, 200, 200, 429]);
-      expectProblem(last!, 429, 'rate_limited');
-      expect(Number(last!.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
-      expect(last!.headers.get('ratelimit-remaining')).toBe('0');
-      const other = await limited.createOrg();
-      expect((await other.call('GET', '/billing')).status).toBe(200);
-    } finally {
-      await limited.close();
-    }
-  });
-});
-
 /**
  * The real pipeline on the test database, with every operation answered by `handler`: for
  * failures the real handlers never produce.
  */
 async function withScriptedApp(handler: () => Promise<unknown>, use: (url: string) => Promise<void>): Promise<void> {
   const app = createApp({
-    config: { rateLimit: { limit: 1000, windowSeconds: 60 }, validateResponses: true, publicBaseUrl: undefined },
+    config: { rateLimit: { limit: 1000, anonymousLimit: 1000, windowSeconds: 60 }, validateResponses: true, publicBaseUrl: undefined },
     pool: server.pool,
     log: createLogger('silent'),
     identity: new IdentityResolver(server.pool, undefined),

@@ -28,6 +28,7 @@ export const TEST_ENV: Record<string, string> = {
   SCHEDULER_INTERVAL_MS: '200',
   METERING_INTERVAL_MS: '500',
   RATE_LIMIT: '100000',
+  RATE_LIMIT_ANONYMOUS: '100000',
 };
 
 /** A new, empty database in the test run's PostgreSQL. */

@@ -1,0 +1,83 @@
+// Rate limits: per verified credential whatever the spelling of its header, per client address
+// for everything without one, and counted by each server process on its own (README).
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { call, createTestDatabase, readBootstrap, startServerProcess, startTestServer, type ApiResponse, type TestServer } from '../support/server.ts';
+
+function expectLimited(response: ApiResponse): void {
+  expect(response.status, response.text).toBe(429);
+  expect(response.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+  expect(response.body.code).toBe('rate_limited');
+  expect(Number(response.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+  expect(response.headers.get('ratelimit-remaining')).toBe('0');
+}
+
+describe('one server process', () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer({ RATE_LIMIT: '3', RATE_LIMIT_ANONYMOUS: '4', RATE_LIMIT_WINDOW_SECONDS: '60', BACKGROUND_WORK: 'false' });
+  });
+  afterAll(() => server?.close());
+
+  test('past the limit, 429 rate_limited with Retry-After; other credentials are not affected', async () => {
+    const statuses: number[] = [];
+    let last: ApiResponse | undefined;
+    for (let index = 0; index < 4; index++) {
+      last = await server.org.call('GET', '/billing');
+      statuses.push(last.status);
+    }
+    expect(statuses).toEqual([200, 200, 200, 429]);
+    expectLimited(last!);
+    const other = await server.createOrg();
+    const answer = await other.call('GET', '/billing');
+    expect(answer.status).toBe(200);
+    expect(answer.headers.get('ratelimit-limit')).toBe('3');
+    expect(answer.headers.get('ratelimit-remaining')).toBe('2');
+  });
+
+  test('the spelling of the Authorization header does not give a credential a fresh budget', async () => {
+    const org = await server.createOrg('Spellings');
+    const url = `/v1/orgs/${org.orgId}/billing`;
+    const spellings = [`Bearer ${org.ownerKey}`, `bearer ${org.ownerKey}`, `BEARER   ${org.ownerKey}`, `Bearer ${org.ownerKey}  `];
+    const statuses = [];
+    for (const authorization of spellings) statuses.push((await call(server.url, 'GET', url, { headers: { Authorization: authorization } })).status);
+    expect(statuses).toEqual([200, 200, 200, 429]);
+  });
+
+  test('requests without a valid credential are limited per client address, whatever key they try', async () => {
+    const org = await server.createOrg('Guessed');
+    const statuses = [];
+    for (let attempt = 0; attempt < 6; attempt++) {
+      const junk = `cpk_${String(attempt).repeat(43).slice(0, 43)}`;
+      statuses.push((await call(server.url, 'GET', `/v1/orgs/${org.orgId}/billing`, { headers: { Authorization: `Bearer ${junk}` } })).status);
+    }
+    expect(statuses).toEqual([401, 401, 401, 401, 429, 429]);
+    // Unknown routes count against the address as well.
+    expectLimited(await call(server.url, 'GET', '/v1/nothing-here'));
+  });
+});
+
+describe('several server processes on one database', () => {
+  test('each process counts its own requests: a credential has the limit at each of them', async () => {
+    const databaseUrl = await createTestDatabase();
+    const env = { RATE_LIMIT: '2', RATE_LIMIT_WINDOW_SECONDS: '60' };
+    const first = await startServerProcess(databaseUrl, env);
+    try {
+      const second = await startServerProcess(databaseUrl, env);
+      try {
+        const { org_id: orgId, api_key: apiKey } = await readBootstrap(first.dataDir);
+        const path = `/v1/orgs/${orgId}/billing`;
+        const statusesAt = async (url: string) => {
+          const statuses = [];
+          for (let index = 0; index < 3; index++) statuses.push((await call(url, 'GET', path, { defaultKey: apiKey })).status);
+          return statuses;
+        };
+        expect(await statusesAt(first.url)).toEqual([200, 200, 429]);
+        expect(await statusesAt(second.url)).toEqual([200, 200, 429]);
+      } finally {
+        await second.stop();
+      }
+    } finally {
+      await first.stop();
+    }
+  });
+});
