@@ -89,8 +89,10 @@ export function validDraft(operation: OperationSpec, target: FuzzTarget, random:
       const items = Array.isArray(value) && parameter.explode ? value : [value];
       for (const item of items) query.push([parameter.name, encodeQueryValue(String(item), parameter.allowReserved)]);
     } else if (parameter.required || random.chance(0.7)) {
-      // Header values are free of hints: an Idempotency-Key reused across cases would replay.
-      headers.push([parameter.name, String(values.valid(parameter.schema, random, new Map(), parameter.name))]);
+      // Mostly a fresh uuid, as the contract advises for an Idempotency-Key; sometimes a short
+      // generated key, which other cases may happen to reuse (and so reach replays and 422s).
+      const fresh = new Map([[parameter.name, [random.uuid()]]]);
+      headers.push([parameter.name, String(values.valid(parameter.schema, random, fresh, parameter.name))]);
     }
   }
   const body = operation.body ? values.valid(operation.body.schema, random, hints, undefined, operation.body.examples) : undefined;
