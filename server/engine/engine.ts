@@ -1,3 +1,4 @@
+import pg from 'pg';
 import type { EngineConfig } from '../config.ts';
 import { withTransaction, type Pool, type PoolClient } from '../db/pool.ts';
 import { isDatabaseUnavailable } from '../db/unavailable.ts';
@@ -125,19 +126,22 @@ export class OperationEngine {
     }
   }
 
-  /** LISTENs on one connection until it is lost (the error is returned) or the engine stops. */
+  /**
+   * LISTENs on a connection of its own (outside the pool, which it would otherwise hold a slot
+   * of for good) until the connection is lost (the error is returned) or the engine stops.
+   */
   private async listenUntilLost(listening: () => void): Promise<Error | undefined> {
-    const client = await this.pool.connect();
+    const client = new pg.Client(this.pool.options);
     let lost: Error | undefined;
     let ended = () => {};
     // Without an error listener, a lost connection would be an uncaught 'error' event.
-    const onError = (error: Error) => ((lost = error), ended());
-    const onEnd = () => ((lost ??= new Error('the connection ended')), ended());
-    const onNotification = () => this.kick();
+    client.on('error', (error) => ((lost = error), ended()));
+    client.on('end', () => ((lost ??= new Error('the connection ended')), ended()));
+    client.on('notification', () => this.kick());
     const onAbort = () => ended();
-    client.on('error', onError).on('end', onEnd).on('notification', onNotification);
     this.abort.signal.addEventListener('abort', onAbort, { once: true });
     try {
+      await client.connect();
       await client.query(`LISTEN ${OPERATIONS_CHANNEL}`);
       listening();
       // Work queued while nobody listened was not announced.
@@ -146,16 +150,11 @@ export class OperationEngine {
         ended = resolve;
         if (lost || this.abort.signal.aborted) resolve();
       });
-      if (!lost) await client.query(`UNLISTEN ${OPERATIONS_CHANNEL}`);
       return lost;
-    } catch (error) {
-      lost ??= error instanceof Error ? error : new Error(String(error));
-      throw lost;
     } finally {
       this.abort.signal.removeEventListener('abort', onAbort);
-      client.off('error', onError).off('end', onEnd).off('notification', onNotification);
-      // A broken connection leaves the pool rather than going back to it.
-      client.release(lost);
+      // Not awaited: against a frozen server, ending waits for an answer that does not come.
+      client.end().catch(() => {});
     }
   }
 

@@ -2,7 +2,8 @@
 // after another, on a pool of 10 connections: every request is answered (a success, a 4xx, or
 // 503 with Retry-After when no connection came in time; never a 500), and a simple GET still
 // answers within a second afterwards. 200 concurrent cancels once froze the server for good: a
-// transaction held a connection and waited for a second one.
+// transaction held a connection and waited for a second one. And a request that gets no
+// connection in time is answered 503, not left waiting.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { operationRoutes, type OperationId } from '../../generated/operations.ts';
 import { runningVm, sshPublicKey } from './compute/fixtures.ts';
@@ -141,5 +142,43 @@ describe('a burst of 200 concurrent requests to each write operation', () => {
       expect(after.status, operationId).toBe(200);
       expect(after.ms, `GET after the ${operationId} burst`).toBeLessThan(1000);
     }
+  });
+});
+
+describe('a pool with no connection free', () => {
+  let small: TestServer;
+  beforeAll(async () => {
+    // No background work: nothing but the test's requests uses the pool.
+    small = await startTestServer({
+      BACKGROUND_WORK: 'false',
+      DATABASE_POOL_SIZE: '2',
+      DATABASE_CONNECT_TIMEOUT_MS: '500',
+      DATABASE_STATEMENT_TIMEOUT_MS: '4000',
+      DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS: '6000',
+    });
+  });
+  afterAll(() => small?.close());
+
+  test('connections carry the statement and idle-in-transaction timeouts', async () => {
+    const { rows } = await small.pool.query("SELECT current_setting('statement_timeout') AS statement, current_setting('idle_in_transaction_session_timeout') AS idle");
+    expect(rows[0]).toEqual({ statement: '4s', idle: '6s' });
+  });
+
+  test('a request that gets no connection in time is answered 503 with Retry-After, and served once one is free', async () => {
+    // Every connection of the server's pool taken, as by long transactions.
+    const held = [await small.pool.connect()];
+    try {
+      held.push(await small.pool.connect());
+      const started = performance.now();
+      const answer = await small.org.call('GET', '/compute/vms');
+      expect(performance.now() - started).toBeLessThan(3_000);
+      expect(answer.status, answer.text).toBe(503);
+      expect(answer.headers.get('content-type')).toContain('application/problem+json');
+      expect(answer.body).toMatchObject({ status: 503, code: 'service_unavailable' });
+      expect(Number(answer.headers.get('retry-after'))).toBeGreaterThan(0);
+    } finally {
+      held.forEach((client) => client.release());
+    }
+    expect((await small.org.call('GET', '/compute/vms')).status).toBe(200);
   });
 });
