@@ -87,7 +87,7 @@ export async function recordFinishedOperation(db: Queryable, operation: NewOpera
 export async function inFlightOperation(db: Queryable, orgId: string, resourceType: ResourceType, resourceId: string): Promise<OperationRow | undefined> {
   const { rows } = await db.query<OperationRow>(
     `SELECT * FROM operations WHERE org_id = $1 AND resource_type = $2 AND resource_id = $3 AND finished_at IS NULL
-     ORDER BY created_at DESC LIMIT 1`,
+     ORDER BY seq DESC LIMIT 1`,
     [orgId, resourceType, resourceId],
   );
   return rows[0];

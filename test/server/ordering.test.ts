@@ -1,11 +1,21 @@
 // Operations on one resource never overtake each other: many changes fired at once at one
 // instance (firewall, power, size) and one bucket (quota), round after round, leave the backend
 // holding exactly what the API shows. Backend latency varies widely and many workers run, so
-// operations that ran side by side would finish out of order.
+// operations that ran side by side would finish out of order. And, on the engine alone, an
+// earlier operation that is retrying holds back the later ones of its resource, and only those.
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { migrate } from '../../server/db/migrate.ts';
+import { createPool } from '../../server/db/pool.ts';
+import { TransientBackendError } from '../../server/drivers/errors.ts';
+import { OperationEngine } from '../../server/engine/engine.ts';
+import type { Executor } from '../../server/engine/executor.ts';
+import { enqueueOperation, type OperationRow } from '../../server/engine/operation-record.ts';
+import { createLogger } from '../../server/logging.ts';
 import { runningVm } from './compute/fixtures.ts';
 import { activeBucket } from './storage/support.ts';
-import { startTestServer, type ApiResponse, type TestServer } from '../support/server.ts';
+import { eventually } from '../support/eventually.ts';
+import { createTestDatabase, startTestServer, type ApiResponse, type TestServer } from '../support/server.ts';
 
 const ROUNDS = 4;
 const CHANGES_PER_ROUND = 8;
@@ -85,6 +95,46 @@ describe('operations on one resource run in the order they were accepted', () =>
       const shown = (await server.org.call('GET', `/s3/buckets/${bucket.id}`)).body;
       const { rows } = await server.pool.query('SELECT max_objects, max_size_bytes FROM sim_objectstore_buckets WHERE id = $1', [bucket.id]);
       expect({ max_objects: rows[0].max_objects, max_size_bytes: rows[0].max_size_bytes }, `round ${round}`).toEqual(shown.quota);
+    }
+  });
+});
+
+describe('the claim', () => {
+  test('an earlier operation waiting to retry holds back the later ones of its resource, and only those', async () => {
+    const pool = createPool(await createTestDatabase(), 4);
+    await migrate(pool);
+    const orgId = randomUUID();
+    await pool.query("INSERT INTO orgs (id, name) VALUES ($1, 'Claim order')", [orgId]);
+    let failuresLeft = 2;
+    const executor: Executor<void> = {
+      async perform(operation) {
+        // The first operation fails twice before it succeeds: it is retrying meanwhile.
+        if (operation.payload.flaky && failuresLeft-- > 0) throw new TransientBackendError('compute backend', 'busy');
+      },
+      succeeded: async () => {},
+      failed: async () => {},
+      cancelled: async () => {},
+    };
+    const engine = new OperationEngine(pool, { 'vm.start': executor }, { concurrency: 4, pollIntervalMs: 10, leaseMs: 2000, maxAttempts: 5, retryBaseMs: 150, retryMaxMs: 150, reconcileIntervalMs: 1000, meteringIntervalMs: 1000, schedulerIntervalMs: 1000 }, createLogger('silent'), 'claim-order');
+    const enqueue = (resourceId: string, payload = {}) => enqueueOperation(pool, { orgId, type: 'vm.start', resourceType: 'vm', resourceId, maxAttempts: 5, payload });
+    try {
+      const [one, other] = [randomUUID(), randomUUID()];
+      const first = await enqueue(one, { flaky: true });
+      const second = await enqueue(one);
+      const elsewhere = await enqueue(other);
+      await engine.start();
+      const done = await eventually(async () => {
+        const { rows } = await pool.query<OperationRow>('SELECT * FROM operations WHERE id = ANY($1)', [[first.id, second.id, elsewhere.id]]);
+        return rows.every((row) => row.state === 'succeeded') ? new Map(rows.map((row) => [row.id, row])) : undefined;
+      }, 'the operations to succeed');
+      expect(done.get(first.id)!.attempt).toBe(3);
+      // The second started only once the first had finished, after its retries...
+      expect(done.get(second.id)!.started_at!.getTime()).toBeGreaterThanOrEqual(done.get(first.id)!.finished_at!.getTime());
+      // ...while another resource's operation did not wait for it.
+      expect(done.get(elsewhere.id)!.finished_at!.getTime()).toBeLessThan(done.get(first.id)!.finished_at!.getTime());
+    } finally {
+      await engine.stop();
+      await pool.end();
     }
   });
 });
