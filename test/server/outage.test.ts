@@ -56,14 +56,35 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await Promise.all(processes.map((started) => started.stop()));
+  // Thawed first: should a test have failed while PostgreSQL was frozen, nothing could stop.
+  if (postgres) signalPostgres('SIGCONT');
+  await Promise.all(processes.map(stopOrKill));
   if (postgres) {
-    signalPostgres('SIGCONT');
     await postgres.stop();
     removeExitHook();
   }
   if (postgresDir) rmSync(postgresDir, { recursive: true, force: true });
 });
+
+/** Stops a server process; one that has not exited 10 seconds after SIGTERM is killed. */
+async function stopOrKill(started: Started): Promise<void> {
+  const timer = setTimeout(() => {
+    try {
+      process.kill(-started.child.pid!, 'SIGKILL');
+    } catch {
+      // Exited meanwhile.
+    }
+  }, 10_000);
+  await started.stop();
+  clearTimeout(timer);
+}
+
+/** A request that gets no answer in `ms` fails the test, rather than hanging it. */
+function answeredWithin<T>(ms: number, what: string, answer: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_resolve, reject) => (timer = setTimeout(() => reject(new Error(`${what}: no answer within ${ms} ms`)), ms)));
+  return Promise.race([answer, late]).finally(() => clearTimeout(timer));
+}
 
 /** A new database in the test's PostgreSQL, and a one-connection client on it for the test's own reads. */
 async function newDatabase(): Promise<{ url: string; db: pg.Pool }> {
@@ -181,7 +202,7 @@ async function expectUnavailableAnswers({ servers, api }: Cluster, ms: number): 
           ] as const
         ).map(async ([method, orgPath, body]) => {
           const started = Date.now();
-          const answer = await api(server, method, orgPath, body);
+          const answer = await answeredWithin(3 * ANSWER_WITHIN_MS, `${method} ${orgPath}`, api(server, method, orgPath, body));
           answers.push({ answer, took: Date.now() - started, what: `${method} ${orgPath}` });
         }),
       ),
