@@ -13,6 +13,7 @@ export interface Config {
   dataDir: string;
   /** An external PostgreSQL; when absent, an embedded one runs in `dataDir`. */
   databaseUrl: string | undefined;
+  database: DatabaseConfig;
   logLevel: string;
   /** Validate every response against the contract (a failure is a 500 and a log line). */
   validateResponses: boolean;
@@ -48,7 +49,24 @@ export interface EngineConfig {
   schedulerIntervalMs: number;
 }
 
+/**
+ * The connection pool and the timeouts that keep a stopped, unreachable or frozen PostgreSQL
+ * from hanging requests: past them, a request answers 503 with Retry-After.
+ */
+export interface DatabaseConfig {
+  /** Connections this process holds at most (the simulated backends have their own few). */
+  poolSize: number;
+  /** Waiting for a connection, new or free, before giving up. */
+  connectionTimeoutMs: number;
+  /** PostgreSQL's `statement_timeout`; the client waits a second longer for an answer. */
+  statementTimeoutMs: number;
+  /** PostgreSQL's `idle_in_transaction_session_timeout`. */
+  idleInTransactionTimeoutMs: number;
+}
+
 export interface SimulatorConfig {
+  /** Connections of the simulated backends, which stand for systems outside the platform. */
+  poolSize: number;
   /** Latency of every simulated backend call, drawn uniformly from [min, max]. */
   latencyMs: [number, number];
   /** Fault rules, see drivers/simulators/faults.ts. */
@@ -68,6 +86,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     publicBaseUrl: env.PUBLIC_BASE_URL ? url(env.PUBLIC_BASE_URL, 'PUBLIC_BASE_URL') : undefined,
     dataDir: path.resolve(env.DATA_DIR ?? 'data'),
     databaseUrl: env.DATABASE_URL || undefined,
+    database: {
+      poolSize: integer(env, 'DATABASE_POOL_SIZE', 16, 2, 1000),
+      connectionTimeoutMs: integer(env, 'DATABASE_CONNECT_TIMEOUT_MS', 5_000, 100, 600_000),
+      statementTimeoutMs: integer(env, 'DATABASE_STATEMENT_TIMEOUT_MS', 10_000, 100, 3_600_000),
+      idleInTransactionTimeoutMs: integer(env, 'DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS', 15_000, 100, 3_600_000),
+    },
     logLevel: oneOf(env, 'LOG_LEVEL', 'info', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
     validateResponses: boolean(env, 'VALIDATE_RESPONSES', true),
     oidc: oidcIssuer ? { issuer: url(oidcIssuer, 'OIDC_ISSUER'), audience: env.OIDC_AUDIENCE!, jwksUrl: env.OIDC_JWKS_URL ? url(env.OIDC_JWKS_URL, 'OIDC_JWKS_URL') : undefined } : undefined,
@@ -88,6 +112,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       schedulerIntervalMs: integer(env, 'SCHEDULER_INTERVAL_MS', 15_000, 10, 3_600_000),
     },
     simulators: {
+      poolSize: integer(env, 'SIM_POOL_SIZE', 4, 1, 100),
       latencyMs: range(env, 'SIM_LATENCY_MS', [20, 120]),
       faults: env.SIM_FAULTS ?? '',
     },

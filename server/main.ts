@@ -15,6 +15,10 @@ try {
 }
 
 const log = createLogger(config.logLevel);
+// A last resort, not the way errors are handled: every promise the server starts is awaited or
+// caught where it can be dealt with. Should one slip through, it is logged and the server keeps
+// serving, rather than Node's default of ending the process (and every request in flight).
+process.on('unhandledRejection', (reason) => log.error({ err: reason }, 'unhandled promise rejection; the process keeps running'));
 const platform = await startPlatform(config, log).catch((error: unknown) => {
   // A bad catalogue file is a configuration error too: a message, not a stack trace.
   if (!(error instanceof ConfigError)) throw error;

@@ -43,17 +43,31 @@ const OPERATION_TYPES: ReadonlyArray<components['schemas']['OperationRef']['type
 ];
 
 /** The database this configuration names: DATABASE_URL, or the embedded one in DATA_DIR. */
-export async function openDatabase(config: Config, log: Logger): Promise<{ pool: Pool; stop(): Promise<void> }> {
+export async function openDatabase(config: Config, log: Logger): Promise<Database> {
   const embedded = config.databaseUrl ? undefined : await startEmbeddedDatabase(config.dataDir, (message) => log.info(message));
-  const pool = createPool(config.databaseUrl ?? embedded!.connectionString);
-  await migrate(pool);
+  const connectionString = config.databaseUrl ?? embedded!.connectionString;
+  const pool = createPool(connectionString, config.database.poolSize, config.database);
+  try {
+    await migrate(pool);
+  } catch (error) {
+    await pool.end().catch(() => {});
+    if (embedded?.ownsServer) await embedded.stop().catch(() => {});
+    throw error;
+  }
   return {
     pool,
+    connectionString,
     async stop() {
       await pool.end();
       if (embedded?.ownsServer) await embedded.stop();
     },
   };
+}
+
+export interface Database {
+  pool: Pool;
+  connectionString: string;
+  stop(): Promise<void>;
 }
 
 /**
@@ -62,24 +76,23 @@ export async function openDatabase(config: Config, log: Logger): Promise<{ pool:
  */
 export async function startPlatform(config: Config, log: Logger, options: { clock?: Clock; drivers?: (pool: Pool) => Drivers } = {}): Promise<Platform> {
   const database = await openDatabase(config, log);
+  // The simulated backends stand for systems outside the platform: they have connections of
+  // their own, so that a backend call never waits for one of the API's, and the transaction
+  // guard refuses a backend call made inside a transaction.
+  const backendPool = createPool(database.connectionString, config.simulators.poolSize, config.database, 'cloud-platform-simulators');
   try {
-    return await composePlatform(config, log, options, database);
+    const drivers = options.drivers?.(backendPool) ?? createSimulatedDrivers(backendPool, config.simulators);
+    return await composePlatform(config, log, options.clock ?? systemClock, drivers, database, backendPool);
   } catch (error) {
     // A refused start (a bad catalogue, a port in use) stops the database it opened.
+    await backendPool.end().catch(() => {});
     await database.stop().catch(() => {});
     throw error;
   }
 }
 
-async function composePlatform(
-  config: Config,
-  log: Logger,
-  options: { clock?: Clock; drivers?: (pool: Pool) => Drivers },
-  database: { pool: Pool; stop(): Promise<void> },
-): Promise<Platform> {
+async function composePlatform(config: Config, log: Logger, clock: Clock, drivers: Drivers, database: Database, backendPool: Pool): Promise<Platform> {
   const { pool } = database;
-  const clock = options.clock ?? systemClock;
-  const drivers = options.drivers?.(pool) ?? createSimulatedDrivers(pool, config.simulators);
   const executors: ExecutorRegistry = {};
   const engine = new OperationEngine(pool, executors, config.engine, log.child({ component: 'engine' }), `${process.pid}-${randomUUID().slice(0, 8)}`);
   const dependencies: AreaDependencies = { pool, config, clock, log, drivers, engine, budget: createBudgetGuard(clock) };
@@ -136,6 +149,7 @@ async function composePlatform(
       });
       await background.stop();
       if (config.background) await engine.stop();
+      await backendPool.end();
       await database.stop();
     },
   };

@@ -1,9 +1,11 @@
 import type { BackgroundTask } from '../areas/area.ts';
+import { isDatabaseUnavailable } from '../db/unavailable.ts';
 import type { Logger } from '../logging.ts';
 
 /**
  * Runs background tasks on their intervals until stopped. A run that fails is logged and tried
- * again at the next interval; runs of one task never overlap.
+ * again at the next interval (so a database outage ends by itself); runs of one task never
+ * overlap, and no failure escapes the loop.
  */
 export class BackgroundRunner {
   private readonly abort = new AbortController();
@@ -22,11 +24,21 @@ export class BackgroundRunner {
 
   private async loop(task: BackgroundTask): Promise<void> {
     const { signal } = this.abort;
+    let unavailableRuns = 0;
     while (!signal.aborted) {
       try {
         await task.run(signal);
+        if (unavailableRuns > 0) this.log.info({ task: task.name, runs: unavailableRuns }, 'background task runs again: the database is back');
+        unavailableRuns = 0;
       } catch (error) {
-        if (!signal.aborted) this.log.error({ err: error, task: task.name }, 'background task failed');
+        if (signal.aborted) {
+          // Stopping: whatever the run was doing was cut short on purpose.
+        } else if (isDatabaseUnavailable(error)) {
+          // An outage fails every run until it ends: said once, not at every interval.
+          if (unavailableRuns++ === 0) this.log.warn({ task: task.name, reason: (error as Error).message }, 'background task cannot reach the database; trying at every interval');
+        } else {
+          this.log.error({ err: error, task: task.name }, 'background task failed');
+        }
       }
       await new Promise<void>((resolve) => {
         // The abort listener goes when the wait ends, or every run would leave one behind.

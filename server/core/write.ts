@@ -1,5 +1,6 @@
 import { withTransaction, type Pool, type PoolClient } from '../db/pool.ts';
 import { OPERATIONS_CHANNEL } from '../engine/engine.ts';
+import type { AfterCommit } from '../engine/executor.ts';
 import { recordAudit, type AuditEntry } from './audit.ts';
 import { completeKey } from './idempotency.ts';
 import { actorOf } from './principal.ts';
@@ -10,6 +11,12 @@ export interface WriteOutcome<Response extends { status: number; body?: unknown 
   audit: AuditEntry;
   /** The body an idempotent replay returns, when it differs (secrets shown once removed). */
   replayBody?: unknown;
+  /**
+   * Backend work that follows the change, run once it has committed and before the response
+   * goes: a backend is never called inside the transaction. Should it fail, the change stands
+   * and the failure is logged.
+   */
+  afterCommit?: AfterCommit;
 }
 
 /**
@@ -40,5 +47,8 @@ export async function performWrite<Response extends { status: number; body?: unk
     return result;
   });
   context.flags.audited = true;
+  if (outcome.afterCommit) {
+    await outcome.afterCommit().catch((error: unknown) => context.log.warn({ err: error }, 'the backend work following a committed change failed'));
+  }
   return outcome.response;
 }

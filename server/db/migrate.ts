@@ -1,5 +1,6 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import pg from 'pg';
 import { fileURLToPath } from 'node:url';
 import { withTransaction, type Pool } from './pool.ts';
 
@@ -12,7 +13,11 @@ const MIGRATION_LOCK = 7_361_204_118;
  * each in its own transaction, under an advisory lock so that concurrent starts apply each once.
  */
 export async function migrate(pool: Pool): Promise<string[]> {
-  const client = await pool.connect();
+  // A connection of its own, without the pool's statement and query timeouts: a migration of a
+  // large table, or the wait for another process's migrations, may rightly take longer.
+  const client = new pg.Client({ ...pool.options, statement_timeout: undefined, query_timeout: undefined, idle_in_transaction_session_timeout: undefined });
+  client.on('error', () => {});
+  await client.connect();
   try {
     await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
     await client.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
@@ -36,7 +41,7 @@ export async function migrate(pool: Pool): Promise<string[]> {
     return pending;
   } finally {
     await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]).catch(() => {});
-    client.release();
+    await client.end().catch(() => {});
   }
 }
 

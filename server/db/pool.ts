@@ -1,5 +1,8 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { createRequire } from 'node:module';
 import { isInteger, isSafeNumber, parse } from 'lossless-json';
 import pg from 'pg';
+import { isDatabaseUnavailable } from './unavailable.ts';
 
 export type Pool = pg.Pool;
 export type PoolClient = pg.PoolClient;
@@ -24,25 +27,99 @@ const parseExactJson = (text: string): unknown =>
 pg.types.setTypeParser(JSON_OID, parseExactJson);
 pg.types.setTypeParser(JSONB_OID, parseExactJson);
 
-export function createPool(connectionString: string, max = 10): Pool {
-  const pool = new pg.Pool({ connectionString, max, application_name: 'cloud-platform-api' });
-  // An idle client that loses its connection must not crash the process.
+/** How long the database may take before a request gives up with a 503 rather than hanging. */
+export interface DatabaseTimeouts {
+  /** Waiting for a connection: opening one, or for a free one when the pool is exhausted. */
+  connectionTimeoutMs: number;
+  /** PostgreSQL cancels a statement that runs longer (`statement_timeout`). */
+  statementTimeoutMs: number;
+  /** PostgreSQL ends a session whose transaction sits idle longer (`idle_in_transaction_session_timeout`). */
+  idleInTransactionTimeoutMs: number;
+}
+
+export const DEFAULT_DATABASE_TIMEOUTS: DatabaseTimeouts = { connectionTimeoutMs: 5_000, statementTimeoutMs: 15_000, idleInTransactionTimeoutMs: 30_000 };
+
+/**
+ * The client gives up on an answer a little after PostgreSQL would have cancelled the statement:
+ * a frozen or unreachable server never answers, so `statement_timeout` alone would wait forever.
+ */
+const QUERY_TIMEOUT_MARGIN_MS = 1_000;
+
+/**
+ * A pool whose connections carry the timeouts, TCP keepalive, and the transaction guard: inside
+ * `withTransaction`, asking this pool (or any other) for a connection is a programming error,
+ * refused at once. A transaction that waits for a second connection can wait forever: with every
+ * connection held by transactions doing the same, nothing is ever released.
+ */
+export function createPool(connectionString: string, max = 10, timeouts: DatabaseTimeouts = DEFAULT_DATABASE_TIMEOUTS, applicationName = 'cloud-platform-api'): Pool {
+  const pool = new pg.Pool({
+    connectionString,
+    max,
+    application_name: applicationName,
+    connectionTimeoutMillis: timeouts.connectionTimeoutMs,
+    statement_timeout: timeouts.statementTimeoutMs,
+    idle_in_transaction_session_timeout: timeouts.idleInTransactionTimeoutMs,
+    query_timeout: timeouts.statementTimeoutMs + QUERY_TIMEOUT_MARGIN_MS,
+    // A peer that vanished without closing the connection (a host gone, a network cut) is noticed.
+    keepAlive: true,
+    keepAliveInitialDelayMillis: 10_000,
+  });
+  // An idle client that loses its connection must not crash the process: the pool drops it.
   pool.on('error', () => {});
+  // Nor may one in use. pg-pool listens for errors only on idle clients; on a checked-out one
+  // (a transaction, the LISTEN connection), an 'error' event without a listener is an uncaught
+  // exception. The query in flight fails with the error, and the pool drops the client on release.
+  pool.on('connect', (client) => client.on('error', () => {}));
+  const connect = pool.connect.bind(pool) as (...args: unknown[]) => unknown;
+  const query = pool.query.bind(pool) as (...args: unknown[]) => unknown;
+  pool.connect = ((...args: unknown[]) => refusedInTransaction('pool.connect') ?? connect(...args)) as Pool['connect'];
+  pool.query = ((...args: unknown[]) => refusedInTransaction('pool.query') ?? query(...args)) as Pool['query'];
   return pool;
+}
+
+/** Set for the duration of the work of `withTransaction`, and everything that work starts. */
+const transaction = new AsyncLocalStorage<true>();
+
+/** A query, connection or backend call made inside a transaction: a bug, never a condition to handle. */
+export class InsideTransactionError extends Error {
+  constructor(what: string) {
+    super(
+      `${what} inside a transaction: a transaction holds a connection and must not wait for another ` +
+        '(or for a backend); use the transaction\'s client, or do this before or after it',
+    );
+    this.name = 'InsideTransactionError';
+  }
+}
+
+/** Throws when called inside a transaction: for calls to external systems, which never belong in one. */
+export function assertOutsideTransaction(what: string): void {
+  if (transaction.getStore()) throw new InsideTransactionError(what);
+}
+
+function refusedInTransaction(what: string): Promise<never> | undefined {
+  return transaction.getStore() ? Promise.reject(new InsideTransactionError(what)) : undefined;
 }
 
 /** Runs `work` in one transaction: committed when it returns, rolled back when it throws. */
 export async function withTransaction<T>(pool: Pool, work: (client: PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect();
+  let broken: unknown;
   try {
     await client.query('BEGIN');
-    const result = await work(client);
+    const result = await transaction.run(true, () => work(client));
     await client.query('COMMIT');
     return result;
   } catch (error) {
-    await client.query('ROLLBACK').catch(() => {});
+    if (isDatabaseUnavailable(error)) {
+      // The connection is gone or stuck: a ROLLBACK would wait as long again. PostgreSQL rolls
+      // the transaction back when the connection closes.
+      broken = error;
+    } else {
+      await client.query('ROLLBACK').catch((rollbackError: unknown) => (broken = rollbackError));
+    }
     throw error;
   } finally {
-    client.release();
+    // A broken connection leaves the pool instead of going to the next caller.
+    client.release(broken instanceof Error ? broken : broken === undefined ? undefined : new Error('connection broken'));
   }
 }

@@ -1,26 +1,48 @@
-import type pg from 'pg';
+import pg from 'pg';
 import type { EngineConfig } from '../config.ts';
-import { withTransaction, type Pool } from '../db/pool.ts';
+import { withTransaction, type Pool, type PoolClient } from '../db/pool.ts';
+import { isDatabaseUnavailable } from '../db/unavailable.ts';
 import { PermanentBackendError, TransientBackendError } from '../drivers/errors.ts';
 import type { Logger } from '../logging.ts';
-import type { Executor, ExecutorRegistry, OperationFailure } from './executor.ts';
+import type { AfterCommit, Executor, ExecutorRegistry, OperationFailure } from './executor.ts';
 import type { OperationRow } from './operation-record.ts';
 
 export const OPERATIONS_CHANNEL = 'operations_queued';
 
+/** A cancelled operation, and the backend work its undoing left for after the commit. */
+export interface CancelledOperation {
+  operation: OperationRow;
+  afterCommit: AfterCommit | undefined;
+}
+
+/** How an attempt ended, and so what the engine records. */
+type Verdict =
+  | { kind: 'succeeded'; outcome: unknown }
+  | { kind: 'failed'; failure: OperationFailure }
+  | { kind: 'retry'; refundAttempt: boolean }
+  | { kind: 'release' };
+
+/** The longest pause between tries while the database cannot be reached. */
+const MAX_OUTAGE_BACKOFF_MS = 5_000;
+
 /**
  * The operations engine. The operations table is the durable work queue: workers claim an
  * operation with `FOR UPDATE SKIP LOCKED` and a lease, so each operation is worked on by one
- * worker at a time across every process sharing the database. A worker that crashes stops
- * renewing its lease; once it expires, another worker claims the operation and starts another
- * attempt. Transient backend failures are retried with exponential backoff (the operation stays
- * `running`, its lease set to the retry time) until `max_attempts`; then it is `failed`.
+ * worker at a time across every process sharing the database. Operations on one resource run
+ * one at a time in the order they were accepted (`seq`): one is claimable only when no earlier
+ * one of its resource is unfinished, so the backend ends in the state the API last promised.
+ *
+ * A worker that crashes stops renewing its lease; once it expires, another worker claims the
+ * operation and starts another attempt. Transient backend failures are retried with exponential
+ * backoff (the operation stays `running`, its lease set to the retry time) until `max_attempts`;
+ * then it is `failed`. An unreachable database fails nothing: the attempt is retried without
+ * counting, and whatever could not be recorded is taken over once the lease lapses. Nothing the
+ * engine starts can end in an unhandled rejection.
  */
 export class OperationEngine {
   private readonly abort = new AbortController();
   private readonly loops: Promise<void>[] = [];
   private wake: (() => void)[] = [];
-  private listener: pg.PoolClient | undefined;
   private stopped: Promise<void> | undefined;
 
   constructor(
@@ -37,13 +59,11 @@ export class OperationEngine {
     if (missing.length > 0) throw new Error(`no executor for operation types: ${missing.join(', ')}`);
   }
 
+  /** Starts listening for queued work (resolves once the first try is made) and the workers. */
   async start(): Promise<void> {
-    this.listener = await this.pool.connect();
-    this.listener.on('notification', () => this.kick());
-    // Losing the listening connection only slows pick-up to the polling interval.
-    this.listener.on('error', (error) => this.log.warn({ err: error }, 'operations listener lost its connection; polling continues'));
-    await this.listener.query(`LISTEN ${OPERATIONS_CHANNEL}`);
+    const listening = new Promise<void>((resolve) => this.loops.push(this.listenLoop(resolve)));
     for (let worker = 0; worker < this.config.concurrency; worker++) this.loops.push(this.workLoop());
+    await listening;
   }
 
   /** Wakes idle workers: new work was queued. */
@@ -62,42 +82,104 @@ export class OperationEngine {
       this.abort.abort();
       this.kick();
       await Promise.all(this.loops);
-      if (this.listener) {
-        await this.listener.query(`UNLISTEN ${OPERATIONS_CHANNEL}`).catch(() => {});
-        this.listener.release();
-      }
     })();
     return this.stopped;
   }
 
-  /** Cancels a queued operation that has not started, in the caller's transaction. */
-  async cancelQueued(tx: pg.PoolClient, orgId: string, operationId: string): Promise<OperationRow | undefined> {
+  /**
+   * Cancels a queued operation that has not started, in the caller's transaction. The caller
+   * runs `afterCommit`, if any, once that transaction has committed.
+   */
+  async cancelQueued(tx: PoolClient, orgId: string, operationId: string): Promise<CancelledOperation | undefined> {
     const { rows } = await tx.query<OperationRow>(
       `UPDATE operations SET state = 'cancelled', finished_at = now()
        WHERE id = $1 AND org_id = $2 AND state = 'queued' AND attempt = 0 RETURNING *`,
       [operationId, orgId],
     );
     const operation = rows[0];
-    if (operation) await this.executorFor(operation).cancelled(tx, operation);
-    return operation;
+    if (!operation) return undefined;
+    const afterCommit = await this.executorFor(operation).cancelled(tx, operation);
+    return { operation, afterCommit: afterCommit ?? undefined };
   }
 
-  private async workLoop(): Promise<void> {
+  /**
+   * Holds a connection that LISTENs for queued work, and opens another when it is lost (the
+   * database restarted, the network cut): until then, workers find work by polling.
+   */
+  private async listenLoop(firstTryMade: () => void): Promise<void> {
+    let failures = 0;
     while (!this.abort.signal.aborted) {
-      let operation: OperationRow | undefined;
+      let lost: Error | undefined;
       try {
-        operation = await this.claim();
+        lost = await this.listenUntilLost(() => {
+          if (failures > 0) this.log.info('listening for queued operations again');
+          failures = 0;
+          firstTryMade();
+        });
+        if (lost) this.log.warn({ reason: lost.message }, 'the operations listener lost its connection; polling until it is back');
       } catch (error) {
-        this.log.error({ err: error }, 'claiming an operation failed');
+        lost = error instanceof Error ? error : new Error(String(error));
+        if (failures++ === 0) this.log.warn({ reason: lost.message }, 'cannot listen for queued operations; polling until it works');
+        firstTryMade();
       }
-      if (operation) await this.attempt(operation);
-      else await this.idle();
+      if (lost) await this.pause(this.outageBackoff(Math.max(failures, 1)));
     }
   }
 
-  private idle(): Promise<void> {
+  /**
+   * LISTENs on a connection of its own (outside the pool, which it would otherwise hold a slot
+   * of for good) until the connection is lost (the error is returned) or the engine stops.
+   */
+  private async listenUntilLost(listening: () => void): Promise<Error | undefined> {
+    const client = new pg.Client(this.pool.options);
+    let lost: Error | undefined;
+    let ended = () => {};
+    // Without an error listener, a lost connection would be an uncaught 'error' event.
+    client.on('error', (error) => ((lost = error), ended()));
+    client.on('end', () => ((lost ??= new Error('the connection ended')), ended()));
+    client.on('notification', () => this.kick());
+    const onAbort = () => ended();
+    this.abort.signal.addEventListener('abort', onAbort, { once: true });
+    try {
+      await client.connect();
+      await client.query(`LISTEN ${OPERATIONS_CHANNEL}`);
+      listening();
+      // Work queued while nobody listened was not announced.
+      this.kick();
+      await new Promise<void>((resolve) => {
+        ended = resolve;
+        if (lost || this.abort.signal.aborted) resolve();
+      });
+      return lost;
+    } finally {
+      this.abort.signal.removeEventListener('abort', onAbort);
+      // Not awaited: against a frozen server, ending waits for an answer that does not come.
+      client.end().catch(() => {});
+    }
+  }
+
+  private async workLoop(): Promise<void> {
+    let failures = 0;
+    while (!this.abort.signal.aborted) {
+      try {
+        const operation = await this.claim();
+        if (failures > 0) this.log.info('claiming operations works again');
+        failures = 0;
+        if (operation) await this.attempt(operation);
+        else await this.pause(this.config.pollIntervalMs);
+      } catch (error) {
+        // The database is unreachable (or the claim broke): wait longer each time, log once.
+        if (failures++ === 0) this.logFailure(this.log, error, 'claiming an operation failed; trying again');
+        await this.pause(this.outageBackoff(failures));
+      }
+    }
+  }
+
+  /** Waits `ms`, or less when work is queued or the engine stops. */
+  private pause(ms: number): Promise<void> {
+    if (this.abort.signal.aborted) return Promise.resolve();
     return new Promise((resolve) => {
-      const timer = setTimeout(resolve, this.config.pollIntervalMs);
+      const timer = setTimeout(resolve, ms);
       this.wake.push(() => {
         clearTimeout(timer);
         resolve();
@@ -105,13 +187,25 @@ export class OperationEngine {
     });
   }
 
+  private outageBackoff(failures: number): number {
+    return Math.min(MAX_OUTAGE_BACKOFF_MS, this.config.pollIntervalMs * 2 ** Math.min(failures, 10));
+  }
+
+  /**
+   * The oldest claimable operation: queued, or running with a lapsed lease (its worker crashed,
+   * or it waits to retry), and with no earlier unfinished operation on the same resource.
+   */
   private async claim(): Promise<OperationRow | undefined> {
     const { rows } = await this.pool.query<OperationRow>(
       `WITH next AS (
-         SELECT id FROM operations
-         WHERE state = 'queued' OR (state = 'running' AND lease_expires_at < now())
-         ORDER BY created_at
-         FOR UPDATE SKIP LOCKED
+         SELECT o.id FROM operations o
+         WHERE (o.state = 'queued' OR (o.state = 'running' AND o.lease_expires_at < now()))
+           AND NOT EXISTS (
+             SELECT 1 FROM operations earlier
+             WHERE earlier.org_id = o.org_id AND earlier.resource_type = o.resource_type AND earlier.resource_id = o.resource_id
+               AND earlier.finished_at IS NULL AND earlier.seq < o.seq)
+         ORDER BY o.seq
+         FOR UPDATE OF o SKIP LOCKED
          LIMIT 1
        )
        UPDATE operations o
@@ -124,40 +218,75 @@ export class OperationEngine {
     return rows[0];
   }
 
+  /** One attempt: the backend work, then its record. Never throws. */
   private async attempt(operation: OperationRow): Promise<void> {
     const log = this.log.child({ operation_id: operation.id, type: operation.type, attempt: operation.attempt });
-    if (operation.attempt > operation.max_attempts) {
-      // Every attempt was started and none finished: the workers running them kept crashing.
-      await this.fail(operation, { errorClass: 'internal_error', errorDetail: `The operation did not finish after ${operation.max_attempts} attempts. [${operation.type}]` }, log);
-      return;
-    }
-    const heartbeat = setInterval(() => this.renewLease(operation).catch(() => {}), Math.max(50, this.config.leaseMs / 3));
+    const verdict =
+      operation.attempt > operation.max_attempts
+        ? // Every attempt was started and none finished: the workers running them kept crashing.
+          ({ kind: 'failed', failure: { errorClass: 'internal_error', errorDetail: `The operation did not finish after ${operation.max_attempts} attempts. [${operation.type}]` } } as const)
+        : await this.perform(operation, log);
     try {
-      const outcome = await this.executorFor(operation).perform(operation, { log, signal: this.abort.signal });
-      await this.succeed(operation, outcome, log);
+      await this.record(operation, verdict, log);
     } catch (error) {
-      if (this.abort.signal.aborted) {
-        await this.release(operation);
-      } else if (error instanceof PermanentBackendError) {
-        log.warn({ reason: error.message }, 'backend refused the operation');
-        await this.fail(operation, { errorClass: 'backend_rejected', errorDetail: `The ${error.backend} refused the request. [${operation.type}]` }, log);
-      } else {
-        const transient = error instanceof TransientBackendError;
-        log[transient ? 'warn' : 'error']({ err: transient ? undefined : error, reason: (error as Error).message }, 'operation attempt failed');
-        if (operation.attempt < operation.max_attempts) {
-          await this.retryLater(operation);
-        } else {
-          await this.fail(
-            operation,
-            transient
-              ? { errorClass: 'backend_unavailable', errorDetail: `The ${error.backend} was unavailable after ${operation.attempt} attempts. [${operation.type}]` }
-              : { errorClass: 'internal_error', errorDetail: `The operation failed because of an internal error. [${operation.type}]` },
-            log,
-          );
-        }
-      }
+      // Nothing was recorded (the database failed us, or the executor's bookkeeping broke): the
+      // operation stays ours until the lease lapses, then it is claimed and attempted again.
+      this.logFailure(log, error, 'recording the outcome of an attempt failed; the operation is attempted again once its lease lapses');
+    }
+  }
+
+  /** Runs the executor's backend work, renewing the lease meanwhile, and judges how it ended. */
+  private async perform(operation: OperationRow, log: Logger): Promise<Verdict> {
+    let renewing = false;
+    const heartbeat = setInterval(() => {
+      // One renewal at a time: against a stuck database they would pile up.
+      if (renewing) return;
+      renewing = true;
+      this.renewLease(operation)
+        .catch(() => {})
+        .finally(() => (renewing = false));
+    }, Math.max(50, this.config.leaseMs / 3));
+    try {
+      return { kind: 'succeeded', outcome: await this.executorFor(operation).perform(operation, { log, signal: this.abort.signal }) };
+    } catch (error) {
+      return this.judge(operation, error, log);
     } finally {
       clearInterval(heartbeat);
+    }
+  }
+
+  private judge(operation: OperationRow, error: unknown, log: Logger): Verdict {
+    if (this.abort.signal.aborted) return { kind: 'release' };
+    if (isDatabaseUnavailable(error)) {
+      // Our own outage is not the operation's failure: it waits and tries again, uncounted.
+      log.warn({ reason: (error as Error).message }, 'the database was unavailable during the attempt; retrying');
+      return { kind: 'retry', refundAttempt: true };
+    }
+    if (error instanceof PermanentBackendError) {
+      log.warn({ reason: error.message }, 'backend refused the operation');
+      return { kind: 'failed', failure: { errorClass: 'backend_rejected', errorDetail: `The ${error.backend} refused the request. [${operation.type}]` } };
+    }
+    const transient = error instanceof TransientBackendError;
+    log[transient ? 'warn' : 'error']({ err: transient ? undefined : error, reason: (error as Error).message }, 'operation attempt failed');
+    if (operation.attempt < operation.max_attempts) return { kind: 'retry', refundAttempt: false };
+    return {
+      kind: 'failed',
+      failure: transient
+        ? { errorClass: 'backend_unavailable', errorDetail: `The ${error.backend} was unavailable after ${operation.attempt} attempts. [${operation.type}]` }
+        : { errorClass: 'internal_error', errorDetail: `The operation failed because of an internal error. [${operation.type}]` },
+    };
+  }
+
+  private async record(operation: OperationRow, verdict: Verdict, log: Logger): Promise<void> {
+    switch (verdict.kind) {
+      case 'succeeded':
+        return this.succeed(operation, verdict.outcome, log);
+      case 'failed':
+        return this.fail(operation, verdict.failure, log);
+      case 'retry':
+        return this.retryLater(operation, verdict.refundAttempt);
+      case 'release':
+        return this.release(operation);
     }
   }
 
@@ -178,8 +307,11 @@ export class OperationEngine {
     });
   }
 
-  /** Marks the operation terminal if this worker still holds it; undefined if it does not. */
-  private async finish(tx: pg.PoolClient, operation: OperationRow, state: 'succeeded' | 'failed', failure?: OperationFailure): Promise<OperationRow | undefined> {
+  /**
+   * Marks the operation terminal if this worker still holds it; undefined if it does not. The
+   * condition makes finishing twice impossible, whoever tries.
+   */
+  private async finish(tx: PoolClient, operation: OperationRow, state: 'succeeded' | 'failed', failure?: OperationFailure): Promise<OperationRow | undefined> {
     const { rows } = await tx.query<OperationRow>(
       `UPDATE operations SET state = $3, finished_at = now(), error_class = $4, error_detail = $5,
               lease_owner = NULL, lease_expires_at = NULL
@@ -189,13 +321,15 @@ export class OperationEngine {
     return rows[0];
   }
 
-  private async retryLater(operation: OperationRow): Promise<void> {
-    const backoff = Math.min(this.config.retryMaxMs, this.config.retryBaseMs * 2 ** (operation.attempt - 1));
+  /** Lets the operation be claimed again after a backoff; a refunded attempt does not count. */
+  private async retryLater(operation: OperationRow, refundAttempt: boolean): Promise<void> {
+    const backoff = Math.min(this.config.retryMaxMs, this.config.retryBaseMs * 2 ** Math.max(0, operation.attempt - 1));
     const jittered = backoff * (0.8 + Math.random() * 0.4);
     await this.pool.query(
-      `UPDATE operations SET lease_owner = NULL, lease_expires_at = now() + make_interval(secs => $3::double precision / 1000)
+      `UPDATE operations SET lease_owner = NULL, lease_expires_at = now() + make_interval(secs => $3::double precision / 1000),
+              attempt = attempt - $4
        WHERE id = $1 AND lease_owner = $2`,
-      [operation.id, this.workerId, jittered],
+      [operation.id, this.workerId, jittered, refundAttempt ? 1 : 0],
     );
   }
 
@@ -208,9 +342,12 @@ export class OperationEngine {
   }
 
   private async release(operation: OperationRow): Promise<void> {
-    await this.pool
-      .query(`UPDATE operations SET lease_owner = NULL, lease_expires_at = now() WHERE id = $1 AND lease_owner = $2`, [operation.id, this.workerId])
-      .catch(() => {});
+    await this.pool.query(`UPDATE operations SET lease_owner = NULL, lease_expires_at = now() WHERE id = $1 AND lease_owner = $2`, [operation.id, this.workerId]);
+  }
+
+  private logFailure(log: Logger, error: unknown, message: string): void {
+    if (isDatabaseUnavailable(error)) log.warn({ reason: (error as Error).message }, `${message} (the database is unavailable)`);
+    else log.error({ err: error }, message);
   }
 
   private executorFor(operation: OperationRow): Executor {

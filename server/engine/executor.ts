@@ -7,13 +7,20 @@ import type { OperationRow, OperationType } from './operation-record.ts';
  * be safe to repeat: a crashed attempt is attempted again), then, in one transaction with the
  * operation's final state, `succeeded` or `failed` to update the resource. `cancelled` runs when
  * a queued operation is cancelled, to undo what the request changed.
+ *
+ * Only `perform` may call a backend: the other three run inside a transaction, where a backend
+ * call (or a query on another connection) is refused. What undoing needs from a backend,
+ * `cancelled` returns as `AfterCommit` work, run once the cancel has committed.
  */
 export interface Executor<Outcome = unknown> {
   perform(operation: OperationRow, context: ExecutionContext): Promise<Outcome>;
   succeeded(tx: PoolClient, operation: OperationRow, outcome: Outcome): Promise<Record<string, unknown> | void>;
   failed(tx: PoolClient, operation: OperationRow, failure: OperationFailure): Promise<void>;
-  cancelled(tx: PoolClient, operation: OperationRow): Promise<void>;
+  cancelled(tx: PoolClient, operation: OperationRow): Promise<AfterCommit | void>;
 }
+
+/** Backend work that follows a committed change, outside any transaction. */
+export type AfterCommit = () => Promise<void>;
 
 export interface ExecutionContext {
   log: Logger;

@@ -20,6 +20,8 @@ export interface OperationRow {
   payload: Record<string, unknown>;
   result: Record<string, unknown> | null;
   created_at: Date;
+  /** The order of acceptance: operations on one resource run one at a time, in this order. */
+  seq: number;
   started_at: Date | null;
   finished_at: Date | null;
   error_class: OperationRef['error_class'] | null;
@@ -53,8 +55,13 @@ export interface NewOperation {
   maxAttempts: number;
 }
 
-/** Queues an operation: part of the transaction of the change that needs it. */
+/**
+ * Queues an operation: part of the transaction of the change that needs it. The operations of
+ * one resource take their place in line (`seq`) one transaction at a time, until commit: an
+ * operation never becomes visible behind a later one of the same resource.
+ */
 export async function enqueueOperation(db: Queryable, operation: NewOperation): Promise<OperationRow> {
+  await db.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`operations:${operation.orgId}:${operation.resourceType}:${operation.resourceId}`]);
   const { rows } = await db.query<OperationRow>(
     `INSERT INTO operations (id, org_id, type, resource_type, resource_id, state, max_attempts, payload)
      VALUES ($1, $2, $3, $4, $5, 'queued', $6, $7) RETURNING *`,
@@ -80,7 +87,7 @@ export async function recordFinishedOperation(db: Queryable, operation: NewOpera
 export async function inFlightOperation(db: Queryable, orgId: string, resourceType: ResourceType, resourceId: string): Promise<OperationRow | undefined> {
   const { rows } = await db.query<OperationRow>(
     `SELECT * FROM operations WHERE org_id = $1 AND resource_type = $2 AND resource_id = $3 AND finished_at IS NULL
-     ORDER BY created_at DESC LIMIT 1`,
+     ORDER BY seq DESC LIMIT 1`,
     [orgId, resourceType, resourceId],
   );
   return rows[0];

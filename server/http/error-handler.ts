@@ -4,10 +4,14 @@ import { recordAudit } from '../core/audit.ts';
 import { auditNames } from '../core/audit-names.ts';
 import { completeKey, releaseKey } from '../core/idempotency.ts';
 import { actorOf } from '../core/principal.ts';
+import { DATABASE_RETRY_AFTER_SECONDS, isDatabaseUnavailable, withinMs } from '../db/unavailable.ts';
 import { PermanentBackendError, TransientBackendError } from '../drivers/errors.ts';
 import { ApiError, internalError, serviceUnavailable } from './errors.ts';
 import { stateOf } from './request-state.ts';
 import { ResponseContractError } from './validation.ts';
+
+/** How long an error answer waits for its audit event and idempotency record. */
+const BOOKKEEPING_WAIT_MS = 1_000;
 
 /**
  * The one place every error becomes a response: an ApiError is its problem document; anything
@@ -28,16 +32,17 @@ export function errorHandler(pool: Pool) {
       // A backend the request itself needed failed: nothing was changed, and a retry may work.
       log?.warn({ reason: error.message }, 'a backend call of the request failed');
       apiError = serviceUnavailable(5, `The ${error.backend} could not be reached; nothing was changed. Retry after the Retry-After delay.`);
+    } else if (isDatabaseUnavailable(error)) {
+      log?.warn({ reason: (error as Error).message }, 'the database is unavailable; answered 503');
+      apiError = serviceUnavailable(DATABASE_RETRY_AFTER_SECONDS);
     } else {
       log?.error({ err: error, contract: error instanceof ResponseContractError }, 'request failed');
       apiError = internalError();
     }
     const problem = apiError.toProblem(state.requestId ?? 'req_unknown');
-    try {
-      await bookkeeping(pool, req, res, apiError, problem);
-    } catch (bookkeepingError) {
-      log?.error({ err: bookkeepingError }, 'recording a failed request failed');
-    }
+    // Bounded: with the database down or frozen, the answer goes without waiting for the record.
+    const recorded = bookkeeping(pool, req, res, apiError, problem).catch((bookkeepingError: unknown) => log?.warn({ err: bookkeepingError }, 'recording a failed request failed'));
+    await withinMs(BOOKKEEPING_WAIT_MS, recorded);
     if (res.headersSent) return void res.end();
     for (const [name, value] of Object.entries(apiError.headers)) res.setHeader(name, value);
     // Written directly rather than through the response validator: a problem document is the

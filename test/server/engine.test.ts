@@ -181,8 +181,8 @@ describe('the operations engine', () => {
     const engine = new OperationEngine(pool, { 'vm.rebuild': scriptedExecutor(async () => 'rebuilt') }, config, createLogger('silent'), 'cancel-tests');
     const queued = await enqueue('vm.rebuild');
     const cancelled = await withTransaction(pool, (tx) => engine.cancelQueued(tx, orgId, queued.id));
-    expect(cancelled).toMatchObject({ state: 'cancelled' });
-    expect(cancelled!.finished_at).not.toBeNull();
+    expect(cancelled?.operation).toMatchObject({ state: 'cancelled' });
+    expect(cancelled!.operation.finished_at).not.toBeNull();
     expect(await appliedOutcomes(queued.id)).toEqual(['cancelled']);
     const started = await enqueue('vm.rebuild');
     await pool.query("UPDATE operations SET state = 'running', attempt = 1 WHERE id = $1", [started.id]);

@@ -1,13 +1,14 @@
 import { decodeCursor, DEFAULT_PAGE_SIZE, page, sortKeySql } from '../../core/pagination.ts';
 import { performWrite } from '../../core/write.ts';
+import type { Queryable } from '../../db/pool.ts';
 import { conflict, notFound } from '../../http/errors.ts';
 import { toOperationRef, type OperationRow } from '../../engine/operation-record.ts';
 import type { Area, AreaDependencies } from '../area.ts';
 
 /** Operations: the records of asynchronous work, listed, read, and cancelled while queued. */
 export function operationsArea({ pool, engine }: AreaDependencies): Area<'listOperations' | 'getOperation' | 'cancelOperation'> {
-  const find = async (orgId: string, operationId: string) => {
-    const { rows } = await pool.query<OperationRow>('SELECT * FROM operations WHERE org_id = $1 AND id = $2', [orgId, operationId]);
+  const find = async (db: Queryable, orgId: string, operationId: string) => {
+    const { rows } = await db.query<OperationRow>('SELECT * FROM operations WHERE org_id = $1 AND id = $2', [orgId, operationId]);
     if (!rows[0]) throw notFound(`No operation ${operationId} in this organization.`);
     return rows[0];
   };
@@ -30,7 +31,7 @@ export function operationsArea({ pool, engine }: AreaDependencies): Area<'listOp
       },
 
       async getOperation(request, context) {
-        return { status: 200, body: toOperationRef(await find(context.principal.orgId, request.path.operation_id)) };
+        return { status: 200, body: toOperationRef(await find(pool, context.principal.orgId, request.path.operation_id)) };
       },
 
       async cancelOperation(request, context) {
@@ -39,17 +40,18 @@ export function operationsArea({ pool, engine }: AreaDependencies): Area<'listOp
         return performWrite(pool, context, async (tx) => {
           const cancelled = await engine.cancelQueued(tx, orgId, operationId);
           if (!cancelled) {
-            const existing = await find(orgId, operationId);
+            const existing = await find(tx, orgId, operationId);
             throw conflict(
               'operation_not_cancellable',
               'Operation cannot be cancelled',
               `Operation ${operationId} is ${existing.state === 'running' || existing.attempt > 0 ? 'already started' : existing.state}; only a queued operation that has not started can be cancelled.`,
             );
           }
-          const operation = toOperationRef(cancelled);
+          const operation = toOperationRef(cancelled.operation);
           return {
             response: { status: 200 as const, body: operation },
             audit: { action: 'operation.cancel', resourceType: 'operation', resourceId: operationId, after: { state: 'cancelled' }, operationId },
+            afterCommit: cancelled.afterCommit,
           };
         });
       },

@@ -150,9 +150,10 @@ export function storageExecutors(pool: Queryable, objectStore: ObjectStoreDriver
       await updateAccessKey(tx, operation.resource_id, { state: 'error' }, 'issuing');
     },
     async cancelled(tx, operation) {
-      // Never issued: the key goes, and its secret with it.
+      // Never issued: the key goes, and its secret with it once the key's record is gone.
       const key = await deleteAccessKeyRow(tx, operation.resource_id, 'issuing');
-      if (key?.secretstore_path) await objectStore.secrets.destroy(key.secretstore_path);
+      const path = key?.secretstore_path;
+      if (path) return () => objectStore.secrets.destroy(path);
     },
   };
 

@@ -13,7 +13,7 @@ export interface SimulatorDependencies {
   faults: FaultInjector;
 }
 
-/** The simulated backends of the embedded default: real code, with latency and faults. */
+/** The simulated backends of the embedded default: real code, with latency and faults, on connections of their own. */
 export function createSimulatedDrivers(pool: Pool, config: SimulatorConfig): Drivers {
   const dependencies: SimulatorDependencies = { pool, latencyMs: config.latencyMs, faults: new FaultInjector(pool, parseFaultRules(config.faults)) };
   return {

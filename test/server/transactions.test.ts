@@ -1,0 +1,53 @@
+// A transaction never asks for a second connection, nor calls a backend: by construction, the
+// pool refuses it at once inside withTransaction (a transaction waiting for another connection
+// from a pool whose connections are all held by such transactions waits forever). The
+// transaction is rolled back; outside it, the same calls work.
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { migrate } from '../../server/db/migrate.ts';
+import { createPool, InsideTransactionError, withTransaction, type Pool } from '../../server/db/pool.ts';
+import { FaultInjector } from '../../server/drivers/simulators/faults.ts';
+import { createObjectStoreSimulator } from '../../server/drivers/simulators/object-store.ts';
+import { createTestDatabase } from '../support/server.ts';
+
+let pool: Pool;
+beforeAll(async () => {
+  pool = createPool(await createTestDatabase(), 2);
+  await migrate(pool);
+  await pool.query('CREATE TABLE marks (note text NOT NULL)');
+});
+afterAll(() => pool?.end());
+
+const marks = async () => (await pool.query<{ note: string }>('SELECT note FROM marks ORDER BY note')).rows.map((row) => row.note);
+
+describe('inside a transaction', () => {
+  test('a query on the pool is refused, and the transaction rolls back', async () => {
+    const attempt = withTransaction(pool, async (tx) => {
+      await tx.query("INSERT INTO marks VALUES ('rolled back')");
+      await pool.query('SELECT 1');
+    });
+    await expect(attempt).rejects.toBeInstanceOf(InsideTransactionError);
+    await expect(attempt).rejects.toThrow(/pool\.query inside a transaction/);
+    expect(await marks()).toEqual([]);
+  });
+
+  test('a nested transaction (a second connection) is refused, even from a timer the transaction started', async () => {
+    await expect(withTransaction(pool, () => withTransaction(pool, async () => 'nested'))).rejects.toThrow(/pool\.connect inside a transaction/);
+    const later = withTransaction(pool, () => new Promise((resolve, reject) => setTimeout(() => pool.query('SELECT 1').then(resolve, reject), 10)));
+    await expect(later).rejects.toBeInstanceOf(InsideTransactionError);
+  });
+
+  test('a backend call is refused', async () => {
+    const store = createObjectStoreSimulator({ pool, latencyMs: [0, 0], faults: new FaultInjector(pool, []) });
+    await expect(withTransaction(pool, () => store.secrets.destroy('orgs/x/s3-access-keys/y'))).rejects.toThrow(/a backend call inside a transaction/);
+    // Outside a transaction, the same call works.
+    await expect(store.secrets.destroy('orgs/x/s3-access-keys/y')).resolves.toBeUndefined();
+  });
+
+  test("the transaction's own client works, and the pool works again once it has committed", async () => {
+    await withTransaction(pool, async (tx) => void (await tx.query("INSERT INTO marks VALUES ('committed')")));
+    expect(await marks()).toEqual(['committed']);
+    // Both connections of the pool are still usable: none was lost to a refused call.
+    await Promise.all([pool.query('SELECT pg_sleep(0.05)'), pool.query('SELECT pg_sleep(0.05)')]);
+    expect(pool.totalCount).toBeLessThanOrEqual(2);
+  });
+});
