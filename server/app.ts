@@ -9,6 +9,7 @@ import { cors } from './http/cors.ts';
 import { errorHandler } from './http/error-handler.ts';
 import { idempotency } from './http/idempotency.ts';
 import { jsonBody, restoreExactIntegers } from './http/json-body.ts';
+import { queryLiterals } from './http/query-literals.ts';
 import { createRateLimits } from './http/rate-limit.ts';
 import { registerHandlers } from './http/register.ts';
 import { requestId } from './http/request-id.ts';
@@ -27,7 +28,7 @@ export interface AppDependencies {
 
 /**
  * The HTTP application, as a visible chain: request id → security headers → CORS → rate limit
- * by address → route → credential → rate limit by credential → permission → JSON body → contract validation → Idempotency-Key → handler, and one error
+ * by address → route → credential → rate limit by credential → permission → JSON body → integer query literals → contract validation → Idempotency-Key → handler, and one error
  * handler at the end that turns every failure into a problem document.
  */
 export function createApp({ config, pool, log, identity, handlers }: AppDependencies): Express {
@@ -44,6 +45,7 @@ export function createApp({ config, pool, log, identity, handlers }: AppDependen
   app.use(rateLimits.byCredential);
   app.use(authorize(pool));
   app.use(jsonBody);
+  app.use(queryLiterals);
   app.use(contractValidator({ validateResponses: config.validateResponses }));
   app.use(translateValidatorErrors);
   app.use(restoreExactIntegers);

@@ -24,6 +24,7 @@ import { createPool, type Pool } from './db/pool.ts';
 import type { Drivers } from './drivers/index.ts';
 import { createSimulatedDrivers } from './drivers/simulators/index.ts';
 import { OperationEngine } from './engine/engine.ts';
+import { answerClientErrors } from './http/client-errors.ts';
 import type { ExecutorRegistry } from './engine/executor.ts';
 import type { Logger } from './logging.ts';
 import type { components } from '../generated/openapi.ts';
@@ -121,6 +122,7 @@ async function composePlatform(config: Config, log: Logger, clock: Clock, driver
   const identity = new IdentityResolver(pool, config.oidc ? new OidcVerifier(config.oidc) : undefined);
   const app = createApp({ config, pool, log, identity, handlers });
   const server = await listen(app, config.port, config.host);
+  answerClientErrors(server, log.child({ component: 'http' }), { https: config.publicBaseUrl?.startsWith('https:') ?? false });
   const address = server.address() as AddressInfo;
   const url = `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`;
 

@@ -35,16 +35,36 @@ export async function recordAudit(db: Queryable, record: AuditRecord): Promise<v
       record.orgId,
       record.action,
       record.resourceType,
-      record.resourceId ?? null,
+      resourceIdOf(record.resourceId),
       record.result,
       record.actor.subject,
       record.actor.realm,
       record.actor.tokenId,
-      record.before ? stringify(record.before) : null,
-      record.after ? stringify(record.after) : null,
+      snapshotOf(record.before),
+      snapshotOf(record.after),
       record.operationId ?? null,
-      record.reason ?? null,
+      reasonOf(record.reason),
       record.requestId ?? null,
     ],
   );
+}
+
+/** The contract's form of a resource id; a path segment that is none (`%00`, a long string) names no resource. */
+const RESOURCE_ID = /^[A-Za-z0-9._:-]{1,64}$/;
+
+function resourceIdOf(id: string | null | undefined): string | null {
+  return id != null && RESOURCE_ID.test(id) ? id : null;
+}
+
+/** A reason as the contract reads it: one line of at most 500 characters (it may quote the request). */
+function reasonOf(reason: string | null | undefined): string | null {
+  if (reason == null) return null;
+  const line = reason.replace(/[\u0000-\u001f]/g, ' ').trim();
+  if (line === '') return null;
+  return line.length <= 500 ? line : `${line.slice(0, 497)}...`;
+}
+
+/** A snapshot as jsonb, which cannot hold NUL (`\u0000`): written as U+FFFD, so the event is never lost to its content. */
+function snapshotOf(snapshot: object | null | undefined): string | null {
+  return snapshot ? stringify(snapshot)!.replaceAll('\\u0000', '\\ufffd') : null;
 }

@@ -14,6 +14,8 @@ export function encodeCursor(list: string, position: Position): string {
   return Buffer.from(JSON.stringify([list, position.key, position.id])).toString('base64url');
 }
 
+/** The form `sortKeySql` writes: UTC, microseconds. */
+const SORT_KEY = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})\.\d{6}Z$/;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const TEXT_ID = /^[A-Za-z0-9_.:-]{1,64}$/;
 
@@ -31,7 +33,7 @@ export function decodeCursor(list: string, cursor: string | undefined, idKind: '
       decoded.length === 3 &&
       decoded[0] === list &&
       typeof decoded[1] === 'string' &&
-      !Number.isNaN(Date.parse(decoded[1])) &&
+      isSortKey(decoded[1]) &&
       typeof decoded[2] === 'string' &&
       (idKind === 'uuid' ? UUID : TEXT_ID).test(decoded[2])
     ) {
@@ -41,6 +43,23 @@ export function decodeCursor(list: string, cursor: string | undefined, idKind: '
     // Not ours: falls through to the refusal.
   }
   throw invalidCursor();
+}
+
+/** A timestamp as `sortKeySql` writes it, naming an instant that exists (no 30 February, no year 0). */
+function isSortKey(key: string): boolean {
+  const fields = SORT_KEY.exec(key);
+  if (!fields) return false;
+  const [year, month, day, hour, minute, second] = fields.slice(1).map(Number) as [number, number, number, number, number, number];
+  const instant = new Date(Date.UTC(year, month - 1, day, hour, minute, second));
+  return (
+    year >= 1 &&
+    instant.getUTCFullYear() === year &&
+    instant.getUTCMonth() === month - 1 &&
+    instant.getUTCDate() === day &&
+    instant.getUTCHours() === hour &&
+    instant.getUTCMinutes() === minute &&
+    instant.getUTCSeconds() === second
+  );
 }
 
 /**

@@ -29,17 +29,17 @@ export async function jsonBody(req: Request, res: Response, next: NextFunction):
   if (expected === 'none') return next();
   const declaredLength = Number(req.headers['content-length'] ?? 0);
   const hasBody = declaredLength > 0 || req.headers['transfer-encoding'] !== undefined;
-  if (!hasBody) {
+  const noBody = (): void => {
     if (expected === 'required') throw validationFailed([{ pointer: '', detail: 'a JSON body is required' }]);
-    return next();
-  }
-  const mediaType = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
-  if (mediaType !== 'application/json' && !mediaType.endsWith('+json')) throw unsupportedMediaType(mediaType);
-  const text = decode(await readBody(req, declaredLength));
-  if (text.trim() === '') {
-    if (expected === 'required') throw validationFailed([{ pointer: '', detail: 'a JSON body is required' }]);
-    return next();
-  }
+    next();
+  };
+  if (!hasBody) return noBody();
+  const bytes = await readBody(req, declaredLength);
+  // An empty chunked body is no body, whatever its Content-Type says.
+  if (bytes.length === 0) return noBody();
+  if (!isJson(req)) throw unsupportedMediaType(mediaTypeOf(req));
+  const text = decode(bytes);
+  if (text.trim() === '') return noBody();
   // Checked before parsing: the parser recurses, and a deep enough body exhausts the stack.
   if (nestingDepth(text) > MAX_JSON_DEPTH) throw malformedJson(`it nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels`);
   let parsed: unknown;
@@ -52,6 +52,13 @@ export async function jsonBody(req: Request, res: Response, next: NextFunction):
   req.body = withExactNumbers(parsed, [], exactIntegers);
   state.exactIntegers = exactIntegers;
   next();
+}
+
+const mediaTypeOf = (req: Request): string => (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+
+function isJson(req: Request): boolean {
+  const mediaType = mediaTypeOf(req);
+  return mediaType === 'application/json' || mediaType.endsWith('+json');
 }
 
 /** After validation: the body's big integers become exact bigints for the handler. */

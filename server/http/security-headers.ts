@@ -11,7 +11,16 @@ import type { NextFunction, Request, Response } from 'express';
  * - `Strict-Transport-Security` when the API is served over HTTPS (PUBLIC_BASE_URL).
  */
 export function securityHeaders(options: { https: boolean }) {
-  const headers: Array<[string, string]> = [
+  const headers = securityHeaderList(options);
+  return (_req: Request, res: Response, next: NextFunction): void => {
+    for (const [name, value] of headers) res.setHeader(name, value);
+    next();
+  };
+}
+
+/** The headers themselves, also written on answers made outside Express (client-errors.ts). */
+export function securityHeaderList(options: { https: boolean }): Array<[string, string]> {
+  return [
     ['Cache-Control', 'no-store'],
     ['X-Content-Type-Options', 'nosniff'],
     ['Content-Security-Policy', "default-src 'none'; frame-ancestors 'none'"],
@@ -19,8 +28,4 @@ export function securityHeaders(options: { https: boolean }) {
     ['Referrer-Policy', 'no-referrer'],
     ...(options.https ? ([['Strict-Transport-Security', 'max-age=31536000']] as Array<[string, string]>) : []),
   ];
-  return (_req: Request, res: Response, next: NextFunction): void => {
-    for (const [name, value] of headers) res.setHeader(name, value);
-    next();
-  };
 }

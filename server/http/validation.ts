@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { ErrorRequestHandler, RequestHandler } from 'express';
+import { fullFormats } from 'ajv-formats/dist/formats.js';
 import * as OpenApiValidator from 'express-openapi-validator';
 import { ApiError, validationFailed, type FieldError } from './errors.ts';
 
@@ -33,9 +34,20 @@ export function contractValidator(options: { validateResponses: boolean }): Requ
     validateResponses: options.validateResponses ? { removeAdditional: false, coerceTypes: false } : false,
     validateSecurity: false,
     validateFormats: true,
+    formats: { 'date-time': { type: 'string', validate: isStorableDateTime } },
     ignoreUndocumented: true,
     $refParser: { mode: 'dereference' },
   }) as unknown as RequestHandler[];
+}
+
+const rfc3339DateTime = fullFormats['date-time'] as { validate: (value: string) => boolean };
+
+/**
+ * An RFC 3339 date-time that PostgreSQL's timestamptz holds: year 0000 is valid RFC 3339 but not a
+ * date PostgreSQL accepts, and would otherwise fail in the database as a 500.
+ */
+function isStorableDateTime(value: string): boolean {
+  return rfc3339DateTime.validate(value) && !value.startsWith('0000-');
 }
 
 interface ValidatorError {

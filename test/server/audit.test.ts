@@ -43,6 +43,17 @@ describe('audit events', () => {
     expect(event.reason).toMatch(/^forbidden: /);
   });
 
+  test('a denied write on a path that names no resource is recorded, and the list still reads', async () => {
+    const readKey = await org.memberKey('member', ['read']);
+    for (const segment of ['a%00b', 'x'.repeat(300)]) {
+      const response = await org.call('DELETE', `/compute/vms/${segment}`, { key: readKey, headers: { 'X-Request-Id': 'audit-odd-path' } });
+      expect(response.status, response.text).toBe(403);
+      const [event] = await events('?action=vm.delete&limit=1');
+      expect(event).toMatchObject({ result: 'denied', request_id: 'audit-odd-path', resource_id: null });
+    }
+    expect((await org.call('GET', '/audit-events?limit=200')).status).toBe(200);
+  });
+
   test('a refused write is recorded as failed, with the problem code', async () => {
     await org.call('PUT', '/billing', { body: { spend_budget_cents: 0 }, headers: { 'X-Request-Id': 'audit-failed' } });
     const [event] = await events('?action=billing.set_budget&limit=1');

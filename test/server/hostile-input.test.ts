@@ -102,11 +102,60 @@ describe('JSON bodies', () => {
     }
     // An empty body with a JSON content type is missing too.
     expectProblem(await rawRequest(server.url, 'PUT', orgPath('/billing'), { ...auth(), 'Content-Type': 'application/json' }, ''), 400, 'validation_failed');
+    // So is an empty chunked body without any content type.
+    const chunked = await rawExchange(server.url, [
+      [`PUT ${orgPath('/billing')} HTTP/1.1`, 'Host: 127.0.0.1', `Authorization: Bearer ${server.org.ownerKey}`, 'Transfer-Encoding: chunked', 'Connection: close', '', '0', '', ''].join('\r\n'),
+    ]);
+    expect(chunked.received).toMatch(/^HTTP\/1\.1 400 /);
+    expect(chunked.received).toContain('a JSON body is required');
   });
 
   test('a body sent to an operation that takes none is not read', async () => {
     const response = await rawRequest(server.url, 'GET', orgPath('/billing'), { ...auth(), 'Content-Type': 'text/plain', 'Content-Length': '15' }, 'anything at all');
     expect(response.status, response.text).toBe(200);
+  });
+});
+
+describe('query parameters', () => {
+  test('a number that is not a finite integer is 400 validation_failed on the parameter', async () => {
+    for (const value of ['Infinity', '-Infinity', 'NaN', '1e400', '2.5', '0x10', '']) {
+      const body = expectProblem(await server.org.call('GET', `/compute/ssh-keys?limit=${encodeURIComponent(value)}`), 400, 'validation_failed');
+      expect(body.errors[0].pointer, value).toBe('/query/limit');
+    }
+  });
+
+  test('a forged cursor is 400 invalid_cursor whatever it holds, never a database error', async () => {
+    const cursor = (key: unknown, id = '00000000-0000-4000-8000-000000000000') => Buffer.from(JSON.stringify(['api-tokens', key, id])).toString('base64url');
+    for (const key of ['0', '1', '2026-02-30T00:00:00Z', '+275760-09-13T00:00:00.000Z', '0000-01-01T00:00:00Z', '2026-01-01', 'Tue, 01 Jan 2026 00:00:00 GMT']) {
+      expectProblem(await server.org.call('GET', `/api-tokens?cursor=${cursor(key)}`), 400, 'invalid_cursor');
+    }
+    // A well-formed position is still accepted.
+    expect((await server.org.call('GET', `/api-tokens?cursor=${cursor('2026-01-01T00:00:00.000000Z')}`)).status).toBe(200);
+  });
+
+  test('a date-time outside what the database can hold is 400 validation_failed, not a 500', async () => {
+    for (const value of ['0000-01-01T00:00:00Z', '9999-12-31T23:59:60Z', '294277-01-01T00:00:00Z', '-000001-01-01T00:00:00Z']) {
+      const response = await server.org.call('GET', `/audit-events?until=${encodeURIComponent(value)}`);
+      expect(response.status, `${value}: ${response.text}`).toBeLessThan(500);
+      if (response.status !== 200) expectProblem(response, 400, 'validation_failed');
+    }
+  });
+});
+
+describe('malformed HTTP', () => {
+  test('a request Node cannot parse is answered with a 400 malformed_request problem, not a bare status', async () => {
+    const { received } = await rawExchange(server.url, [Buffer.concat([Buffer.from(`GET ${orgPath('/billing')}`), Buffer.from([0xe9]), Buffer.from(' HTTP/1.1\r\nHost: x\r\n\r\n')])]);
+    expect(received).toMatch(/^HTTP\/1\.1 400 /);
+    expect(received).toMatch(/content-type: application\/problem\+json/i);
+    expect(received).toContain('"code":"malformed_request"');
+    expect(problemSchemaErrors(JSON.parse(received.slice(received.indexOf('\r\n\r\n') + 4)))).toEqual([]);
+  });
+
+  test('a request head above 16 KiB is 431 request_headers_too_large as a problem', async () => {
+    const { received } = await rawExchange(server.url, [`GET ${orgPath('/billing')} HTTP/1.1\r\nHost: x\r\nX-Padding: ${'a'.repeat(20_000)}\r\n\r\n`]);
+    expect(received).toMatch(/^HTTP\/1\.1 431 /);
+    expect(received).toMatch(/content-type: application\/problem\+json/i);
+    expect(received).toContain('"code":"request_headers_too_large"');
   });
 });
 
