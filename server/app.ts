@@ -43,7 +43,7 @@ export function createApp({ config, pool, log, identity, handlers }: AppDependen
   app.use(routing);
   app.use(authenticate(identity));
   app.use(rateLimits.byCredential);
-  app.use(authorize(pool));
+  app.use(authorize);
   app.use(jsonBody);
   app.use(queryLiterals);
   app.use(contractValidator({ validateResponses: config.validateResponses }));

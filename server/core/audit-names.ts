@@ -2,8 +2,10 @@ import type { OperationId } from '../../generated/operations.ts';
 import type { AuditResourceType } from './audit.ts';
 
 /**
- * The audit action and resource of every write operation, used for the audit event of a write
- * that was denied or failed (a successful write names its own, usually the same).
+ * The audit action and resource of every operation that leaves audit events, the one table of
+ * them: a request's event, succeeded, denied or failed, takes its names from here
+ * (core/request-audit.ts). Events of the platform's own doing (a scheduled restart, a purge)
+ * name theirs where they are recorded.
  */
 export const auditNames: Partial<Record<OperationId, { action: string; resourceType: AuditResourceType; idParam?: string }>> = {
   createVm: { action: 'vm.create', resourceType: 'vm' },
@@ -18,6 +20,8 @@ export const auditNames: Partial<Record<OperationId, { action: string; resourceT
   setVmProtection: { action: 'vm.set_protection', resourceType: 'vm', idParam: 'vm_id' },
   setVmFirewall: { action: 'vm.set_firewall', resourceType: 'vm', idParam: 'vm_id' },
   requestConsole: { action: 'vm.request_console', resourceType: 'vm', idParam: 'vm_id' },
+  // A read that hands out access: its success is recorded, its refusal is not (reads never are).
+  collectConsole: { action: 'vm.collect_console', resourceType: 'vm', idParam: 'vm_id' },
   scheduleVmRestart: { action: 'scheduled_action.create', resourceType: 'scheduled_action' },
   cancelScheduledAction: { action: 'scheduled_action.cancel', resourceType: 'scheduled_action', idParam: 'schedule_id' },
   allocatePublicIp: { action: 'public_ip.allocate', resourceType: 'public_ip' },

@@ -1,4 +1,4 @@
-import { invalidCursor } from '../http/errors.ts';
+import { invalidCursor } from './errors.ts';
 
 /**
  * Keyset pagination. A cursor names its list and the position after which the next page starts

@@ -1,5 +1,6 @@
 import type { Logger } from '../logging.ts';
 import type { Principal } from './principal.ts';
+import type { RequestAudit } from './request-audit.ts';
 
 /** What a handler knows about the request it serves. */
 export interface RequestContext {
@@ -8,6 +9,6 @@ export interface RequestContext {
   log: Logger;
   /** The Idempotency-Key claimed for this request, completed with its response. */
   idempotency: { key: string } | undefined;
-  /** Shared with the pipeline: set once the request's audit event is written. */
-  flags: { audited?: boolean };
+  /** The request's audit trail: a change records its success through it. */
+  audit: RequestAudit;
 }

@@ -1,14 +1,13 @@
 import { withTransaction, type Pool, type PoolClient } from '../db/pool.ts';
-import { OPERATIONS_CHANNEL } from '../engine/engine.ts';
 import type { AfterCommit } from '../engine/executor.ts';
-import { recordAudit, type AuditEntry } from './audit.ts';
 import { completeKey } from './idempotency.ts';
-import { actorOf } from './principal.ts';
+import type { AuditedChange } from './request-audit.ts';
 import type { RequestContext } from './request-context.ts';
 
 export interface WriteOutcome<Response extends { status: number; body?: unknown }> {
   response: Response;
-  audit: AuditEntry;
+  /** What the audit event records; its action comes from the operation (core/audit-names.ts). */
+  audit: AuditedChange;
   /** The body an idempotent replay returns, when it differs (secrets shown once removed). */
   replayBody?: unknown;
   /**
@@ -22,7 +21,7 @@ export interface WriteOutcome<Response extends { status: number; body?: unknown 
 /**
  * Runs a change of an API request as one transaction with everything that goes with it: the
  * audit event, the operation record (queued by `work`), and the completion of the request's
- * Idempotency-Key. Workers are notified of queued operations when it commits.
+ * Idempotency-Key.
  */
 export async function performWrite<Response extends { status: number; body?: unknown }>(
   pool: Pool,
@@ -31,22 +30,14 @@ export async function performWrite<Response extends { status: number; body?: unk
 ): Promise<Response> {
   const outcome = await withTransaction(pool, async (tx) => {
     const result = await work(tx);
-    await recordAudit(tx, {
-      ...result.audit,
-      orgId: context.principal.orgId,
-      actor: actorOf(context.principal),
-      result: 'succeeded',
-      requestId: context.requestId,
-    });
+    await context.audit.succeeded(tx, result.audit);
     if (context.idempotency) {
       const replayBody = 'replayBody' in result ? result.replayBody : result.response.body;
       await completeKey(tx, context.principal.orgId, context.idempotency.key, result.response.status, replayBody);
     }
-    // Delivered at commit, to the workers of every process sharing the database.
-    if (result.audit.operationId) await tx.query('SELECT pg_notify($1, $2)', [OPERATIONS_CHANNEL, result.audit.operationId]);
     return result;
   });
-  context.flags.audited = true;
+  context.audit.committed();
   if (outcome.afterCommit) {
     await outcome.afterCommit().catch((error: unknown) => context.log.warn({ err: error }, 'the backend work following a committed change failed'));
   }

@@ -1,5 +1,4 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { createRequire } from 'node:module';
 import { isInteger, isSafeNumber, parse } from 'lossless-json';
 import pg from 'pg';
 import { isDatabaseUnavailable } from './unavailable.ts';

@@ -5,9 +5,8 @@ import { isDatabaseUnavailable } from '../db/unavailable.ts';
 import { PermanentBackendError, TransientBackendError } from '../drivers/errors.ts';
 import type { Logger } from '../logging.ts';
 import type { AfterCommit, Executor, ExecutorRegistry, OperationFailure } from './executor.ts';
-import type { OperationRow } from './operation-record.ts';
+import { OPERATIONS_CHANNEL, type OperationRow } from './operation-record.ts';
 
-export const OPERATIONS_CHANNEL = 'operations_queued';
 
 /** A cancelled operation, and the backend work its undoing left for after the commit. */
 export interface CancelledOperation {

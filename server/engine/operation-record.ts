@@ -55,10 +55,15 @@ export interface NewOperation {
   maxAttempts: number;
 }
 
+/** The channel on which queued work is announced to the workers of every process. */
+export const OPERATIONS_CHANNEL = 'operations_queued';
+
 /**
- * Queues an operation: part of the transaction of the change that needs it. The operations of
- * one resource take their place in line (`seq`) one transaction at a time, until commit: an
- * operation never becomes visible behind a later one of the same resource.
+ * Queues an operation: part of the transaction of the change that needs it, and the one door
+ * through which work is queued. The operations of one resource take their place in line (`seq`)
+ * one transaction at a time, until commit: an operation never becomes visible behind a later one
+ * of the same resource. The workers are woken when the transaction commits (NOTIFY is delivered
+ * at commit, and not at all on rollback).
  */
 export async function enqueueOperation(db: Queryable, operation: NewOperation): Promise<OperationRow> {
   await db.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`operations:${operation.orgId}:${operation.resourceType}:${operation.resourceId}`]);
@@ -67,6 +72,7 @@ export async function enqueueOperation(db: Queryable, operation: NewOperation): 
      VALUES ($1, $2, $3, $4, $5, 'queued', $6, $7) RETURNING *`,
     [randomUUID(), operation.orgId, operation.type, operation.resourceType, operation.resourceId, operation.maxAttempts, JSON.stringify(operation.payload ?? {})],
   );
+  await db.query('SELECT pg_notify($1, $2)', [OPERATIONS_CHANNEL, rows[0]!.id]);
   return rows[0]!;
 }
 

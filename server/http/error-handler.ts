@@ -1,12 +1,10 @@
 import type { NextFunction, Request, Response } from 'express';
 import type { Pool } from '../db/pool.ts';
-import { recordAudit } from '../core/audit.ts';
-import { auditNames } from '../core/audit-names.ts';
+import { DomainError } from '../core/errors.ts';
 import { completeKey, releaseKey } from '../core/idempotency.ts';
-import { actorOf } from '../core/principal.ts';
 import { DATABASE_RETRY_AFTER_SECONDS, isDatabaseUnavailable, withinMs } from '../db/unavailable.ts';
 import { PermanentBackendError, TransientBackendError } from '../drivers/errors.ts';
-import { ApiError, internalError, serviceUnavailable } from './errors.ts';
+import { ApiError, internalError, problemOf, serviceUnavailable } from './errors.ts';
 import { stateOf } from './request-state.ts';
 import { ResponseContractError } from './validation.ts';
 
@@ -26,6 +24,8 @@ export function errorHandler(pool: Pool) {
     let apiError: ApiError;
     if (error instanceof ApiError) {
       apiError = error;
+    } else if (error instanceof DomainError) {
+      apiError = problemOf(error);
     } else if (isBodyParserError(error)) {
       apiError = new ApiError(400, 'malformed_json', 'Malformed JSON body', 'The request body could not be read.');
     } else if (error instanceof TransientBackendError || error instanceof PermanentBackendError) {
@@ -51,6 +51,7 @@ export function errorHandler(pool: Pool) {
   };
 }
 
+/** The refused write's Idempotency-Key and audit event. */
 async function bookkeeping(pool: Pool, req: Request, res: Response, error: ApiError, problem: object): Promise<void> {
   const state = stateOf(res);
   const principal = state.principal;
@@ -59,20 +60,7 @@ async function bookkeeping(pool: Pool, req: Request, res: Response, error: ApiEr
     if (error.status >= 500) await releaseKey(pool, principal.orgId, state.idempotency.key);
     else await completeKey(pool, principal.orgId, state.idempotency.key, error.status, problem);
   }
-  const names = auditNames[state.route.operationId];
-  if (names && !state.audited) {
-    await recordAudit(pool, {
-      orgId: principal.orgId,
-      action: names.action,
-      resourceType: names.resourceType,
-      resourceId: names.idParam ? state.route.params[names.idParam] : null,
-      actor: actorOf(principal),
-      result: error.status === 401 || error.status === 403 ? 'denied' : 'failed',
-      reason: `${error.code}: ${error.detail}`.slice(0, 500),
-      requestId: state.requestId,
-    });
-    state.audited = true;
-  }
+  await state.audit?.refused(pool, req.method, error);
 }
 
 function isBodyParserError(error: unknown): boolean {

@@ -1,11 +1,12 @@
 import type { components } from '../../generated/openapi.ts';
+import { DomainError, MAX_FIELD_ERRORS, type FieldError, type RefusalKind } from '../core/errors.ts';
 
 export type Problem = components['schemas']['Problem'];
-export type FieldError = components['schemas']['ProblemFieldError'];
 
 /**
- * An error the API answers with a problem document. Everything that is not an ApiError becomes
- * `500 internal_error` with a fixed phrase.
+ * An error of the HTTP exchange, answered with a problem document. Refusals of the rules are
+ * DomainErrors (core/errors.ts), mapped by `problemOf`; anything else becomes `500 internal_error`
+ * with a fixed phrase.
  */
 export class ApiError extends Error {
   constructor(
@@ -43,8 +44,6 @@ export class ApiError extends Error {
   }
 }
 
-/** The most entries a problem's `errors` lists (the contract's `Problem.errors.maxItems`). */
-export const MAX_FIELD_ERRORS = 50;
 
 const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f]/g;
 const visible = (text: string): string => text.replace(CONTROL_CHARACTERS, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`);
@@ -65,46 +64,31 @@ function boundedPointer(pointer: string): string {
   return `${lastSlash > 0 ? cut.slice(0, lastSlash) : ''}/...`;
 }
 
-// Named errors, one factory each: the only place a status, code and title are chosen.
+/** The status of each kind of refusal the rules know: the one place a domain error meets HTTP. */
+const STATUS_OF: Record<RefusalKind, number> = { invalid: 400, forbidden: 403, not_found: 404, conflict: 409, unprocessable: 422 };
 
-export const validationFailed = (errors: FieldError[]) =>
-  new ApiError(
-    400,
-    'validation_failed',
-    'Request validation failed',
-    errors.length <= MAX_FIELD_ERRORS
-      ? `The request has ${errors.length} invalid field${errors.length === 1 ? '' : 's'}; see errors.`
-      : `The request has ${errors.length} invalid fields; errors lists the first ${MAX_FIELD_ERRORS}.`,
-    errors,
-  );
+/** The problem a refusal of the rules (core/errors.ts) is answered with. */
+export const problemOf = (error: DomainError): ApiError => new ApiError(STATUS_OF[error.kind], error.code, error.title, error.detail, error.fieldErrors);
 
-export const fieldInvalid = (pointer: string, detail: string) => validationFailed([{ pointer, detail }]);
+// Errors of the HTTP exchange itself (credentials, methods, media types, limits, availability).
+
+
 
 export const malformedJson = (detail: string) => new ApiError(400, 'malformed_json', 'Malformed JSON body', `The request body is not valid JSON: ${detail}.`);
 
-export const invalidCursor = () =>
-  new ApiError(400, 'invalid_cursor', 'Invalid cursor', 'The cursor was not issued by this list; pass the next_cursor of the previous page unchanged.', [
-    { pointer: '/query/cursor', detail: 'not a cursor issued by this list' },
-  ]);
 
 export const unauthenticated = (detail = 'Send a valid API key or access token as Authorization Bearer.') =>
   new ApiError(401, 'unauthenticated', 'Authentication required', detail, undefined, { 'WWW-Authenticate': 'Bearer realm="cloud-platform"' });
 
-export const forbidden = (detail: string) => new ApiError(403, 'forbidden', 'Permission denied', detail);
 
-export const notFound = (detail = 'No such resource in this organization.') => new ApiError(404, 'not_found', 'Resource not found', detail);
 
 export const methodNotAllowed = (method: string, allowed: string[]) =>
   new ApiError(405, 'method_not_allowed', 'Method not allowed', `${method} is not allowed on this path; it allows ${allowed.join(', ')}.`, undefined, {
     Allow: allowed.join(', '),
   });
 
-export const conflict = (code: string, title: string, detail: string) => new ApiError(409, code, title, detail);
 
-export const unprocessable = (code: string, title: string, detail: string, errors?: FieldError[]) => new ApiError(422, code, title, detail, errors);
 
-export const invalidReference = (errors: FieldError[]) =>
-  unprocessable('invalid_reference', 'Invalid reference', `The request refers to ${errors.length === 1 ? 'something that does' : 'things that do'} not exist here; see errors.`, errors);
 
 /** The connection closes after this answer: the rest of the body is not read. */
 export const payloadTooLarge = (limit: string) =>
@@ -118,14 +102,11 @@ export const rateLimited = (retryAfterSeconds: number) =>
     'Retry-After': String(retryAfterSeconds),
   });
 
-export const spendBudgetExceeded = () =>
-  conflict('spend_budget_exceeded', 'Spend budget exceeded', "The organization's month-to-date spend has reached its spend budget; raise or clear the budget to create billable resources.");
-
 export const idempotencyKeyInUse = () =>
-  conflict('idempotency_key_in_use', 'Idempotency key in use', 'A request with this Idempotency-Key is still being processed; retry in a moment.');
+  new ApiError(409, 'idempotency_key_in_use', 'Idempotency key in use', 'A request with this Idempotency-Key is still being processed; retry in a moment.');
 
 export const idempotencyKeyReused = () =>
-  unprocessable('idempotency_key_reused', 'Idempotency key reused', 'This Idempotency-Key was used with a different request; use a new key for a new request.');
+  new ApiError(422, 'idempotency_key_reused', 'Idempotency key reused', 'This Idempotency-Key was used with a different request; use a new key for a new request.');
 
 /**
  * The platform cannot reach its database, or a backend it must call during the request: worth

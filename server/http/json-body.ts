@@ -1,6 +1,7 @@
 import type { NextFunction, Request, Response } from 'express';
 import { isLosslessNumber, parse } from 'lossless-json';
-import { fieldInvalid, malformedJson, payloadTooLarge, unsupportedMediaType, validationFailed } from './errors.ts';
+import { malformedJson, payloadTooLarge, unsupportedMediaType } from './errors.ts';
+import { fieldInvalid, validationFailed } from '../core/errors.ts';
 import { readJsonNumber } from './json-number.ts';
 import { pointerOf } from './pointer.ts';
 import { stateOf, type ExactInteger } from './request-state.ts';

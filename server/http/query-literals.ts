@@ -1,5 +1,5 @@
 import type { NextFunction, Request, Response } from 'express';
-import { validationFailed, type FieldError } from './errors.ts';
+import { validationFailed, type FieldError } from '../core/errors.ts';
 import { stateOf } from './request-state.ts';
 import { loadContract } from './validation.ts';
 

@@ -25,7 +25,7 @@ export function registerHandlers(app: Express, handlers: OperationHandlers<Reque
         principal: state.principal!,
         log: state.log,
         idempotency: state.idempotency ? { key: state.idempotency.key } : undefined,
-        flags: state,
+        audit: state.audit!,
       };
       const result = await handler(
         {

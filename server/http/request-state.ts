@@ -1,5 +1,6 @@
 import type { Response } from 'express';
 import type { Principal } from '../core/principal.ts';
+import type { RequestAudit } from '../core/request-audit.ts';
 import type { Logger } from '../logging.ts';
 import type { MatchedRoute } from './route-table.ts';
 
@@ -14,8 +15,8 @@ export interface RequestState {
   exactIntegers?: ExactInteger[];
   /** The Idempotency-Key this request claimed. */
   idempotency?: { key: string };
-  /** Set once the request's audit event is written, so that it is written once. */
-  audited?: boolean;
+  /** The request's audit trail, once its credential is known. */
+  audit?: RequestAudit;
 }
 
 /** An integer of the request body beyond 2^53, and where it is. */

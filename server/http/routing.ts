@@ -1,5 +1,6 @@
 import type { NextFunction, Request, Response } from 'express';
-import { fieldInvalid, methodNotAllowed, notFound } from './errors.ts';
+import { methodNotAllowed } from './errors.ts';
+import { fieldInvalid, notFound } from '../core/errors.ts';
 import { stateOf } from './request-state.ts';
 import { matchRoute } from './route-table.ts';
 

@@ -4,7 +4,8 @@ import { fileURLToPath } from 'node:url';
 import type { ErrorRequestHandler, RequestHandler } from 'express';
 import { fullFormats } from 'ajv-formats/dist/formats.js';
 import * as OpenApiValidator from 'express-openapi-validator';
-import { ApiError, validationFailed, type FieldError } from './errors.ts';
+import { ApiError } from './errors.ts';
+import { validationFailed, type FieldError } from '../core/errors.ts';
 
 const bundlePath = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'generated', 'openapi.json');
 

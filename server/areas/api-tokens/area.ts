@@ -3,7 +3,7 @@ import { iso, isoOrNull } from '../../core/clock.ts';
 import { decodeCursor, DEFAULT_PAGE_SIZE, page, sortKeySql } from '../../core/pagination.ts';
 import type { Scope } from '../../core/principal.ts';
 import { performWrite } from '../../core/write.ts';
-import { fieldInvalid, forbidden, notFound } from '../../http/errors.ts';
+import { fieldInvalid, forbidden, notFound } from '../../core/errors.ts';
 import type { Area, AreaDependencies } from '../area.ts';
 import { createApiKeyRow } from '../organization/organizations.ts';
 
@@ -52,7 +52,7 @@ export function apiTokensArea({ pool, clock }: AreaDependencies): Area<'createAp
             response: { status: 201 as const, body: { token, secret: key.secret } },
             // The secret is never stored: a replay returns the key without it.
             replayBody: { token },
-            audit: { action: 'api_token.create', resourceType: 'api_token', resourceId: key.id, after: token },
+            audit: { resourceId: key.id, after: token },
           };
         });
       },
@@ -80,7 +80,7 @@ export function apiTokensArea({ pool, clock }: AreaDependencies): Area<'createAp
           const token = toApiTokenOut(rows[0]!);
           return {
             response: { status: 200 as const, body: token },
-            audit: { action: 'api_token.revoke', resourceType: 'api_token', resourceId: token.id, before: toApiTokenOut(before.rows[0]!), after: token },
+            audit: { resourceId: token.id, before: toApiTokenOut(before.rows[0]!), after: token },
           };
         });
       },

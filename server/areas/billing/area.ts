@@ -4,7 +4,7 @@ import { iso } from '../../core/clock.ts';
 import { decodeCursor, DEFAULT_PAGE_SIZE, page, sortKeySql } from '../../core/pagination.ts';
 import { performWrite } from '../../core/write.ts';
 import { withTransaction } from '../../db/pool.ts';
-import { notFound, spendBudgetExceeded } from '../../http/errors.ts';
+import { notFound, spendBudgetExceeded } from '../../core/errors.ts';
 import type { Area, AreaDependencies, BackgroundTask, BudgetGuard, UsageSource } from '../area.ts';
 import { issueDueInvoices, organizationsWithDueInvoices, toInvoiceOut, type InvoiceRow } from './invoices.ts';
 import { PLAN, PRICES } from './prices.ts';
@@ -93,8 +93,6 @@ export function billingArea(deps: AreaDependencies, usageSources: UsageSource[])
           return {
             response: { status: 200 as const, body: await billingOf(tx, orgId, clock.now()) },
             audit: {
-              action: 'billing.set_budget',
-              resourceType: 'billing',
               resourceId: orgId,
               before: { spend_budget_cents: before.rows[0]?.spend_budget_cents ?? null },
               after: { spend_budget_cents: budget },

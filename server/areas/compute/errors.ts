@@ -1,4 +1,4 @@
-import { ApiError, conflict, notFound, unprocessable, type FieldError } from '../../http/errors.ts';
+import { conflict, notFound, unprocessable, type FieldError } from '../../core/errors.ts';
 
 // The compute area's named errors: the only place their status, code and title are chosen.
 
@@ -53,8 +53,7 @@ export const publicIpNotFound = (publicIpId: string) => notFound(`No public IP $
 export const publicIpStateConflict = (detail: string) => conflict('public_ip_state_conflict', 'Public IP state conflict', detail);
 
 export const publicIpRegionMismatch = (ip: { id: string; region_id: string }, vm: { id: string; region_id: string }) =>
-  new ApiError(
-    422,
+  unprocessable(
     'public_ip_region_mismatch',
     'Public IP in another region',
     `Public IP ${ip.id} is in ${ip.region_id} but instance ${vm.id} is in ${vm.region_id}; allocate a public IP in ${vm.region_id}.`,

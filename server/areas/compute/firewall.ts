@@ -1,6 +1,6 @@
 import { isIPv4, isIPv6 } from 'node:net';
 import type { components } from '../../../generated/openapi.ts';
-import { validationFailed, type FieldError } from '../../http/errors.ts';
+import { validationFailed, type FieldError } from '../../core/errors.ts';
 import type { FirewallRuleSpec } from '../../drivers/hypervisor.ts';
 
 type FirewallRule = components['schemas']['FirewallRule'];

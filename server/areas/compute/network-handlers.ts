@@ -22,13 +22,11 @@ export type NetworkOperations =
   | 'createSshKey'
   | 'deleteSshKey';
 
-function accepted(change: PublicIpChange, action: string) {
+function accepted(change: PublicIpChange) {
   const publicIp = toPublicIpOut(change.publicIp);
   return {
     response: { status: 202 as const, body: { operation: toOperationRef(change.operation), public_ip: publicIp } },
     audit: {
-      action,
-      resourceType: 'public_ip' as const,
       resourceId: publicIp.id,
       before: change.before ? toPublicIpOut(change.before) : null,
       after: publicIp,
@@ -66,7 +64,7 @@ export function networkHandlers({ pool, catalogue, publicIps }: { pool: Pool; ca
     },
 
     allocatePublicIp: (request, context) =>
-      performWrite(pool, context, async (tx) => accepted(await publicIps.allocate(tx, orgOf(context), request.body.region), 'public_ip.allocate')),
+      performWrite(pool, context, async (tx) => accepted(await publicIps.allocate(tx, orgOf(context), request.body.region))),
 
     async getPublicIp(request, context) {
       const publicIp = await publicIps.find(pool, orgOf(context), request.path.public_ip_id);
@@ -75,15 +73,15 @@ export function networkHandlers({ pool, catalogue, publicIps }: { pool: Pool; ca
     },
 
     releasePublicIp: (request, context) =>
-      performWrite(pool, context, async (tx) => accepted(await publicIps.release(tx, orgOf(context), request.path.public_ip_id), 'public_ip.release')),
+      performWrite(pool, context, async (tx) => accepted(await publicIps.release(tx, orgOf(context), request.path.public_ip_id))),
 
     associatePublicIp: (request, context) =>
       performWrite(pool, context, async (tx) =>
-        accepted(await publicIps.associate(tx, orgOf(context), request.path.public_ip_id, request.body.vm_id), 'public_ip.associate'),
+        accepted(await publicIps.associate(tx, orgOf(context), request.path.public_ip_id, request.body.vm_id)),
       ),
 
     disassociatePublicIp: (request, context) =>
-      performWrite(pool, context, async (tx) => accepted(await publicIps.disassociate(tx, orgOf(context), request.path.public_ip_id), 'public_ip.disassociate')),
+      performWrite(pool, context, async (tx) => accepted(await publicIps.disassociate(tx, orgOf(context), request.path.public_ip_id))),
 
     async listSshKeys(request, context) {
       return { status: 200, body: await listSshKeys(pool, orgOf(context), request.query, toSshKeyOut) };
@@ -93,14 +91,14 @@ export function networkHandlers({ pool, catalogue, publicIps }: { pool: Pool; ca
       const fingerprint = fingerprintOf(request.body.public_key);
       return performWrite(pool, context, async (tx) => {
         const key = toSshKeyOut(await createSshKey(tx, orgOf(context), request.body.name, request.body.public_key, fingerprint));
-        return { response: { status: 201 as const, body: key }, audit: { action: 'ssh_key.create', resourceType: 'ssh_key', resourceId: key.id, after: key } };
+        return { response: { status: 201 as const, body: key }, audit: { resourceId: key.id, after: key } };
       });
     },
 
     deleteSshKey: (request, context) =>
       performWrite(pool, context, async (tx) => {
         const key = toSshKeyOut(await deleteSshKey(tx, orgOf(context), request.path.ssh_key_id));
-        return { response: { status: 204 as const, body: undefined }, audit: { action: 'ssh_key.delete', resourceType: 'ssh_key', resourceId: key.id, before: key } };
+        return { response: { status: 204 as const, body: undefined }, audit: { resourceId: key.id, before: key } };
       }),
   };
 }

@@ -7,7 +7,7 @@ import { TransientBackendError } from '../../drivers/errors.ts';
 import type { HypervisorDriver } from '../../drivers/hypervisor.ts';
 import type { Executor, ExecutorRegistry, OperationFailure } from '../../engine/executor.ts';
 import type { OperationRow } from '../../engine/operation-record.ts';
-import { invalidReference } from '../../http/errors.ts';
+import { invalidReference } from '../../core/errors.ts';
 import type { BudgetGuard } from '../area.ts';
 import type { Catalogue } from './catalogue.ts';
 import { publicIpNotFound, publicIpRegionMismatch, publicIpStateConflict, vmStateConflict } from './errors.ts';

@@ -20,7 +20,7 @@ export function scheduleHandlers({ pool, clock, schedules }: { pool: Pool; clock
         const schedule = toScheduledActionOut(await schedules.create(tx, orgOf(context), request.path.vm_id, request.body, clock.now()));
         return {
           response: { status: 201 as const, body: schedule },
-          audit: { action: 'scheduled_action.create', resourceType: 'scheduled_action', resourceId: schedule.id, after: schedule },
+          audit: { resourceId: schedule.id, after: schedule },
         };
       }),
 
@@ -38,7 +38,7 @@ export function scheduleHandlers({ pool, clock, schedules }: { pool: Pool; clock
         const after = toScheduledActionOut(schedule);
         return {
           response: { status: 200 as const, body: after },
-          audit: { action: 'scheduled_action.cancel', resourceType: 'scheduled_action', resourceId: after.id, before: toScheduledActionOut(before), after },
+          audit: { resourceId: after.id, before: toScheduledActionOut(before), after },
         };
       }),
   };

@@ -2,8 +2,7 @@ import { recordAudit } from '../../core/audit.ts';
 import type { Clock } from '../../core/clock.ts';
 import { SYSTEM_ACTOR } from '../../core/principal.ts';
 import { withTransaction, type Pool, type PoolClient } from '../../db/pool.ts';
-import { OPERATIONS_CHANNEL } from '../../engine/engine.ts';
-import { ApiError } from '../../http/errors.ts';
+import { DomainError } from '../../core/errors.ts';
 import { allowedActions, changeInFlight } from './policy.ts';
 import { nextRunAfter } from './schedule-time.ts';
 import { recurrenceOf, type ScheduleRow } from './schedules.ts';
@@ -73,11 +72,10 @@ export function createScheduler({ pool, clock, vms }: { pool: Pool; clock: Clock
         actor: SYSTEM_ACTOR,
         result: 'succeeded',
       });
-      await tx.query('SELECT pg_notify($1, $2)', [OPERATIONS_CHANNEL, change.operation.id]);
       return { last_outcome: 'queued', last_outcome_detail: null, last_operation_id: change.operation.id };
     } catch (error) {
       // The rules of rebootVm refused it after all: recorded as refused, with its reason.
-      if (!(error instanceof ApiError)) throw error;
+      if (!(error instanceof DomainError)) throw error;
       await tx.query('ROLLBACK TO SAVEPOINT scheduled_restart');
       return refused(`The restart was refused: ${error.detail}`.slice(0, 300));
     }

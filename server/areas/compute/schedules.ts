@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { components } from '../../../generated/openapi.ts';
 import { iso, isoOrNull } from '../../core/clock.ts';
 import type { PoolClient, Queryable } from '../../db/pool.ts';
-import { validationFailed, type FieldError } from '../../http/errors.ts';
+import { validationFailed, type FieldError } from '../../core/errors.ts';
 import { scheduledActionStateConflict, scheduleNotFound, schedulingDisabled, vmNotFound } from './errors.ts';
 import { isKnownTimezone, nextRunAfter, normaliseTimeOfDay, type Recurrence } from './schedule-time.ts';
 import type { VmService } from './vm-service.ts';

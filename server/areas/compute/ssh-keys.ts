@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { components } from '../../../generated/openapi.ts';
 import { iso } from '../../core/clock.ts';
 import type { PoolClient } from '../../db/pool.ts';
-import { fieldInvalid } from '../../http/errors.ts';
+import { fieldInvalid } from '../../core/errors.ts';
 import { sshKeyNameTaken, sshKeyNotFound } from './errors.ts';
 import { parseSshPublicKey, SshKeyRejected } from './ssh-key-material.ts';
 

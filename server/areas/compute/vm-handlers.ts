@@ -1,12 +1,10 @@
 import type { OperationHandlers } from '../../../generated/operations.ts';
-import { recordAudit } from '../../core/audit.ts';
 import type { Clock } from '../../core/clock.ts';
-import { actorOf } from '../../core/principal.ts';
 import type { RequestContext } from '../../core/request-context.ts';
 import { performWrite, type WriteOutcome } from '../../core/write.ts';
 import { withTransaction, type Pool } from '../../db/pool.ts';
 import { toOperationRef } from '../../engine/operation-record.ts';
-import { forbidden } from '../../http/errors.ts';
+import { forbidden } from '../../core/errors.ts';
 import { collectConsole } from './console.ts';
 import { vmNotFound } from './errors.ts';
 import { listVms } from './lists.ts';
@@ -32,11 +30,11 @@ export type VmOperations =
   | 'collectConsole';
 
 /** The 202 answer of an accepted change, with its audit event. */
-function accepted(change: VmChange, action: string): WriteOutcome<{ status: 202; body: { operation: ReturnType<typeof toOperationRef>; vm: ReturnType<typeof toVmOut> } }> {
+function accepted(change: VmChange): WriteOutcome<{ status: 202; body: { operation: ReturnType<typeof toOperationRef>; vm: ReturnType<typeof toVmOut> } }> {
   const vm = toVmOut(change.vm);
   return {
     response: { status: 202, body: { operation: toOperationRef(change.operation), vm } },
-    audit: { action, resourceType: 'vm', resourceId: vm.id, before: change.before === change.vm ? null : toVmOut(change.before), after: vm, operationId: change.operation.id },
+    audit: { resourceId: vm.id, before: change.before === change.vm ? null : toVmOut(change.before), after: vm, operationId: change.operation.id },
   };
 }
 
@@ -48,7 +46,7 @@ export function vmHandlers({ pool, clock, vms }: { pool: Pool; clock: Clock; vms
   const orgOf = (context: RequestContext) => context.principal.orgId;
 
   return {
-    createVm: (request, context) => performWrite(pool, context, async (tx) => accepted(await vms.create(tx, orgOf(context), request.body), 'vm.create')),
+    createVm: (request, context) => performWrite(pool, context, async (tx) => accepted(await vms.create(tx, orgOf(context), request.body))),
 
     async listVms(request, context) {
       const { region, state, label, limit, cursor } = request.query;
@@ -62,15 +60,15 @@ export function vmHandlers({ pool, clock, vms }: { pool: Pool; clock: Clock; vms
       return { status: 200, body: toVmOut(vm) };
     },
 
-    deleteVm: (request, context) => performWrite(pool, context, async (tx) => accepted(await vms.delete(tx, orgOf(context), request.path.vm_id), 'vm.delete')),
-    startVm: (request, context) => performWrite(pool, context, async (tx) => accepted(await vms.start(tx, orgOf(context), request.path.vm_id), 'vm.start')),
-    stopVm: (request, context) => performWrite(pool, context, async (tx) => accepted(await vms.stop(tx, orgOf(context), request.path.vm_id), 'vm.stop')),
-    rebootVm: (request, context) => performWrite(pool, context, async (tx) => accepted(await vms.reboot(tx, orgOf(context), request.path.vm_id), 'vm.reboot')),
-    resizeVm: (request, context) => performWrite(pool, context, async (tx) => accepted(await vms.resize(tx, orgOf(context), request.path.vm_id, request.body), 'vm.resize')),
+    deleteVm: (request, context) => performWrite(pool, context, async (tx) => accepted(await vms.delete(tx, orgOf(context), request.path.vm_id))),
+    startVm: (request, context) => performWrite(pool, context, async (tx) => accepted(await vms.start(tx, orgOf(context), request.path.vm_id))),
+    stopVm: (request, context) => performWrite(pool, context, async (tx) => accepted(await vms.stop(tx, orgOf(context), request.path.vm_id))),
+    rebootVm: (request, context) => performWrite(pool, context, async (tx) => accepted(await vms.reboot(tx, orgOf(context), request.path.vm_id))),
+    resizeVm: (request, context) => performWrite(pool, context, async (tx) => accepted(await vms.resize(tx, orgOf(context), request.path.vm_id, request.body))),
     rebuildVm: (request, context) =>
-      performWrite(pool, context, async (tx) => accepted(await vms.rebuild(tx, orgOf(context), request.path.vm_id, request.body.image_id), 'vm.rebuild')),
-    rescueVm: (request, context) => performWrite(pool, context, async (tx) => accepted(await vms.rescue(tx, orgOf(context), request.path.vm_id), 'vm.rescue')),
-    unrescueVm: (request, context) => performWrite(pool, context, async (tx) => accepted(await vms.unrescue(tx, orgOf(context), request.path.vm_id), 'vm.unrescue')),
+      performWrite(pool, context, async (tx) => accepted(await vms.rebuild(tx, orgOf(context), request.path.vm_id, request.body.image_id))),
+    rescueVm: (request, context) => performWrite(pool, context, async (tx) => accepted(await vms.rescue(tx, orgOf(context), request.path.vm_id))),
+    unrescueVm: (request, context) => performWrite(pool, context, async (tx) => accepted(await vms.unrescue(tx, orgOf(context), request.path.vm_id))),
 
     async setVmProtection(request, context) {
       // Who may switch comes before anything about the instance.
@@ -80,7 +78,7 @@ export function vmHandlers({ pool, clock, vms }: { pool: Pool; clock: Clock; vms
         const body = toVmOut(vm);
         return {
           response: { status: 200 as const, body },
-          audit: { action: 'vm.set_protection', resourceType: 'vm', resourceId: vm.id, before: toVmOut(before), after: body },
+          audit: { resourceId: vm.id, before: toVmOut(before), after: body },
         };
       });
     },
@@ -97,7 +95,7 @@ export function vmHandlers({ pool, clock, vms }: { pool: Pool; clock: Clock; vms
         const firewall = { inbound: change.vm.firewall };
         return {
           response: { status: 202 as const, body: { operation: toOperationRef(change.operation), firewall } },
-          audit: { action: 'vm.set_firewall', resourceType: 'vm', resourceId: change.vm.id, before: { inbound: change.before.firewall }, after: firewall, operationId: change.operation.id },
+          audit: { resourceId: change.vm.id, before: { inbound: change.before.firewall }, after: firewall, operationId: change.operation.id },
         };
       });
     },
@@ -107,29 +105,25 @@ export function vmHandlers({ pool, clock, vms }: { pool: Pool; clock: Clock; vms
         const change = await vms.requestConsole(tx, orgOf(context), request.path.vm_id);
         return {
           response: { status: 202 as const, body: { operation: toOperationRef(change.operation) } },
-          audit: { action: 'vm.request_console', resourceType: 'vm', resourceId: change.vm.id, operationId: change.operation.id },
+          audit: { resourceId: change.vm.id, operationId: change.operation.id },
         };
       }),
 
     async collectConsole(request, context) {
       const orgId = orgOf(context);
-      return withTransaction(pool, async (tx) => {
+      const response = await withTransaction(pool, async (tx) => {
         if (!(await findLiveVm(tx, orgId, request.path.vm_id))) throw vmNotFound(request.path.vm_id);
         const collected = await collectConsole(tx, clock, orgId, request.path.vm_id, request.query.operation);
         // Handing out console access is recorded like a change (the URL itself never is).
-        await recordAudit(tx, {
-          orgId,
-          action: 'vm.collect_console',
-          resourceType: 'vm',
+        await context.audit.succeeded(tx, {
           resourceId: request.path.vm_id,
           after: { console_type: collected.console_type, expires_in_seconds: collected.expires_in_seconds },
           operationId: request.query.operation,
-          actor: actorOf(context.principal),
-          result: 'succeeded',
-          requestId: context.requestId,
         });
         return { status: 200 as const, body: collected };
       });
+      context.audit.committed();
+      return response;
     },
   };
 }

@@ -3,7 +3,7 @@ import type { components } from '../../../generated/openapi.ts';
 import type { PoolClient, Queryable } from '../../db/pool.ts';
 import type { InstalledSshKey } from '../../drivers/hypervisor.ts';
 import { recordFinishedOperation, type OperationRow } from '../../engine/operation-record.ts';
-import { invalidReference, type FieldError } from '../../http/errors.ts';
+import { invalidReference, type FieldError } from '../../core/errors.ts';
 import type { BudgetGuard } from '../area.ts';
 import type { Catalogue } from './catalogue.ts';
 import {

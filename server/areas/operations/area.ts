@@ -1,7 +1,7 @@
 import { decodeCursor, DEFAULT_PAGE_SIZE, page, sortKeySql } from '../../core/pagination.ts';
 import { performWrite } from '../../core/write.ts';
 import type { Queryable } from '../../db/pool.ts';
-import { conflict, notFound } from '../../http/errors.ts';
+import { conflict, notFound } from '../../core/errors.ts';
 import { toOperationRef, type OperationRow } from '../../engine/operation-record.ts';
 import type { Area, AreaDependencies } from '../area.ts';
 
@@ -50,7 +50,7 @@ export function operationsArea({ pool, engine }: AreaDependencies): Area<'listOp
           const operation = toOperationRef(cancelled.operation);
           return {
             response: { status: 200 as const, body: operation },
-            audit: { action: 'operation.cancel', resourceType: 'operation', resourceId: operationId, after: { state: 'cancelled' }, operationId },
+            audit: { resourceId: operationId, after: { state: 'cancelled' }, operationId },
             afterCommit: cancelled.afterCommit,
           };
         });

@@ -1,5 +1,5 @@
 import type { Area, AreaDependencies } from '../area.ts';
-import { notFound } from '../../http/errors.ts';
+import { notFound } from '../../core/errors.ts';
 import { iso } from '../../core/clock.ts';
 import { storageQuotaOf } from '../storage/quota-figures.ts';
 

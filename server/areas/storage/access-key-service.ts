@@ -41,7 +41,7 @@ export function accessKeyService({ pool, config, drivers }: AreaDependencies) {
           response: { status: 202 as const, body: { ...withoutSecret, secret_access_key: secret } },
           // Shown once: an idempotent replay answers without it.
           replayBody: withoutSecret,
-          audit: { action: 'access_key.create', resourceType: 'access_key', resourceId: keyId, after: accessKey, operationId: operation.id },
+          audit: { resourceId: keyId, after: accessKey, operationId: operation.id },
         };
       });
     },
@@ -65,7 +65,7 @@ export function accessKeyService({ pool, config, drivers }: AreaDependencies) {
         const accessKey = toAccessKeyOut((await updateAccessKey(tx, keyId, { state: 'revoking', operation_id: operation.id }))!);
         return {
           response: { status: 202 as const, body: { access_key: accessKey, operation: toOperationRef(operation) } },
-          audit: { action: 'access_key.revoke', resourceType: 'access_key', resourceId: keyId, before: toAccessKeyOut(before), after: accessKey, operationId: operation.id },
+          audit: { resourceId: keyId, before: toAccessKeyOut(before), after: accessKey, operationId: operation.id },
         };
       });
     },

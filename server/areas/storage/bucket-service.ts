@@ -88,7 +88,7 @@ export function bucketService({ pool, clock, config, budget, drivers }: AreaDepe
         const response = accepted(bucket, operation);
         return {
           response: { status: 202 as const, body: response },
-          audit: { action: 'bucket.create', resourceType: 'bucket', resourceId: bucketId, after: response.bucket, operationId: operation.id },
+          audit: { resourceId: bucketId, after: response.bucket, operationId: operation.id },
         };
       });
     },
@@ -123,7 +123,7 @@ export function bucketService({ pool, clock, config, budget, drivers }: AreaDepe
         const response = accepted(bucket, operation);
         return {
           response: { status: 202 as const, body: response },
-          audit: { action: 'bucket.delete', resourceType: 'bucket', resourceId: bucketId, before: toBucketOut(before), after: response.bucket, operationId: operation.id },
+          audit: { resourceId: bucketId, before: toBucketOut(before), after: response.bucket, operationId: operation.id },
         };
       });
     },
@@ -143,7 +143,7 @@ export function bucketService({ pool, clock, config, budget, drivers }: AreaDepe
         const response = accepted(bucket, operation);
         return {
           response: { status: 202 as const, body: response },
-          audit: { action: 'bucket.restore', resourceType: 'bucket', resourceId: bucketId, before: toBucketOut(before), after: response.bucket, operationId: operation.id },
+          audit: { resourceId: bucketId, before: toBucketOut(before), after: response.bucket, operationId: operation.id },
         };
       });
     },
@@ -163,7 +163,7 @@ export function bucketService({ pool, clock, config, budget, drivers }: AreaDepe
           const response = accepted(before, operation);
           return {
             response: { status: 202 as const, body: response },
-            audit: { action: 'bucket.set_quota', resourceType: 'bucket', resourceId: bucketId, before: response.bucket, after: response.bucket, operationId: operation.id },
+            audit: { resourceId: bucketId, before: response.bucket, after: response.bucket, operationId: operation.id },
           };
         }
         // A number sets a cap, null removes it, an omitted field stays as it is.
@@ -178,7 +178,7 @@ export function bucketService({ pool, clock, config, budget, drivers }: AreaDepe
         const response = accepted(bucket, operation);
         return {
           response: { status: 202 as const, body: response },
-          audit: { action: 'bucket.set_quota', resourceType: 'bucket', resourceId: bucketId, before: toBucketOut(before), after: response.bucket, operationId: operation.id },
+          audit: { resourceId: bucketId, before: toBucketOut(before), after: response.bucket, operationId: operation.id },
         };
       });
     },

@@ -1,4 +1,4 @@
-import { ApiError, conflict, notFound } from '../../http/errors.ts';
+import { conflict, invalid, notFound } from '../../core/errors.ts';
 
 // The object-storage area's named errors: the only place their status, code and title are chosen.
 
@@ -36,8 +36,7 @@ export const bucketStateConflict = (name: string, state: string, needed: string)
   conflict('bucket_state_conflict', 'Bucket state conflict', `Bucket ${name} is ${state}; ${needed}.`);
 
 export const bucketQuotaExceedsCeiling = (maxSizeBytes: number, hardBytes: number) =>
-  new ApiError(
-    400,
+  invalid(
     'bucket_quota_exceeds_ceiling',
     'Bucket quota exceeds the organization ceiling',
     `max_size_bytes ${maxSizeBytes} is above the organization's ceiling of ${hardBytes} bytes (hard_bytes).`,

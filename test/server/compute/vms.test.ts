@@ -333,7 +333,7 @@ describe('protection', () => {
   });
 
   test('the operator override on an instance that does not exist is not found', async () => {
-    await expect(operatorProtect('00000000-0000-4000-8000-000000000000', true)).rejects.toMatchObject({ status: 404, code: 'not_found' });
+    await expect(operatorProtect('00000000-0000-4000-8000-000000000000', true)).rejects.toMatchObject({ kind: 'not_found', code: 'not_found' });
   });
 });
 

@@ -1,0 +1,71 @@
+import type { OperationId } from '../../generated/operations.ts';
+import type { Queryable } from '../db/pool.ts';
+import { recordAudit } from './audit.ts';
+import { auditNames } from './audit-names.ts';
+import { actorOf, type Principal } from './principal.ts';
+
+/** What a successful change records beside its names: the resource, before and after, its operation. */
+export interface AuditedChange {
+  resourceId?: string | null;
+  before?: object | null;
+  after?: object | null;
+  operationId?: string | null;
+}
+
+/** How a refused request is recorded: its problem's status, code and detail. */
+export interface Refusal {
+  status: number;
+  code: string;
+  detail: string;
+}
+
+/**
+ * The audit trail of one API request, the one path by which requests leave audit events: at most
+ * one event per request, succeeded (written in the transaction of the change), denied (401/403)
+ * or failed. Its action and resource type come from `auditNames`, keyed by the operation; an
+ * operation that is not there (a read) leaves none.
+ */
+export class RequestAudit {
+  private recorded = false;
+
+  constructor(
+    private readonly operationId: OperationId,
+    private readonly pathParams: Record<string, string>,
+    private readonly principal: Principal,
+    private readonly requestId: string,
+  ) {}
+
+  /** Records the success of a change, in its transaction. Call `committed` once it commits. */
+  async succeeded(tx: Queryable, change: AuditedChange): Promise<void> {
+    const names = auditNames[this.operationId];
+    if (!names) throw new Error(`operation ${this.operationId} has no audit names (core/audit-names.ts)`);
+    await recordAudit(tx, { action: names.action, resourceType: names.resourceType, ...change, ...this.who(), result: 'succeeded' });
+  }
+
+  /** The change and its event have committed: nothing more is recorded for this request. */
+  committed(): void {
+    this.recorded = true;
+  }
+
+  /**
+   * Records a write that was refused or failed, unless an event was already recorded. Reads
+   * (GET) leave no event. The resource is the one the path names, if any.
+   */
+  async refused(db: Queryable, method: string, refusal: Refusal): Promise<void> {
+    const names = auditNames[this.operationId];
+    if (this.recorded || !names || method === 'GET') return;
+    this.recorded = true;
+    await recordAudit(db, {
+      action: names.action,
+      resourceType: names.resourceType,
+      resourceId: names.idParam ? this.pathParams[names.idParam] : null,
+      ...this.who(),
+      result: refusal.status === 401 || refusal.status === 403 ? 'denied' : 'failed',
+      reason: `${refusal.code}: ${refusal.detail}`,
+    });
+  }
+
+  private who() {
+    return { orgId: this.principal.orgId, actor: actorOf(this.principal), requestId: this.requestId };
+  }
+}
