@@ -11,7 +11,7 @@ import { idempotency } from './http/idempotency.ts';
 import { jsonBody, restoreExactIntegers } from './http/json-body.ts';
 import { queryLiterals } from './http/query-literals.ts';
 import { createRateLimits } from './http/rate-limit.ts';
-import { registerHandlers } from './http/register.ts';
+import { dispatch } from './http/dispatch.ts';
 import { requestId } from './http/request-id.ts';
 import { routing } from './http/routing.ts';
 import { securityHeaders } from './http/security-headers.ts';
@@ -50,7 +50,7 @@ export function createApp({ config, pool, log, identity, handlers }: AppDependen
   app.use(translateValidatorErrors);
   app.use(restoreExactIntegers);
   app.use(idempotency(pool));
-  registerHandlers(app, handlers);
+  app.use(dispatch(handlers));
   app.use(errorHandler(pool));
   return app;
 }
