@@ -27,7 +27,6 @@ import { OperationEngine } from './engine/engine.ts';
 import { answerClientErrors } from './http/client-errors.ts';
 import type { ExecutorRegistry } from './engine/executor.ts';
 import type { Logger } from './logging.ts';
-import type { components } from '../generated/openapi.ts';
 
 export interface Platform {
   /** Where the API listens, such as http://127.0.0.1:8080. */
@@ -36,12 +35,6 @@ export interface Platform {
   /** Graceful: stops accepting requests, lets in-flight ones finish, releases claimed work. */
   close(): Promise<void>;
 }
-
-const OPERATION_TYPES: ReadonlyArray<components['schemas']['OperationRef']['type']> = [
-  'vm.create', 'vm.start', 'vm.stop', 'vm.reboot', 'vm.resize', 'vm.rebuild', 'vm.rescue', 'vm.unrescue', 'vm.delete', 'vm.firewall', 'vm.console',
-  'ip.allocate', 'ip.associate', 'ip.disassociate', 'ip.release',
-  'bucket.create', 'bucket.delete', 'bucket.restore', 'bucket.quota', 'access_key.create', 'access_key.revoke',
-];
 
 /** The database this configuration names: DATABASE_URL, or the embedded one in DATA_DIR. */
 export async function openDatabase(config: Config, log: Logger): Promise<Database> {
@@ -94,17 +87,17 @@ export async function startPlatform(config: Config, log: Logger, options: { cloc
 
 async function composePlatform(config: Config, log: Logger, clock: Clock, drivers: Drivers, database: Database, backendPool: Pool): Promise<Platform> {
   const { pool } = database;
-  const executors: ExecutorRegistry = {};
-  const engine = new OperationEngine(pool, executors, config.engine, log.child({ component: 'engine' }), `${process.pid}-${randomUUID().slice(0, 8)}`);
-  const dependencies: AreaDependencies = { pool, config, clock, log, drivers, engine, budget: createBudgetGuard(clock) };
-
+  const dependencies: AreaDependencies = { pool, config, clock, log, drivers, budget: createBudgetGuard(clock) };
   const organization = organizationArea(dependencies);
   const apiTokens = apiTokensArea(dependencies);
   const compute = computeArea(dependencies);
   const storage = storageArea(dependencies);
   const billing = billingArea(dependencies, [compute.usage, storage.usage].filter((source) => source !== undefined));
-  const operations = operationsArea(dependencies);
   const audit = auditArea(dependencies);
+  // Typed as the whole registry: an operation type of the contract without an executor does not compile.
+  const executors: ExecutorRegistry = { ...compute.executors, ...storage.executors };
+  const engine = new OperationEngine(pool, executors, config.engine, log.child({ component: 'engine' }), `${process.pid}-${randomUUID().slice(0, 8)}`);
+  const operations = operationsArea(dependencies, engine);
   // Typed by the generated OperationHandlers: an operation without a handler does not compile.
   const handlers: OperationHandlers<RequestContext> = {
     ...organization.handlers,
@@ -115,9 +108,7 @@ async function composePlatform(config: Config, log: Logger, clock: Clock, driver
     ...compute.handlers,
     ...storage.handlers,
   };
-  const areas: Array<Pick<Area<never>, 'executors' | 'background'>> = [organization, apiTokens, billing, operations, audit, compute, storage];
-  for (const area of areas) Object.assign(executors, area.executors);
-  OperationEngine.checkRegistry(executors, OPERATION_TYPES);
+  const areas: Array<Pick<Area<never>, 'background'>> = [organization, apiTokens, billing, operations, audit, compute, storage];
 
   const identity = new IdentityResolver(pool, config.oidc ? new OidcVerifier(config.oidc) : undefined);
   const app = createApp({ config, pool, log, identity, handlers });

@@ -4,8 +4,8 @@ import type { Clock } from '../core/clock.ts';
 import type { RequestContext } from '../core/request-context.ts';
 import type { Pool, Queryable } from '../db/pool.ts';
 import type { Drivers } from '../drivers/index.ts';
-import type { OperationEngine } from '../engine/engine.ts';
-import type { ExecutorRegistry } from '../engine/executor.ts';
+import type { Executors } from '../engine/executor.ts';
+import type { OperationType } from '../engine/operation-record.ts';
 import type { Logger } from '../logging.ts';
 
 /** What every area of the API is built from. */
@@ -15,16 +15,14 @@ export interface AreaDependencies {
   clock: Clock;
   log: Logger;
   drivers: Drivers;
-  /** Cancels queued operations (cancelOperation). */
-  engine: Pick<OperationEngine, 'cancelQueued'>;
   /** The spend budget: refuses new billable resources once month-to-date spend reaches it. */
   budget: BudgetGuard;
 }
 
 /** An area: the handlers of its operations, executors of its operation types, and more. */
-export interface Area<Operations extends keyof OperationHandlers<RequestContext>> {
+export interface Area<Operations extends keyof OperationHandlers<RequestContext>, Types extends OperationType = never> {
   handlers: Pick<OperationHandlers<RequestContext>, Operations>;
-  executors: ExecutorRegistry;
+  executors: Executors<Types>;
   /** Billable resources the area runs, metered by the billing area. */
   usage?: UsageSource;
   /** Loops that run in the background (reconcilers, schedulers). */

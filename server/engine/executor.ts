@@ -34,5 +34,11 @@ export interface OperationFailure {
   errorDetail: string;
 }
 
-/** Every operation type has an executor: checked when the engine starts. */
-export type ExecutorRegistry = Partial<Record<OperationType, Executor<any>>>;
+/**
+ * An executor for every operation type of the contract: the platform composes it from the areas'
+ * `Executors`, and a type without one does not compile.
+ */
+export type ExecutorRegistry = { [Type in OperationType]: Executor<any> };
+
+/** The executors of some operation types (an area's share of the registry). */
+export type Executors<Types extends OperationType> = Pick<ExecutorRegistry, Types>;

@@ -62,7 +62,7 @@ function scriptedExecutor(behaviour: (operation: OperationRow) => Promise<string
   };
 }
 
-async function startEngine(executors: ExecutorRegistry, overrides: Partial<EngineConfig> = {}): Promise<OperationEngine> {
+async function startEngine(executors: Partial<ExecutorRegistry>, overrides: Partial<EngineConfig> = {}): Promise<OperationEngine> {
   const engine = new OperationEngine(pool, executors, { ...config, ...overrides }, createLogger('silent'), `worker-${randomUUID().slice(0, 6)}`);
   await engine.start();
   engines.push(engine);

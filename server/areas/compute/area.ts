@@ -1,13 +1,13 @@
 import type { Area, AreaDependencies } from '../area.ts';
 import { loadCatalogue } from './catalogue.ts';
 import { networkHandlers, type NetworkOperations } from './network-handlers.ts';
-import { createPublicIpService, publicIpExecutors } from './public-ips.ts';
+import { createPublicIpService, publicIpExecutors, type PublicIpOperationType } from './public-ips.ts';
 import { createReconciler } from './reconciler.ts';
 import { scheduleHandlers, type ScheduleOperations } from './schedule-handlers.ts';
 import { createScheduler } from './scheduler.ts';
 import { createScheduleService } from './schedules.ts';
 import { computeUsage } from './usage.ts';
-import { vmExecutors } from './vm-executors.ts';
+import { vmExecutors, type VmOperationType } from './vm-executors.ts';
 import { vmHandlers, type VmOperations } from './vm-handlers.ts';
 import { createVmService } from './vm-service.ts';
 
@@ -19,7 +19,7 @@ export type ComputeOperations = VmOperations | NetworkOperations | ScheduleOpera
  * hypervisor driver through the operations engine. In the background, the reconciler records what
  * the hypervisor observes and the scheduler runs due restarts.
  */
-export function computeArea(deps: AreaDependencies): Area<ComputeOperations> {
+export function computeArea(deps: AreaDependencies): Area<ComputeOperations, VmOperationType | PublicIpOperationType> {
   const { pool, config, clock, drivers, budget } = deps;
   // A bad catalogue stops start-up here, with a message naming the file and the entry.
   const catalogue = loadCatalogue(config.catalogueFile);

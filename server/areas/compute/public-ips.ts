@@ -5,7 +5,7 @@ import type { Pool, PoolClient, Queryable } from '../../db/pool.ts';
 import { updateRow } from '../../db/update-row.ts';
 import { TransientBackendError } from '../../drivers/errors.ts';
 import type { HypervisorDriver } from '../../drivers/hypervisor.ts';
-import type { Executor, ExecutorRegistry, OperationFailure } from '../../engine/executor.ts';
+import type { Executor, Executors, OperationFailure } from '../../engine/executor.ts';
 import type { OperationRow } from '../../engine/operation-record.ts';
 import { invalidReference } from '../../core/errors.ts';
 import type { BudgetGuard } from '../area.ts';
@@ -153,7 +153,10 @@ async function loadIp(pool: Pool, operation: OperationRow): Promise<PublicIpRow>
 }
 
 /** Executors of the public IP operations, carried out by the hypervisor driver's network side. */
-export function publicIpExecutors(pool: Pool, hypervisor: HypervisorDriver): ExecutorRegistry {
+/** The operation types of public IPs. */
+export type PublicIpOperationType = 'ip.allocate' | 'ip.associate' | 'ip.disassociate' | 'ip.release';
+
+export function publicIpExecutors(pool: Pool, hypervisor: HypervisorDriver): Executors<PublicIpOperationType> {
   const failed = (step: string) => async (tx: PoolClient, operation: OperationRow, failure: OperationFailure) => {
     await lockIp(tx, operation);
     // vm_id keeps the instance involved, if any.

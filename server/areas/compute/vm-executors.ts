@@ -1,7 +1,7 @@
 import type { Pool, PoolClient } from '../../db/pool.ts';
 import { TransientBackendError } from '../../drivers/errors.ts';
 import type { HypervisorDriver, ServerRef, ServerReport, ServerSpec } from '../../drivers/hypervisor.ts';
-import type { Executor, ExecutorRegistry, OperationFailure } from '../../engine/executor.ts';
+import type { Executor, Executors, OperationFailure } from '../../engine/executor.ts';
 import type { OperationRow } from '../../engine/operation-record.ts';
 import type { Catalogue } from './catalogue.ts';
 import type { VmState } from './policy.ts';
@@ -90,7 +90,10 @@ async function recordSideOutcome(tx: PoolClient, operation: OperationRow, failur
 }
 
 /** Executors of the instance operations, carried out by the hypervisor driver. */
-export function vmExecutors(pool: Pool, hypervisor: HypervisorDriver, catalogue: Catalogue): ExecutorRegistry {
+/** The operation types of instances. */
+export type VmOperationType = 'vm.create' | 'vm.start' | 'vm.stop' | 'vm.reboot' | 'vm.resize' | 'vm.rebuild' | 'vm.rescue' | 'vm.unrescue' | 'vm.delete' | 'vm.firewall' | 'vm.console';
+
+export function vmExecutors(pool: Pool, hypervisor: HypervisorDriver, catalogue: Catalogue): Executors<VmOperationType> {
   /** What the hypervisor needs to make the instance's server, from the instance as it is now. */
   const specOf = (vm: VmRow): ServerSpec => {
     const region = catalogue.region(vm.region_id);

@@ -3,10 +3,12 @@ import { performWrite } from '../../core/write.ts';
 import type { Queryable } from '../../db/pool.ts';
 import { conflict, notFound } from '../../core/errors.ts';
 import { toOperationRef, type OperationRow } from '../../engine/operation-record.ts';
+import type { OperationEngine } from '../../engine/engine.ts';
 import type { Area, AreaDependencies } from '../area.ts';
 
 /** Operations: the records of asynchronous work, listed, read, and cancelled while queued. */
-export function operationsArea({ pool, engine }: AreaDependencies): Area<'listOperations' | 'getOperation' | 'cancelOperation'> {
+/** `engine` cancels queued operations (cancelOperation). */
+export function operationsArea({ pool }: AreaDependencies, engine: Pick<OperationEngine, 'cancelQueued'>): Area<'listOperations' | 'getOperation' | 'cancelOperation'> {
   const find = async (db: Queryable, orgId: string, operationId: string) => {
     const { rows } = await db.query<OperationRow>('SELECT * FROM operations WHERE org_id = $1 AND id = $2', [orgId, operationId]);
     if (!rows[0]) throw notFound(`No operation ${operationId} in this organization.`);

@@ -1,7 +1,7 @@
 import type { Area, AreaDependencies } from '../area.ts';
 import { accessKeyService } from './access-key-service.ts';
 import { bucketService } from './bucket-service.ts';
-import { storageExecutors } from './executors.ts';
+import { storageExecutors, type StorageOperationType } from './executors.ts';
 import { quotaService } from './quota-service.ts';
 import { storagePurge, storageReconciler } from './reconciler.ts';
 import { storageUsage } from './usage.ts';
@@ -24,7 +24,7 @@ type StorageOperations =
  * quotas and the organization-wide ceiling. Changes are carried out in the object store by
  * operations; the reconciler brings back what the store holds; stored bytes are metered.
  */
-export function storageArea(deps: AreaDependencies): Area<StorageOperations> {
+export function storageArea(deps: AreaDependencies): Area<StorageOperations, StorageOperationType> {
   const buckets = bucketService(deps);
   const accessKeys = accessKeyService(deps);
   const quota = quotaService(deps);

@@ -2,7 +2,7 @@ import type { Clock } from '../../core/clock.ts';
 import type { Queryable } from '../../db/pool.ts';
 import { PermanentBackendError } from '../../drivers/errors.ts';
 import type { BucketReport, ObjectStoreDriver } from '../../drivers/object-store.ts';
-import type { Executor, ExecutorRegistry } from '../../engine/executor.ts';
+import type { Executor, Executors } from '../../engine/executor.ts';
 import type { OperationRow } from '../../engine/operation-record.ts';
 import { deleteAccessKeyRow, updateAccessKey, type AccessKeyRow, type AccessKeyState } from './access-keys.ts';
 import { bucketOfOperation, deleteBucketRow, recordBucketObservation, updateBucket, type BucketQuota, type BucketRow, type BucketState } from './buckets.ts';
@@ -23,7 +23,10 @@ interface BucketOutcome {
  * it was when the store still holds it); `cancelled` undoes what the request changed. A state
  * move applies only while the resource is still in the state the request left it in.
  */
-export function storageExecutors(pool: Queryable, objectStore: ObjectStoreDriver, clock: Clock): ExecutorRegistry {
+/** The operation types of buckets and S3 access keys. */
+export type StorageOperationType = 'bucket.create' | 'bucket.delete' | 'bucket.restore' | 'bucket.quota' | 'access_key.create' | 'access_key.revoke';
+
+export function storageExecutors(pool: Queryable, objectStore: ObjectStoreDriver, clock: Clock): Executors<StorageOperationType> {
   const bucketOf = async (operation: OperationRow): Promise<BucketRow> => {
     const bucket = await bucketOfOperation(pool, operation.org_id, operation.resource_id);
     // Only a cancel (before any attempt) or a purge (of a soft-deleted bucket) removes a row.
