@@ -1,3 +1,4 @@
+import type { Queryable } from '../db/pool.ts';
 import { invalidCursor } from './errors.ts';
 
 /**
@@ -88,3 +89,48 @@ export const DEFAULT_PAGE_SIZE = 50;
  * compares exactly with the column when it comes back (`$1::timestamptz`).
  */
 export const sortKeySql = (column: string): string => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
+
+/** What a list reads: its rows (`from`, a table with a WHERE clause using `$1…$n` for `params`) and its order. */
+export interface KeysetList {
+  /** The cursor's name for the list; a cursor of another list (or other filters) is refused. */
+  name: string;
+  /** For example `api_tokens WHERE org_id = $1`. */
+  from: string;
+  params: readonly unknown[];
+  /** The timestamp column the list is sorted by; `id` breaks ties. */
+  sortColumn: string;
+  order: 'newest first' | 'oldest first';
+  /** The type of the `id` column: uuid for platform ids, text for ids issued elsewhere (invoices). */
+  idKind?: 'uuid' | 'text';
+}
+
+/**
+ * One page of a list in keyset order: the rows after the cursor's position, `limit` of them
+ * (the contract's default when absent), and the cursor of the next page when more follow. The one
+ * implementation of pagination for every list the database holds.
+ */
+export async function keysetPage<Row extends { id: string }, Item>(
+  db: Queryable,
+  list: KeysetList,
+  query: { cursor?: string; limit?: number },
+  toItem: (row: Row) => Item,
+): Promise<{ items: Item[]; next_cursor: string | null }> {
+  const limit = query.limit ?? DEFAULT_PAGE_SIZE;
+  const idKind = list.idKind ?? 'uuid';
+  const after = decodeCursor(list.name, query.cursor, idKind);
+  const params = [...list.params];
+  const direction = list.order === 'newest first' ? 'DESC' : 'ASC';
+  let position = '';
+  if (after) {
+    params.push(after.key, after.id);
+    const comparison = direction === 'DESC' ? '<' : '>';
+    position = ` AND (${list.sortColumn}, id) ${comparison} ($${params.length - 1}::timestamptz, $${params.length}::${idKind})`;
+  }
+  params.push(limit + 1);
+  const { rows } = await db.query<Row & { sort_key: string }>(
+    `SELECT *, ${sortKeySql(list.sortColumn)} AS sort_key FROM ${list.from}${position}
+     ORDER BY ${list.sortColumn} ${direction}, id ${direction} LIMIT $${params.length}`,
+    params,
+  );
+  return page(list.name, rows, limit, (row) => ({ key: row.sort_key, id: row.id }), toItem);
+}

@@ -1,6 +1,6 @@
 import type { components } from '../../../generated/openapi.ts';
 import { iso, isoOrNull } from '../../core/clock.ts';
-import { decodeCursor, DEFAULT_PAGE_SIZE, page, sortKeySql } from '../../core/pagination.ts';
+import { keysetPage } from '../../core/pagination.ts';
 import type { Scope } from '../../core/principal.ts';
 import { performWrite } from '../../core/write.ts';
 import { fieldInvalid, forbidden, notFound } from '../../core/errors.ts';
@@ -58,15 +58,8 @@ export function apiTokensArea({ pool, clock }: AreaDependencies): Area<'createAp
       },
 
       async listApiTokens(request, context) {
-        const limit = request.query.limit ?? DEFAULT_PAGE_SIZE;
-        const after = decodeCursor('api-tokens', request.query.cursor);
-        const { rows } = await pool.query<TokenRow & { sort_key: string }>(
-          `SELECT *, ${sortKeySql('created_at')} AS sort_key FROM api_tokens
-           WHERE org_id = $1 AND ($2::timestamptz IS NULL OR (created_at, id) < ($2::timestamptz, $3::uuid))
-           ORDER BY created_at DESC, id DESC LIMIT $4`,
-          [context.principal.orgId, after?.key ?? null, after?.id ?? '00000000-0000-0000-0000-000000000000', limit + 1],
-        );
-        return { status: 200, body: page('api-tokens', rows, limit, (row) => ({ key: row.sort_key, id: row.id }), toApiTokenOut) };
+        const list = { name: 'api-tokens', from: 'api_tokens WHERE org_id = $1', params: [context.principal.orgId], sortColumn: 'created_at', order: 'newest first' } as const;
+        return { status: 200, body: await keysetPage(pool, list, request.query, toApiTokenOut) };
       },
 
       async revokeApiToken(request, context) {
