@@ -1,5 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { isInteger, isSafeNumber, parse } from 'lossless-json';
+import { isInteger, parse } from 'lossless-json';
 import pg from 'pg';
 import { isDatabaseUnavailable } from './unavailable.ts';
 
@@ -11,18 +11,19 @@ export type Queryable = Pick<pg.Pool, 'query'> | pg.PoolClient;
 const INT8_OID = 20;
 const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
 
-// `bigint` columns arrive as exact numbers: a number when it fits, a bigint beyond 2^53 (the
-// spend budget reaches 2^63-1). Numeric and timestamp parsing keep pg's defaults.
-pg.types.setTypeParser(INT8_OID, (text: string) => {
-  const value = BigInt(text);
+/** An integer as an exact number: a number when it fits, a bigint beyond 2^53 (the spend budget reaches 2^63-1). */
+const exactInteger = (digits: string): number | bigint => {
+  const value = BigInt(digits);
   return value > MAX_SAFE || value < -MAX_SAFE ? value : Number(value);
-});
+};
+
+// `bigint` columns arrive exact; numeric and timestamp parsing keep pg's defaults.
+pg.types.setTypeParser(INT8_OID, exactInteger);
 
 // JSON columns (audit snapshots) keep big integers exact too.
 const JSON_OID = 114;
 const JSONB_OID = 3802;
-const parseExactJson = (text: string): unknown =>
-  parse(text, undefined, (digits) => (isInteger(digits) && !isSafeNumber(digits) ? BigInt(digits) : Number(digits)));
+const parseExactJson = (text: string): unknown => parse(text, undefined, (digits) => (isInteger(digits) ? exactInteger(digits) : Number(digits)));
 pg.types.setTypeParser(JSON_OID, parseExactJson);
 pg.types.setTypeParser(JSONB_OID, parseExactJson);
 

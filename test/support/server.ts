@@ -4,7 +4,8 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { isInteger, isSafeNumber, parse, stringify } from 'lossless-json';
+import { stringify } from 'lossless-json';
+import { parseJson } from '../../client/json.ts';
 import pg from 'pg';
 import { inject } from 'vitest';
 import { addMember, createApiKeyRow, createOrganization } from '../../server/areas/organization/organizations.ts';
@@ -79,10 +80,8 @@ export interface TestServer {
   close(): Promise<void>;
 }
 
-/** Reads a JSON body like the typed client does: integers beyond 2^53 as bigint. */
-export function parseExact(text: string): any {
-  return parse(text, undefined, (digits) => (isInteger(digits) && !isSafeNumber(digits) ? BigInt(digits) : Number(digits)));
-}
+/** Reads a JSON body as the typed client does (its own parser): integers beyond 2^53 as bigint. */
+export const parseExact = (text: string): any => parseJson(text);
 
 export async function call(baseUrl: string, method: string, urlPath: string, options: CallOptions & { defaultKey?: string } = {}): Promise<ApiResponse> {
   const headers: Record<string, string> = { ...(options.headers ?? {}) };
