@@ -1,5 +1,8 @@
 import type { OperationHandlers } from '../../generated/operations.ts';
 import type { Config } from '../config.ts';
+import type { BackgroundTask } from '../core/background.ts';
+
+export type { BackgroundTask };
 import type { Clock } from '../core/clock.ts';
 import type { RequestContext } from '../core/request-context.ts';
 import type { Pool, Queryable } from '../db/pool.ts';
@@ -50,8 +53,3 @@ export interface UsageSource {
   meteredResources(db: Queryable): Promise<MeteredResource[]>;
 }
 
-export interface BackgroundTask {
-  name: string;
-  intervalMs: number;
-  run(signal: AbortSignal): Promise<void>;
-}

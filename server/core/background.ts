@@ -1,6 +1,13 @@
-import type { BackgroundTask } from '../areas/area.ts';
 import { isDatabaseUnavailable } from '../db/unavailable.ts';
 import type { Logger } from '../logging.ts';
+
+
+/** A loop the platform runs in the background (a reconciler, a scheduler, the billing run). */
+export interface BackgroundTask {
+  name: string;
+  intervalMs: number;
+  run(signal: AbortSignal): Promise<void>;
+}
 
 /**
  * Runs background tasks on their intervals until stopped. A run that fails is logged and tried

@@ -1,8 +1,10 @@
 import { withTransaction, type Pool, type PoolClient } from '../db/pool.ts';
-import type { AfterCommit } from '../engine/executor.ts';
 import { completeKey } from './idempotency.ts';
 import type { AuditedChange } from './request-audit.ts';
 import type { RequestContext } from './request-context.ts';
+
+/** Backend work that follows a committed change, outside any transaction. */
+export type AfterCommit = () => Promise<void>;
 
 export interface WriteOutcome<Response extends { status: number; body?: unknown }> {
   response: Response;

@@ -4,7 +4,8 @@ import { withTransaction, type Pool, type PoolClient } from '../db/pool.ts';
 import { isDatabaseUnavailable } from '../db/unavailable.ts';
 import { PermanentBackendError, TransientBackendError } from '../drivers/errors.ts';
 import type { Logger } from '../logging.ts';
-import type { AfterCommit, Executor, ExecutorRegistry, OperationFailure } from './executor.ts';
+import type { AfterCommit } from '../core/write.ts';
+import type { Executor, ExecutorRegistry, OperationFailure } from './executor.ts';
 import { OPERATIONS_CHANNEL, type OperationRow } from './operation-record.ts';
 
 

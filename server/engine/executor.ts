@@ -1,4 +1,5 @@
 import type { PoolClient } from '../db/pool.ts';
+import type { AfterCommit } from '../core/write.ts';
 import type { Logger } from '../logging.ts';
 import type { OperationRow, OperationType } from './operation-record.ts';
 
@@ -19,8 +20,6 @@ export interface Executor<Outcome = unknown> {
   cancelled(tx: PoolClient, operation: OperationRow): Promise<AfterCommit | void>;
 }
 
-/** Backend work that follows a committed change, outside any transaction. */
-export type AfterCommit = () => Promise<void>;
 
 export interface ExecutionContext {
   log: Logger;

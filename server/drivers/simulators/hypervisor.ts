@@ -1,7 +1,7 @@
 import type { Queryable } from '../../db/pool.ts';
 import { PermanentBackendError } from '../errors.ts';
 import type { HypervisorDriver, PowerStatus, ServerRef, ServerReport } from '../hypervisor.ts';
-import type { SimulatorDependencies } from './index.ts';
+import type { SimulatorDependencies } from './dependencies.ts';
 import { simulatedLatency } from './latency.ts';
 
 interface ServerRow {

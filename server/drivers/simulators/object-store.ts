@@ -2,7 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { withTransaction, type PoolClient, type Queryable } from '../../db/pool.ts';
 import { PermanentBackendError } from '../errors.ts';
 import type { BucketAddress, BucketReport, EnforcedQuota, ObjectStoreDriver, OrganizationReport, SecretStore } from '../object-store.ts';
-import type { SimulatorDependencies } from './index.ts';
+import type { SimulatorDependencies } from './dependencies.ts';
 import { simulatedLatency } from './latency.ts';
 
 /**
