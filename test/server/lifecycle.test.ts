@@ -2,7 +2,7 @@
 // bootstrap organization printed once, the admin command with and without a running server,
 // structured logs without credentials, and a graceful shutdown that lets requests finish.
 import { spawn } from 'node:child_process';
-import { mkdtempSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, statSync } from 'node:fs';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -116,6 +116,36 @@ describe('graceful shutdown', () => {
     expect(JSON.parse(response.body).token.name).toBe('created-during-shutdown');
     expect(await exited(server)).toBe(0);
     await expect(fetch(`${server.url}/v1/orgs/${credentials.org_id}`)).rejects.toThrow();
+  });
+});
+
+describe('Ctrl-C in a terminal', () => {
+  test('SIGINT to the whole process group: a request in flight finishes on the embedded PostgreSQL, which stops after it', async () => {
+    const dataDir = mkdtempSync(path.join(tmpdir(), 'cloud-platform-ctrl-c-'));
+    const port = await freePort();
+    const server = await startEmbedded(dataDir, port);
+    const credentials = await readBootstrap(dataDir);
+    const body = JSON.stringify({ name: 'created-during-ctrl-c' });
+    const inFlight = new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const url = new URL(`${credentials.base_url}/v1/orgs/${credentials.org_id}/api-tokens`);
+      const req = request(url, { method: 'POST', headers: { Authorization: `Bearer ${credentials.api_key}`, 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) } }, (res) => {
+        let text = '';
+        res.on('data', (chunk: Buffer) => (text += chunk.toString()));
+        res.on('end', () => resolve({ status: res.statusCode!, body: text }));
+      });
+      req.on('error', reject);
+      req.write(body.slice(0, 10));
+      setTimeout(() => {
+        // What a terminal does on Ctrl-C: the signal goes to every process of the foreground group.
+        process.kill(-server.child.pid!, 'SIGINT');
+        setTimeout(() => req.end(body.slice(10)), 500);
+      }, 200);
+    });
+    const response = await inFlight;
+    expect(response.status, response.body).toBe(201);
+    expect(await exited(server)).toBe(0);
+    // PostgreSQL was stopped by the server, after the request: its pid file is gone.
+    await eventually(() => (existsSync(path.join(dataDir, 'postgres', 'postmaster.pid')) ? undefined : true), 'the embedded PostgreSQL to stop');
   });
 });
 
