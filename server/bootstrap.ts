@@ -1,4 +1,4 @@
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { withTransaction, type Pool } from './db/pool.ts';
 import { createOrganization, organizationExists } from './areas/organization/organizations.ts';
@@ -27,4 +27,17 @@ export async function bootstrapIfEmpty(pool: Pool, options: { dataDir: string; b
   mkdirSync(options.dataDir, { recursive: true });
   writeFileSync(path.join(options.dataDir, 'bootstrap.json'), `${JSON.stringify(credentials, null, 2)}\n`, { mode: 0o600 });
   return credentials;
+}
+
+/**
+ * Keeps `bootstrap.json` in step with where the API now listens (another PORT, HOST or
+ * PUBLIC_BASE_URL than at the first start), so that the README's commands keep working. Other
+ * fields are kept as they are; nothing is written when nothing changed.
+ */
+export function keepBootstrapAddressCurrent(dataDir: string, baseUrl: string): void {
+  const file = path.join(dataDir, 'bootstrap.json');
+  if (!existsSync(file)) return;
+  const saved = JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
+  if (saved.base_url === baseUrl) return;
+  writeFileSync(file, `${JSON.stringify({ ...saved, base_url: baseUrl }, null, 2)}\n`, { mode: 0o600 });
 }

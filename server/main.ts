@@ -1,9 +1,10 @@
 // `npm start`: serves the API. With no configuration: http://127.0.0.1:8080, an embedded
 // PostgreSQL in ./data, simulated backends. See README "Configuration".
-import { bootstrapIfEmpty } from './bootstrap.ts';
+import { bootstrapIfEmpty, keepBootstrapAddressCurrent } from './bootstrap.ts';
 import { ConfigError, loadConfig, type Config } from './config.ts';
 import { createLogger } from './logging.ts';
 import { startPlatform } from './platform.ts';
+import { describeStartupFailure } from './startup-failure.ts';
 
 let config: Config;
 try {
@@ -20,13 +21,15 @@ const log = createLogger(config.logLevel);
 // serving, rather than Node's default of ending the process (and every request in flight).
 process.on('unhandledRejection', (reason) => log.error({ err: reason }, 'unhandled promise rejection; the process keeps running'));
 const platform = await startPlatform(config, log).catch((error: unknown) => {
-  // A bad catalogue file is a configuration error too: a message, not a stack trace.
-  if (!(error instanceof ConfigError)) throw error;
-  console.error(`configuration error: ${error.message}`);
-  process.exit(2);
+  // A bad catalogue, a busy port, an unreachable database: one line saying what to change.
+  const reason = describeStartupFailure(error, config);
+  if (reason === undefined) throw error;
+  console.error(`cloud-platform: ${reason}`);
+  process.exit(error instanceof ConfigError ? 2 : 1);
 });
 const baseUrl = config.publicBaseUrl ?? platform.url;
 const credentials = await bootstrapIfEmpty(platform.pool, { dataDir: config.dataDir, baseUrl, now: new Date() });
+if (!credentials) keepBootstrapAddressCurrent(config.dataDir, baseUrl);
 if (credentials) {
   // Printed once, on the first start, for the operator to copy; never written to the log.
   process.stdout.write(

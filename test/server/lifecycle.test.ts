@@ -89,6 +89,33 @@ describe('the embedded default', () => {
   });
 });
 
+describe('start-up', () => {
+  test('a busy port is one line saying what to change, exit 1; a start on another port brings bootstrap.json up to date', async () => {
+    const databaseUrl = await createTestDatabase();
+    const first = await startServerProcess(databaseUrl);
+    running.push(first);
+    const port = new URL(first.url).port;
+    const busy = startProcess(bin('tsx'), [path.join(repoRoot, 'server', 'main.ts')], { ...TEST_ENV, DATABASE_URL: databaseUrl, PORT: port, HOST: '127.0.0.1', DATA_DIR: first.dataDir });
+    running.push(busy);
+    expect(await exited(busy)).toBe(1);
+    const stderrLines = busy.output().trim().split('\n').filter((line) => !line.startsWith('{'));
+    expect(stderrLines).toEqual([`cloud-platform: cannot listen on 127.0.0.1:${port}: the port is already in use; stop the other process or choose another PORT.`]);
+
+    first.child.kill('SIGTERM');
+    expect(await exited(first)).toBe(0);
+    const otherPort = await freePort();
+    const moved = startProcess(bin('tsx'), [path.join(repoRoot, 'server', 'main.ts')], { ...TEST_ENV, DATABASE_URL: databaseUrl, PORT: String(otherPort), HOST: '127.0.0.1', DATA_DIR: first.dataDir });
+    running.push(moved);
+    await waitForHttp(`http://127.0.0.1:${otherPort}/v1/orgs/00000000-0000-0000-0000-000000000000`, moved);
+    // Rewritten once the server listens (it may answer a moment before).
+    const credentials = await eventually(async () => {
+      const saved = await readBootstrap(first.dataDir);
+      return saved.base_url === `http://127.0.0.1:${otherPort}` ? saved : undefined;
+    }, 'bootstrap.json to name the new port');
+    expect((await call(credentials.base_url, 'GET', `/v1/orgs/${credentials.org_id}/billing`, { defaultKey: credentials.api_key })).status).toBe(200);
+  });
+});
+
 describe('graceful shutdown', () => {
   test('on SIGTERM, a request in flight finishes, new connections are refused, and the process exits 0', async () => {
     const databaseUrl = await createTestDatabase();
