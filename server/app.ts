@@ -17,12 +17,15 @@ import { routing } from './http/routing.ts';
 import { securityHeaders } from './http/security-headers.ts';
 import { contractValidator, translateValidatorErrors } from './http/validation.ts';
 import type { Logger } from './logging.ts';
+import type { Metrics } from './metrics.ts';
 
 export interface AppDependencies {
   config: Pick<Config, 'rateLimit' | 'validateResponses' | 'publicBaseUrl'>;
   pool: Pool;
   log: Logger;
   identity: IdentityResolver;
+  /** Requests answered, by operation and status (absent: not measured). */
+  metrics?: Metrics;
   handlers: OperationHandlers<RequestContext>;
 }
 
@@ -31,11 +34,11 @@ export interface AppDependencies {
  * by address → route → credential → rate limit by credential → permission → JSON body → integer query literals → contract validation → Idempotency-Key → handler, and one error
  * handler at the end that turns every failure into a problem document.
  */
-export function createApp({ config, pool, log, identity, handlers }: AppDependencies): Express {
+export function createApp({ config, pool, log, identity, handlers, metrics }: AppDependencies): Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
-  app.use(requestId(log));
+  app.use(requestId(log, metrics));
   app.use(securityHeaders({ https: config.publicBaseUrl?.startsWith('https:') ?? false }));
   app.use(cors);
   const rateLimits = createRateLimits(config.rateLimit);

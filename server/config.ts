@@ -15,6 +15,10 @@ export interface Config {
   databaseUrl: string | undefined;
   database: DatabaseConfig;
   logLevel: string;
+  /** `pretty` (human-readable lines) or `json`; by default pretty on a terminal, JSON otherwise. */
+  logFormat: 'pretty' | 'json';
+  /** Where Prometheus metrics are served (`/metrics`): a port of their own; undefined when off. */
+  metricsPort: number | undefined;
   /** Validate every response against the contract (a failure is a 500 and a log line). */
   validateResponses: boolean;
   oidc: OidcConfig | undefined;
@@ -93,6 +97,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       idleInTransactionTimeoutMs: integer(env, 'DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS', 15_000, 100, 3_600_000),
     },
     logLevel: oneOf(env, 'LOG_LEVEL', 'info', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
+    logFormat: oneOf(env, 'LOG_FORMAT', process.stdout.isTTY ? 'pretty' : 'json', ['pretty', 'json']),
+    // Beside the API's port by default (PORT + 2; PORT + 1 is the S3 endpoint's); 0 picks a free port.
+    metricsPort: env.METRICS_PORT === 'off' ? undefined : integer(env, 'METRICS_PORT', port === 0 ? 0 : port + 2, 0, 65_535),
     validateResponses: boolean(env, 'VALIDATE_RESPONSES', true),
     oidc: oidcIssuer ? { issuer: url(oidcIssuer, 'OIDC_ISSUER'), audience: env.OIDC_AUDIENCE!, jwksUrl: env.OIDC_JWKS_URL ? url(env.OIDC_JWKS_URL, 'OIDC_JWKS_URL') : undefined } : undefined,
     rateLimit: {

@@ -1,13 +1,15 @@
-import { pino, type Logger } from 'pino';
+import { pino, type Logger, type LoggerOptions } from 'pino';
+import pretty from 'pino-pretty';
 
 export type { Logger };
 
 /**
- * Structured JSON logs. Credentials never reach a log line: request headers are not logged, and
+ * Structured logs: JSON lines for machines, or (`pretty`, the default on a terminal) one readable
+ * line per entry with its fields. Credentials never reach a log line: request headers are not logged, and
  * the redaction paths below catch secrets should an object holding one be logged by mistake.
  */
-export function createLogger(level: string): Logger {
-  return pino({
+export function createLogger(level: string, format: 'json' | 'pretty' = 'json'): Logger {
+  const options: LoggerOptions = {
     level,
     base: { service: 'cloud-platform-api' },
     timestamp: pino.stdTimeFunctions.isoTime,
@@ -29,5 +31,7 @@ export function createLogger(level: string): Logger {
       ],
       censor: '[redacted]',
     },
-  });
+  };
+  if (format === 'json') return pino(options);
+  return pino(options, pretty({ colorize: process.stdout.isTTY, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname,service', sync: true }));
 }

@@ -15,7 +15,7 @@ try {
   process.exit(2);
 }
 
-const log = createLogger(config.logLevel);
+const log = createLogger(config.logLevel, config.logFormat);
 // A last resort, not the way errors are handled: every promise the server starts is awaited or
 // caught where it can be dealt with. Should one slip through, it is logged and the server keeps
 // serving, rather than Node's default of ending the process (and every request in flight).

@@ -27,10 +27,13 @@ import { OperationEngine } from './engine/engine.ts';
 import { answerClientErrors } from './http/client-errors.ts';
 import type { ExecutorRegistry } from './engine/executor.ts';
 import type { Logger } from './logging.ts';
+import { Metrics } from './metrics.ts';
 
 export interface Platform {
   /** Where the API listens, such as http://127.0.0.1:8080. */
   url: string;
+  /** Where Prometheus scrapes, such as http://127.0.0.1:8082/metrics; undefined when METRICS_PORT=off. */
+  metricsUrl: string | undefined;
   pool: Pool;
   /** Graceful: stops accepting requests, lets in-flight ones finish, releases claimed work. */
   close(): Promise<void>;
@@ -111,13 +114,24 @@ async function composePlatform(config: Config, log: Logger, clock: Clock, driver
   const areas: Array<Pick<Area<never>, 'background'>> = [organization, apiTokens, billing, operations, audit, compute, storage];
 
   const identity = new IdentityResolver(pool, config.oidc ? new OidcVerifier(config.oidc) : undefined);
-  const app = createApp({ config, pool, log, identity, handlers });
+  const metrics = new Metrics();
+  metrics.watchPool('api', pool);
+  metrics.watchPool('backends', backendPool);
+  metrics.watchOperations(pool);
+  const app = createApp({ config, pool, log, identity, handlers, metrics });
   const server = await listen(app, config.port, config.host);
+  const metricsEndpoint =
+    config.metricsPort === undefined
+      ? undefined
+      : await metrics.serve(config.metricsPort, config.host).catch(async (error: unknown) => {
+          await new Promise((resolve) => server.close(resolve));
+          throw error;
+        });
   answerClientErrors(server, log.child({ component: 'http' }), { https: config.publicBaseUrl?.startsWith('https:') ?? false });
   const address = server.address() as AddressInfo;
   const url = `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`;
 
-  const background = new BackgroundRunner(log.child({ component: 'background' }));
+  const background = new BackgroundRunner(log.child({ component: 'background' }), metrics);
   if (config.background) {
     await engine.start();
     background.start([
@@ -128,6 +142,7 @@ async function composePlatform(config: Config, log: Logger, clock: Clock, driver
 
   return {
     url,
+    metricsUrl: metricsEndpoint?.url,
     pool,
     async close() {
       // No new connections; requests in flight finish. Keep-alive connections are closed as
@@ -142,6 +157,7 @@ async function composePlatform(config: Config, log: Logger, clock: Clock, driver
       });
       await background.stop();
       if (config.background) await engine.stop();
+      await metricsEndpoint?.close();
       await backendPool.end();
       await database.stop();
     },

@@ -1,5 +1,6 @@
 import { isDatabaseUnavailable } from '../db/unavailable.ts';
 import type { Logger } from '../logging.ts';
+import type { Metrics } from '../metrics.ts';
 
 
 /** A loop the platform runs in the background (a reconciler, a scheduler, the billing run). */
@@ -18,7 +19,10 @@ export class BackgroundRunner {
   private readonly abort = new AbortController();
   private readonly loops: Promise<void>[] = [];
 
-  constructor(private readonly log: Logger) {}
+  constructor(
+    private readonly log: Logger,
+    private readonly metrics?: Metrics,
+  ) {}
 
   start(tasks: BackgroundTask[]): void {
     for (const task of tasks) this.loops.push(this.loop(task));
@@ -33,11 +37,14 @@ export class BackgroundRunner {
     const { signal } = this.abort;
     let unavailableRuns = 0;
     while (!signal.aborted) {
+      const started = performance.now();
       try {
         await task.run(signal);
+        this.metrics?.backgroundRan(task.name, 'succeeded', (performance.now() - started) / 1000);
         if (unavailableRuns > 0) this.log.info({ task: task.name, runs: unavailableRuns }, 'background task runs again: the database is back');
         unavailableRuns = 0;
       } catch (error) {
+        if (!signal.aborted) this.metrics?.backgroundRan(task.name, 'failed', (performance.now() - started) / 1000);
         if (signal.aborted) {
           // Stopping: whatever the run was doing was cut short on purpose.
         } else if (isDatabaseUnavailable(error)) {

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { NextFunction, Request, Response } from 'express';
 import type { Logger } from '../logging.ts';
+import type { Metrics } from '../metrics.ts';
 import { stateOf } from './request-state.ts';
 
 const CLIENT_REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
@@ -10,7 +11,7 @@ const CLIENT_REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
  * echoes it in the `X-Request-Id` response header, and logs one line per request when the
  * response is finished: never a header or a body, so never a credential.
  */
-export function requestId(log: Logger) {
+export function requestId(log: Logger, metrics?: Metrics) {
   return (req: Request, res: Response, next: NextFunction): void => {
     const offered = req.get('X-Request-Id');
     const id = offered && CLIENT_REQUEST_ID.test(offered) ? offered : `req_${randomBytes(12).toString('base64url')}`;
@@ -20,6 +21,8 @@ export function requestId(log: Logger) {
     state.log = log.child({ request_id: id });
     res.setHeader('X-Request-Id', id);
     res.on('finish', () => {
+      const seconds = (performance.now() - state.startedAt) / 1000;
+      metrics?.requestAnswered(state.route?.operationId ?? 'none', req.method, res.statusCode, seconds);
       state.log.info(
         {
           method: req.method,
@@ -27,7 +30,7 @@ export function requestId(log: Logger) {
           operation: state.route?.operationId ?? null,
           org_id: state.principal?.orgId ?? null,
           status: res.statusCode,
-          duration_ms: Math.round((performance.now() - state.startedAt) * 10) / 10,
+          duration_ms: Math.round(seconds * 10_000) / 10,
         },
         'request',
       );

@@ -99,7 +99,7 @@ describe('start-up', () => {
     running.push(busy);
     expect(await exited(busy)).toBe(1);
     const stderrLines = busy.output().trim().split('\n').filter((line) => !line.startsWith('{'));
-    expect(stderrLines).toEqual([`cloud-platform: cannot listen on 127.0.0.1:${port}: the port is already in use; stop the other process or choose another PORT.`]);
+    expect(stderrLines).toEqual([`cloud-platform: cannot listen on 127.0.0.1:${port}: the port is already in use; stop the other process or choose another port (PORT, METRICS_PORT).`]);
 
     first.child.kill('SIGTERM');
     expect(await exited(first)).toBe(0);
@@ -113,6 +113,20 @@ describe('start-up', () => {
       return saved.base_url === `http://127.0.0.1:${otherPort}` ? saved : undefined;
     }, 'bootstrap.json to name the new port');
     expect((await call(credentials.base_url, 'GET', `/v1/orgs/${credentials.org_id}/billing`, { defaultKey: credentials.api_key })).status).toBe(200);
+  });
+});
+
+describe('logs', () => {
+  test('LOG_FORMAT=pretty (the default on a terminal) writes readable lines, still without credentials', async () => {
+    const server = await startServerProcess(await createTestDatabase(), { LOG_LEVEL: 'info', LOG_FORMAT: 'pretty' });
+    running.push(server);
+    const credentials = await readBootstrap(server.dataDir);
+    await call(server.url, 'GET', `/v1/orgs/${credentials.org_id}/billing`, { defaultKey: credentials.api_key });
+    // pino-pretty: the message on one line, its fields indented below it.
+    const entry = await eventually(() => /INFO.*request\n(?:\s+.*\n)*?\s+route: "\/v1\/orgs\/\{org\}\/billing"/.exec(server.output())?.[0], 'a request entry', 15_000);
+    expect(entry).not.toMatch(/^\{/m);
+    const logPart = server.output().slice(server.output().indexOf('The key is not shown again.'));
+    expect(logPart).not.toContain(credentials.api_key);
   });
 });
 

@@ -30,6 +30,8 @@ export const TEST_ENV: Record<string, string> = {
   METERING_INTERVAL_MS: '500',
   RATE_LIMIT: '100000',
   RATE_LIMIT_ANONYMOUS: '100000',
+  // Any free port: test servers run side by side.
+  METRICS_PORT: '0',
 };
 
 /** A new, empty database in the test run's PostgreSQL. */
@@ -71,6 +73,7 @@ export interface CallOptions {
 
 export interface TestServer {
   url: string;
+  metricsUrl: string | undefined;
   databaseUrl: string;
   pool: pg.Pool;
   org: TestOrg;
@@ -124,6 +127,7 @@ export async function startTestServer(env: Record<string, string> = {}, options:
   const org = await newOrg(platform.url, pool, 'Acme Robotics');
   return {
     url: platform.url,
+    metricsUrl: platform.metricsUrl,
     databaseUrl,
     pool,
     org,
