@@ -1158,8 +1158,10 @@ export interface paths {
          *       delete markers is refused with `409 bucket_not_empty`. Deleting the objects of a versioned
          *       bucket does not empty it; delete every object version and delete marker through the S3
          *       endpoint first.
-         *     - Only an `active` bucket can be deleted: a bucket that is `creating`, `deleting`,
-         *       `soft_deleted` or `error` is refused with `409 bucket_state_conflict`.
+         *     - Only an `active` bucket, or one in `error`, can be deleted: a bucket that is `creating`,
+         *       `deleting` or `soft_deleted` is refused with `409 bucket_state_conflict`. A bucket in `error`
+         *       that the object store does not hold is removed at once by the operation (its name and slot
+         *       are free again); one it holds is soft-deleted like an active one.
          */
         delete: operations["deleteBucket"];
         options?: never;
@@ -1189,8 +1191,9 @@ export interface paths {
         /**
          * Set a bucket's quota
          * @description Changes the bucket's per-bucket quota. For each field: a number sets the cap, `null` removes
-         *     the per-bucket cap, and an omitted field is left unchanged; at least one field must be sent
-         *     (`400 validation_failed`).
+         *     the per-bucket cap, and an omitted field is left unchanged. An empty body `{}` changes nothing:
+         *     the answer is `202` with the bucket as it is and a `bucket.quota` operation that has already
+         *     `succeeded` (`finished_at` set), so a client can treat every quota change alike.
          *
          *     - `max_objects`: how many objects the bucket may hold (object versions and delete markers
          *       included).
@@ -1198,7 +1201,9 @@ export interface paths {
          *       ceiling (`hard_bytes`, see `getS3Quota`): a larger value is refused with
          *       `400 bucket_quota_exceeds_ceiling`. With `null` the organization's ceiling still applies.
          *     - Unknown fields are refused (`400 validation_failed`).
-         *     - Only an `active` bucket's quota can be changed; otherwise `409 bucket_state_conflict`.
+         *     - Only an `active` bucket's quota can be changed, or one in `error` (the operation re-creates
+         *       the bucket in the object store, then applies the quota; on success the bucket is `active`
+         *       again); otherwise `409 bucket_state_conflict`.
          *
          *     The response holds the bucket with the new desired `quota` and the `bucket.quota` operation that
          *     applies it; `observed_quota` shows the new caps once the object store has confirmed them.
@@ -1723,7 +1728,7 @@ export interface components {
              * @example req_7Hq2xV9kLm3Pz
              */
             request_id: string;
-            /** @description Present on validation failures (`validation_failed`, `invalid_reference`, …), one entry per failing field or parameter. */
+            /** @description Present on validation failures (`validation_failed`, `invalid_reference`, …), one entry per failing field or parameter, at most 50 (the `detail` then says how many fields failed in all). */
             errors?: components["schemas"]["ProblemFieldError"][];
         };
         /** @description One failing field or parameter of a request. */
@@ -3040,8 +3045,8 @@ export interface components {
             versioning?: boolean;
         };
         /**
-         * @description A change of a bucket's per-bucket quota. Send at least one field. For each field: a number
-         *     sets the cap, `null` removes the per-bucket cap, and omitting the field leaves it unchanged.
+         * @description A change of a bucket's per-bucket quota. For each field: a number sets the cap, `null` removes
+         *     the per-bucket cap, and omitting the field leaves it unchanged (so `{}` changes nothing).
          *     Unknown fields are refused (`400 validation_failed`).
          */
         BucketQuotaRequest: {
@@ -3614,7 +3619,8 @@ export interface components {
         /**
          * @description The request is malformed or failed validation: `malformed_json` (the body is not JSON),
          *     `validation_failed` (a field, parameter or header breaks the contract; `errors` lists each
-         *     one with a JSON Pointer) or `invalid_cursor`.
+         *     one with a JSON Pointer), `invalid_cursor`, or `malformed_request` (the request line or headers are not
+         *     valid HTTP/1.1; the connection is closed after this answer).
          */
         BadRequest: {
             headers: {
@@ -3691,6 +3697,96 @@ export interface components {
         };
         /** @description An unexpected error on our side (`internal_error`). Nothing internal is disclosed; quote the request id to support. */
         InternalError: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description The path exists but not with this method (`method_not_allowed`); `Allow` lists the methods it has. */
+        MethodNotAllowed: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                /**
+                 * @description The methods this path allows.
+                 * @example GET, PUT
+                 */
+                Allow: string;
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description The request line and headers exceed 16 KiB (`request_headers_too_large`); the connection is closed after this answer. */
+        RequestHeadersTooLarge: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description The database or a backend the request needs cannot be reached right now (`service_unavailable`); nothing was changed. Retry after `Retry-After` seconds (the typed client does). */
+        ServiceUnavailable: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                "Retry-After": components["headers"]["Retry-After"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description The request body is larger than 1 MiB (`payload_too_large`); the connection is closed after this answer. */
+        PayloadTooLarge: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description The request body is not `application/json` (`unsupported_media_type`). A missing body is `400 validation_failed` instead. */
+        UnsupportedMediaType: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description The `Idempotency-Key` was already used with a different request (`idempotency_key_reused`). */
+        IdempotencyKeyReused: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
@@ -3888,6 +3984,12 @@ export type ResponseForbidden = components['responses']['Forbidden'];
 export type ResponseNotFound = components['responses']['NotFound'];
 export type ResponseTooManyRequests = components['responses']['TooManyRequests'];
 export type ResponseInternalError = components['responses']['InternalError'];
+export type ResponseMethodNotAllowed = components['responses']['MethodNotAllowed'];
+export type ResponseRequestHeadersTooLarge = components['responses']['RequestHeadersTooLarge'];
+export type ResponseServiceUnavailable = components['responses']['ServiceUnavailable'];
+export type ResponsePayloadTooLarge = components['responses']['PayloadTooLarge'];
+export type ResponseUnsupportedMediaType = components['responses']['UnsupportedMediaType'];
+export type ResponseIdempotencyKeyReused = components['responses']['IdempotencyKeyReused'];
 export type ParameterOrgId = components['parameters']['OrgId'];
 export type ParameterVmId = components['parameters']['VmId'];
 export type ParameterScheduleId = components['parameters']['ScheduleId'];
@@ -3956,8 +4058,11 @@ export interface operations {
                 };
             };
             404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeadersTooLarge"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     listRegions: {
@@ -4006,8 +4111,11 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeadersTooLarge"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     listImages: {
@@ -4087,8 +4195,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeadersTooLarge"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     listVms: {
@@ -4167,8 +4278,11 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeadersTooLarge"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     createVm: {
@@ -4232,6 +4346,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
             /** @description The name is taken in the region (`vm_name_taken`), the spend budget is reached (`spend_budget_exceeded`), or a request with the same `Idempotency-Key` is still running (`idempotency_key_in_use`). */
             409: {
                 headers: {
@@ -4246,6 +4361,8 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             /** @description Refused by a rule: `user_data_unsupported`, `workload_not_allowed`, `invalid_reference`, `image_requirements_not_met` or `idempotency_key_reused`. */
             422: {
                 headers: {
@@ -4261,7 +4378,9 @@ export interface operations {
                 };
             };
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeadersTooLarge"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     getVm: {
@@ -4315,8 +4434,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeadersTooLarge"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     deleteVm: {
@@ -4370,6 +4492,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
             /** @description The instance is protected (`vm_protected`), `delete` is not in `allowed_actions` (`vm_action_not_allowed`), or its state does not allow it (`vm_state_conflict`). */
             409: {
                 headers: {
@@ -4385,7 +4508,9 @@ export interface operations {
                 };
             };
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeadersTooLarge"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     startVm: {
@@ -4450,6 +4575,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
             /** @description `start` is not in `allowed_actions` (`vm_action_not_allowed`), the state does not allow it (`vm_state_conflict`), or a request with the same `Idempotency-Key` is still running (`idempotency_key_in_use`). */
             409: {
                 headers: {
@@ -4479,7 +4605,9 @@ export interface operations {
                 };
             };
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeadersTooLarge"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     stopVm: {
@@ -4544,6 +4672,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
             /** @description `stop` is not in `allowed_actions` (`vm_action_not_allowed`), the state does not allow it (`vm_state_conflict`), or a request with the same `Idempotency-Key` is still running (`idempotency_key_in_use`). */
             409: {
                 headers: {
@@ -4573,7 +4702,9 @@ export interface operations {
                 };
             };
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeadersTooLarge"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     rebootVm: {
@@ -4638,6 +4769,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
             /** @description `reboot` is not in `allowed_actions` (`vm_action_not_allowed`), the state does not allow it (`vm_state_conflict`), or a request with the same `Idempotency-Key` is still running (`idempotency_key_in_use`). */
             409: {
                 headers: {
@@ -4667,7 +4799,9 @@ export interface operations {
                 };
             };
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeadersTooLarge"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     resizeVm: {
@@ -4736,6 +4870,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
             /** @description `resize` is not in `allowed_actions` (`vm_action_not_allowed`), the state does not allow it (`vm_state_conflict`), or a request with the same `Idempotency-Key` is still running (`idempotency_key_in_use`). */
             409: {
                 headers: {
@@ -4750,6 +4885,8 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             /** @description The disk would shrink (`disk_shrink_not_allowed`), the size is below the image's minimums (`image_requirements_not_met`), or the `Idempotency-Key` was used for another request (`idempotency_key_reused`). */
             422: {
                 headers: {
@@ -4765,7 +4902,9 @@ export interface operations {
                 };
             };
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeadersTooLarge"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     rebuildVm: {
@@ -4834,6 +4973,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
             /** @description `rebuild` is not in `allowed_actions` (`vm_action_not_allowed`), the state does not allow it (`vm_state_conflict`), or a request with the same `Idempotency-Key` is still running (`idempotency_key_in_use`). */
             409: {
                 headers: {
@@ -4848,6 +4988,8 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             /** @description The image is not one of the region's (`invalid_reference`), needs a bigger instance (`image_requirements_not_met`), or the `Idempotency-Key` was used for another request (`idempotency_key_reused`). */
             422: {
                 headers: {
@@ -4863,7 +5005,9 @@ export interface operations {
                 };
             };
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeadersTooLarge"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     rescueVm: {
@@ -4928,6 +5072,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
             /** @description `rescue` is not in `allowed_actions` (`vm_action_not_allowed`), the state does not allow it (`vm_state_conflict`), or a request with the same `Idempotency-Key` is still running (`idempotency_key_in_use`). */
             409: {
                 headers: {
@@ -4957,7 +5102,9 @@ export interface operations {
                 };
             };
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeadersTooLarge"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     unrescueVm: {
@@ -5022,6 +5169,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
             /** @description `unrescue` is not in `allowed_actions` (`vm_action_not_allowed`), the state does not allow it (`vm_state_conflict`), or a request with the same `Idempotency-Key` is still running (`idempotency_key_in_use`). */
             409: {
                 headers: {
@@ -5051,7 +5199,9 @@ export interface operations {
                 };
             };
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeadersTooLarge"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     setVmProtection: {
@@ -5122,6 +5272,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
             /** @description `protection` is not in `allowed_actions` (`vm_action_not_allowed`) or the instance is being deleted (`vm_state_conflict`). */
             409: {
                 headers: {
@@ -5136,8 +5287,12 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeadersTooLarge"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     getVmFirewall: {
@@ -5191,8 +5346,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeadersTooLarge"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     setVmFirewall: {
@@ -5263,6 +5421,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
             /** @description `firewall` is not in `allowed_actions` (`vm_action_not_allowed`) or the instance is being deleted (`vm_state_conflict`). */
             409: {
                 headers: {
@@ -5277,8 +5436,12 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeadersTooLarge"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     collectConsole: {
@@ -5351,8 +5514,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeadersTooLarge"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     requestConsole: {
@@ -5417,6 +5583,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
             /** @description `console` is not in `allowed_actions` (`vm_action_not_allowed`), the instance is neither running nor in rescue (`vm_state_conflict`), or a request with the same `Idempotency-Key` is still running (`idempotency_key_in_use`). */
             409: {
                 headers: {
@@ -5446,7 +5613,9 @@ export interface operations {
                 };
             };
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeadersTooLarge"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     listVmScheduledActions: {
@@ -5513,8 +5682,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeadersTooLarge"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     scheduleVmRestart: {
@@ -5596,6 +5768,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
             /** @description New schedules are not accepted now (`scheduling_disabled`), the instance does not allow `reboot` (`vm_action_not_allowed`), or a request with the same `Idempotency-Key` is still being processed (`idempotency_key_in_use`). */
             409: {
                 headers: {
@@ -5610,6 +5783,8 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             /** @description The `Idempotency-Key` was already used with another body or endpoint (`idempotency_key_reused`). */
             422: {
                 headers: {
@@ -5625,7 +5800,9 @@ export interface operations {
                 };
             };
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeadersTooLarge"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     cancelScheduledAction: {
@@ -5679,6 +5856,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
             /** @description The schedule is already `completed` or `cancelled` (`scheduled_action_state_conflict`). */
             409: {
                 headers: {
@@ -5694,7 +5872,9 @@ export interface operations {
                 };
             };
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeadersTooLarge"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     listPublicIps: {
@@ -5748,8 +5928,11 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeadersTooLarge"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     allocatePublicIp: {
@@ -5813,6 +5996,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
             /** @description The spend budget is reached (`spend_budget_exceeded`), or a request with the same `Idempotency-Key` is still being processed (`idempotency_key_in_use`). */
             409: {
                 headers: {
@@ -5827,6 +6011,8 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             /** @description No region with this id (`invalid_reference`), or the `Idempotency-Key` was already used with another body or endpoint (`idempotency_key_reused`). */
             422: {
                 headers: {
@@ -5842,7 +6028,9 @@ export interface operations {
                 };
             };
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeadersTooLarge"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     getPublicIp: {
@@ -5896,8 +6084,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeadersTooLarge"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     releasePublicIp: {
@@ -5951,6 +6142,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
             /** @description Another change of the public IP is in flight (`public_ip_state_conflict`). */
             409: {
                 headers: {
@@ -5966,7 +6158,9 @@ export interface operations {
                 };
             };
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeadersTooLarge"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     associatePublicIp: {
@@ -6048,6 +6242,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
             /** @description The public IP is not `allocated` or the instance already has one (`public_ip_state_conflict`), the instance does not allow `public_ip` (`vm_action_not_allowed`), the instance is being deleted or failed (`vm_state_conflict`), or a request with the same `Idempotency-Key` is still being processed (`idempotency_key_in_use`). */
             409: {
                 headers: {
@@ -6062,6 +6257,8 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             /** @description No such instance in the organization (`invalid_reference`), the instance is in another region (`public_ip_region_mismatch`), or the `Idempotency-Key` was already used with another body or endpoint (`idempotency_key_reused`). */
             422: {
                 headers: {
@@ -6077,7 +6274,9 @@ export interface operations {
                 };
             };
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeadersTooLarge"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     disassociatePublicIp: {
@@ -6142,6 +6341,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
             /** @description The public IP is not `associated` (`public_ip_state_conflict`), or a request with the same `Idempotency-Key` is still being processed (`idempotency_key_in_use`). */
             409: {
                 headers: {
@@ -6171,7 +6371,9 @@ export interface operations {
                 };
             };
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeadersTooLarge"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     listSshKeys: {
@@ -6220,8 +6422,11 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeadersTooLarge"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     createSshKey: {
@@ -6285,6 +6490,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
             /** @description The name is already used in the organization (`ssh_key_name_taken`), or a request with the same `Idempotency-Key` is still being processed (`idempotency_key_in_use`). */
             409: {
                 headers: {
@@ -6299,6 +6505,8 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             /** @description The `Idempotency-Key` was already used with another body or endpoint (`idempotency_key_reused`). */
             422: {
                 headers: {
@@ -6314,7 +6522,9 @@ export interface operations {
                 };
             };
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeadersTooLarge"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     deleteSshKey: {
@@ -6366,8 +6576,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeadersTooLarge"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     listBuckets: {
@@ -6416,8 +6629,11 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeadersTooLarge"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     createBucket: {
@@ -6481,6 +6697,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
             /** @description The name is taken (`bucket_name_taken`), every bucket slot is in use (`bucket_limit_reached`), the spend budget is used up (`spend_budget_exceeded`), or the first request with this `Idempotency-Key` is still being processed (`idempotency_key_in_use`). */
             409: {
                 headers: {
@@ -6495,6 +6712,8 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             /** @description The `Idempotency-Key` was already used with another request (`idempotency_key_reused`). */
             422: {
                 headers: {
@@ -6510,7 +6729,9 @@ export interface operations {
                 };
             };
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeadersTooLarge"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     getBucket: {
@@ -6564,8 +6785,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeadersTooLarge"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     deleteBucket: {
@@ -6619,7 +6843,8 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The bucket still holds objects, versions or delete markers (`bucket_not_empty`), or is not `active` (`bucket_state_conflict`). */
+            405: components["responses"]["MethodNotAllowed"];
+            /** @description The bucket still holds objects, versions or delete markers (`bucket_not_empty`), or is `creating`, `deleting` or `soft_deleted` (`bucket_state_conflict`). */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6634,7 +6859,9 @@ export interface operations {
                 };
             };
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeadersTooLarge"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     setBucketQuota: {
@@ -6705,6 +6932,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
             /** @description The bucket is not `active` (`bucket_state_conflict`). */
             409: {
                 headers: {
@@ -6719,8 +6947,12 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeadersTooLarge"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     restoreBucket: {
@@ -6785,6 +7017,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
             /** @description The bucket is not soft-deleted (`bucket_state_conflict`), no bucket slot is free (`bucket_limit_reached`), or the first request with this `Idempotency-Key` is still being processed (`idempotency_key_in_use`). */
             409: {
                 headers: {
@@ -6814,7 +7047,9 @@ export interface operations {
                 };
             };
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeadersTooLarge"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     listAccessKeys: {
@@ -6863,8 +7098,11 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeadersTooLarge"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     createAccessKey: {
@@ -6911,6 +7149,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
             /** @description The first request with this `Idempotency-Key` is still being processed (`idempotency_key_in_use`). */
             409: {
                 headers: {
@@ -6940,7 +7179,9 @@ export interface operations {
                 };
             };
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeadersTooLarge"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     revokeAccessKey: {
@@ -6994,6 +7235,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
             /** @description The key is `issuing`, `revoking` or already `revoked` (`access_key_state_conflict`). */
             409: {
                 headers: {
@@ -7009,7 +7251,9 @@ export interface operations {
                 };
             };
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeadersTooLarge"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     getS3Quota: {
@@ -7045,8 +7289,11 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeadersTooLarge"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     setQuota: {
@@ -7099,8 +7346,13 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeadersTooLarge"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     getBilling: {
@@ -7136,8 +7388,11 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeadersTooLarge"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     setBillingBudget: {
@@ -7190,8 +7445,13 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeadersTooLarge"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     listInvoices: {
@@ -7240,8 +7500,11 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeadersTooLarge"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     getInvoice: {
@@ -7295,8 +7558,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeadersTooLarge"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     listApiTokens: {
@@ -7345,8 +7611,11 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeadersTooLarge"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     createApiToken: {
@@ -7423,6 +7692,7 @@ export interface operations {
                 };
             };
             404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
             /** @description The first request with this `Idempotency-Key` is still being processed (`idempotency_key_in_use`). */
             409: {
                 headers: {
@@ -7437,6 +7707,8 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             /** @description The `Idempotency-Key` was already used with another body (`idempotency_key_reused`). */
             422: {
                 headers: {
@@ -7452,7 +7724,9 @@ export interface operations {
                 };
             };
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeadersTooLarge"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     revokeApiToken: {
@@ -7506,8 +7780,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeadersTooLarge"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     listOperations: {
@@ -7566,8 +7843,11 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeadersTooLarge"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     getOperation: {
@@ -7621,8 +7901,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeadersTooLarge"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     cancelOperation: {
@@ -7687,6 +7970,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
             /** @description The operation has already started or finished (`operation_not_cancellable`). */
             409: {
                 headers: {
@@ -7701,8 +7985,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeadersTooLarge"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     listAuditEvents: {
@@ -7776,8 +8063,11 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeadersTooLarge"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
 }

@@ -518,8 +518,11 @@ export type GetOrgContextResponse =
   | { status: 401; body: operations['getOrgContext']['responses'][401]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 403; body: operations['getOrgContext']['responses'][403]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 404; body: operations['getOrgContext']['responses'][404]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['getOrgContext']['responses'][405]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 429; body: operations['getOrgContext']['responses'][429]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['getOrgContext']['responses'][431]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 500; body: operations['getOrgContext']['responses'][500]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 503; body: operations['getOrgContext']['responses'][503]['content']['application/problem+json']; headers?: ResponseHeaders }
 ;
 
 export type GetOrgContextSuccess = Extract<GetOrgContextResponse, { status: 200 }>;
@@ -539,8 +542,11 @@ export type ListRegionsResponse =
   | { status: 401; body: operations['listRegions']['responses'][401]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 403; body: operations['listRegions']['responses'][403]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 404; body: operations['listRegions']['responses'][404]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['listRegions']['responses'][405]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 429; body: operations['listRegions']['responses'][429]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['listRegions']['responses'][431]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 500; body: operations['listRegions']['responses'][500]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 503; body: operations['listRegions']['responses'][503]['content']['application/problem+json']; headers?: ResponseHeaders }
 ;
 
 export type ListRegionsSuccess = Extract<ListRegionsResponse, { status: 200 }>;
@@ -560,8 +566,11 @@ export type ListImagesResponse =
   | { status: 401; body: operations['listImages']['responses'][401]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 403; body: operations['listImages']['responses'][403]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 404; body: operations['listImages']['responses'][404]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['listImages']['responses'][405]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 429; body: operations['listImages']['responses'][429]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['listImages']['responses'][431]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 500; body: operations['listImages']['responses'][500]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 503; body: operations['listImages']['responses'][503]['content']['application/problem+json']; headers?: ResponseHeaders }
 ;
 
 export type ListImagesSuccess = Extract<ListImagesResponse, { status: 200 }>;
@@ -581,8 +590,11 @@ export type ListVmsResponse =
   | { status: 401; body: operations['listVms']['responses'][401]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 403; body: operations['listVms']['responses'][403]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 404; body: operations['listVms']['responses'][404]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['listVms']['responses'][405]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 429; body: operations['listVms']['responses'][429]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['listVms']['responses'][431]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 500; body: operations['listVms']['responses'][500]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 503; body: operations['listVms']['responses'][503]['content']['application/problem+json']; headers?: ResponseHeaders }
 ;
 
 export type ListVmsSuccess = Extract<ListVmsResponse, { status: 200 }>;
@@ -602,10 +614,15 @@ export type CreateVmResponse =
   | { status: 401; body: operations['createVm']['responses'][401]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 403; body: operations['createVm']['responses'][403]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 404; body: operations['createVm']['responses'][404]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['createVm']['responses'][405]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 409; body: operations['createVm']['responses'][409]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 413; body: operations['createVm']['responses'][413]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 415; body: operations['createVm']['responses'][415]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 422; body: operations['createVm']['responses'][422]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 429; body: operations['createVm']['responses'][429]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['createVm']['responses'][431]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 500; body: operations['createVm']['responses'][500]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 503; body: operations['createVm']['responses'][503]['content']['application/problem+json']; headers?: ResponseHeaders }
 ;
 
 export type CreateVmSuccess = Extract<CreateVmResponse, { status: 202 }>;
@@ -625,8 +642,11 @@ export type GetVmResponse =
   | { status: 401; body: operations['getVm']['responses'][401]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 403; body: operations['getVm']['responses'][403]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 404; body: operations['getVm']['responses'][404]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['getVm']['responses'][405]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 429; body: operations['getVm']['responses'][429]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['getVm']['responses'][431]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 500; body: operations['getVm']['responses'][500]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 503; body: operations['getVm']['responses'][503]['content']['application/problem+json']; headers?: ResponseHeaders }
 ;
 
 export type GetVmSuccess = Extract<GetVmResponse, { status: 200 }>;
@@ -646,9 +666,12 @@ export type DeleteVmResponse =
   | { status: 401; body: operations['deleteVm']['responses'][401]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 403; body: operations['deleteVm']['responses'][403]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 404; body: operations['deleteVm']['responses'][404]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['deleteVm']['responses'][405]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 409; body: operations['deleteVm']['responses'][409]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 429; body: operations['deleteVm']['responses'][429]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['deleteVm']['responses'][431]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 500; body: operations['deleteVm']['responses'][500]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 503; body: operations['deleteVm']['responses'][503]['content']['application/problem+json']; headers?: ResponseHeaders }
 ;
 
 export type DeleteVmSuccess = Extract<DeleteVmResponse, { status: 202 }>;
@@ -668,10 +691,13 @@ export type StartVmResponse =
   | { status: 401; body: operations['startVm']['responses'][401]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 403; body: operations['startVm']['responses'][403]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 404; body: operations['startVm']['responses'][404]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['startVm']['responses'][405]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 409; body: operations['startVm']['responses'][409]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 422; body: operations['startVm']['responses'][422]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 429; body: operations['startVm']['responses'][429]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['startVm']['responses'][431]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 500; body: operations['startVm']['responses'][500]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 503; body: operations['startVm']['responses'][503]['content']['application/problem+json']; headers?: ResponseHeaders }
 ;
 
 export type StartVmSuccess = Extract<StartVmResponse, { status: 202 }>;
@@ -691,10 +717,13 @@ export type StopVmResponse =
   | { status: 401; body: operations['stopVm']['responses'][401]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 403; body: operations['stopVm']['responses'][403]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 404; body: operations['stopVm']['responses'][404]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['stopVm']['responses'][405]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 409; body: operations['stopVm']['responses'][409]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 422; body: operations['stopVm']['responses'][422]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 429; body: operations['stopVm']['responses'][429]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['stopVm']['responses'][431]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 500; body: operations['stopVm']['responses'][500]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 503; body: operations['stopVm']['responses'][503]['content']['application/problem+json']; headers?: ResponseHeaders }
 ;
 
 export type StopVmSuccess = Extract<StopVmResponse, { status: 202 }>;
@@ -714,10 +743,13 @@ export type RebootVmResponse =
   | { status: 401; body: operations['rebootVm']['responses'][401]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 403; body: operations['rebootVm']['responses'][403]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 404; body: operations['rebootVm']['responses'][404]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['rebootVm']['responses'][405]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 409; body: operations['rebootVm']['responses'][409]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 422; body: operations['rebootVm']['responses'][422]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 429; body: operations['rebootVm']['responses'][429]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['rebootVm']['responses'][431]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 500; body: operations['rebootVm']['responses'][500]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 503; body: operations['rebootVm']['responses'][503]['content']['application/problem+json']; headers?: ResponseHeaders }
 ;
 
 export type RebootVmSuccess = Extract<RebootVmResponse, { status: 202 }>;
@@ -737,10 +769,15 @@ export type ResizeVmResponse =
   | { status: 401; body: operations['resizeVm']['responses'][401]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 403; body: operations['resizeVm']['responses'][403]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 404; body: operations['resizeVm']['responses'][404]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['resizeVm']['responses'][405]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 409; body: operations['resizeVm']['responses'][409]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 413; body: operations['resizeVm']['responses'][413]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 415; body: operations['resizeVm']['responses'][415]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 422; body: operations['resizeVm']['responses'][422]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 429; body: operations['resizeVm']['responses'][429]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['resizeVm']['responses'][431]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 500; body: operations['resizeVm']['responses'][500]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 503; body: operations['resizeVm']['responses'][503]['content']['application/problem+json']; headers?: ResponseHeaders }
 ;
 
 export type ResizeVmSuccess = Extract<ResizeVmResponse, { status: 202 }>;
@@ -760,10 +797,15 @@ export type RebuildVmResponse =
   | { status: 401; body: operations['rebuildVm']['responses'][401]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 403; body: operations['rebuildVm']['responses'][403]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 404; body: operations['rebuildVm']['responses'][404]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['rebuildVm']['responses'][405]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 409; body: operations['rebuildVm']['responses'][409]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 413; body: operations['rebuildVm']['responses'][413]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 415; body: operations['rebuildVm']['responses'][415]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 422; body: operations['rebuildVm']['responses'][422]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 429; body: operations['rebuildVm']['responses'][429]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['rebuildVm']['responses'][431]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 500; body: operations['rebuildVm']['responses'][500]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 503; body: operations['rebuildVm']['responses'][503]['content']['application/problem+json']; headers?: ResponseHeaders }
 ;
 
 export type RebuildVmSuccess = Extract<RebuildVmResponse, { status: 202 }>;
@@ -783,10 +825,13 @@ export type RescueVmResponse =
   | { status: 401; body: operations['rescueVm']['responses'][401]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 403; body: operations['rescueVm']['responses'][403]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 404; body: operations['rescueVm']['responses'][404]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['rescueVm']['responses'][405]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 409; body: operations['rescueVm']['responses'][409]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 422; body: operations['rescueVm']['responses'][422]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 429; body: operations['rescueVm']['responses'][429]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['rescueVm']['responses'][431]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 500; body: operations['rescueVm']['responses'][500]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 503; body: operations['rescueVm']['responses'][503]['content']['application/problem+json']; headers?: ResponseHeaders }
 ;
 
 export type RescueVmSuccess = Extract<RescueVmResponse, { status: 202 }>;
@@ -806,10 +851,13 @@ export type UnrescueVmResponse =
   | { status: 401; body: operations['unrescueVm']['responses'][401]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 403; body: operations['unrescueVm']['responses'][403]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 404; body: operations['unrescueVm']['responses'][404]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['unrescueVm']['responses'][405]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 409; body: operations['unrescueVm']['responses'][409]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 422; body: operations['unrescueVm']['responses'][422]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 429; body: operations['unrescueVm']['responses'][429]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['unrescueVm']['responses'][431]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 500; body: operations['unrescueVm']['responses'][500]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 503; body: operations['unrescueVm']['responses'][503]['content']['application/problem+json']; headers?: ResponseHeaders }
 ;
 
 export type UnrescueVmSuccess = Extract<UnrescueVmResponse, { status: 202 }>;
@@ -829,9 +877,14 @@ export type SetVmProtectionResponse =
   | { status: 401; body: operations['setVmProtection']['responses'][401]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 403; body: operations['setVmProtection']['responses'][403]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 404; body: operations['setVmProtection']['responses'][404]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['setVmProtection']['responses'][405]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 409; body: operations['setVmProtection']['responses'][409]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 413; body: operations['setVmProtection']['responses'][413]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 415; body: operations['setVmProtection']['responses'][415]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 429; body: operations['setVmProtection']['responses'][429]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['setVmProtection']['responses'][431]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 500; body: operations['setVmProtection']['responses'][500]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 503; body: operations['setVmProtection']['responses'][503]['content']['application/problem+json']; headers?: ResponseHeaders }
 ;
 
 export type SetVmProtectionSuccess = Extract<SetVmProtectionResponse, { status: 200 }>;
@@ -851,8 +904,11 @@ export type GetVmFirewallResponse =
   | { status: 401; body: operations['getVmFirewall']['responses'][401]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 403; body: operations['getVmFirewall']['responses'][403]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 404; body: operations['getVmFirewall']['responses'][404]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['getVmFirewall']['responses'][405]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 429; body: operations['getVmFirewall']['responses'][429]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['getVmFirewall']['responses'][431]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 500; body: operations['getVmFirewall']['responses'][500]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 503; body: operations['getVmFirewall']['responses'][503]['content']['application/problem+json']; headers?: ResponseHeaders }
 ;
 
 export type GetVmFirewallSuccess = Extract<GetVmFirewallResponse, { status: 200 }>;
@@ -872,9 +928,14 @@ export type SetVmFirewallResponse =
   | { status: 401; body: operations['setVmFirewall']['responses'][401]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 403; body: operations['setVmFirewall']['responses'][403]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 404; body: operations['setVmFirewall']['responses'][404]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['setVmFirewall']['responses'][405]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 409; body: operations['setVmFirewall']['responses'][409]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 413; body: operations['setVmFirewall']['responses'][413]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 415; body: operations['setVmFirewall']['responses'][415]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 429; body: operations['setVmFirewall']['responses'][429]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['setVmFirewall']['responses'][431]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 500; body: operations['setVmFirewall']['responses'][500]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 503; body: operations['setVmFirewall']['responses'][503]['content']['application/problem+json']; headers?: ResponseHeaders }
 ;
 
 export type SetVmFirewallSuccess = Extract<SetVmFirewallResponse, { status: 202 }>;
@@ -894,8 +955,11 @@ export type CollectConsoleResponse =
   | { status: 401; body: operations['collectConsole']['responses'][401]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 403; body: operations['collectConsole']['responses'][403]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 404; body: operations['collectConsole']['responses'][404]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['collectConsole']['responses'][405]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 429; body: operations['collectConsole']['responses'][429]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['collectConsole']['responses'][431]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 500; body: operations['collectConsole']['responses'][500]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 503; body: operations['collectConsole']['responses'][503]['content']['application/problem+json']; headers?: ResponseHeaders }
 ;
 
 export type CollectConsoleSuccess = Extract<CollectConsoleResponse, { status: 200 }>;
@@ -915,10 +979,13 @@ export type RequestConsoleResponse =
   | { status: 401; body: operations['requestConsole']['responses'][401]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 403; body: operations['requestConsole']['responses'][403]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 404; body: operations['requestConsole']['responses'][404]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['requestConsole']['responses'][405]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 409; body: operations['requestConsole']['responses'][409]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 422; body: operations['requestConsole']['responses'][422]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 429; body: operations['requestConsole']['responses'][429]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['requestConsole']['responses'][431]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 500; body: operations['requestConsole']['responses'][500]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 503; body: operations['requestConsole']['responses'][503]['content']['application/problem+json']; headers?: ResponseHeaders }
 ;
 
 export type RequestConsoleSuccess = Extract<RequestConsoleResponse, { status: 202 }>;
@@ -938,8 +1005,11 @@ export type ListVmScheduledActionsResponse =
   | { status: 401; body: operations['listVmScheduledActions']['responses'][401]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 403; body: operations['listVmScheduledActions']['responses'][403]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 404; body: operations['listVmScheduledActions']['responses'][404]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['listVmScheduledActions']['responses'][405]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 429; body: operations['listVmScheduledActions']['responses'][429]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['listVmScheduledActions']['responses'][431]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 500; body: operations['listVmScheduledActions']['responses'][500]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 503; body: operations['listVmScheduledActions']['responses'][503]['content']['application/problem+json']; headers?: ResponseHeaders }
 ;
 
 export type ListVmScheduledActionsSuccess = Extract<ListVmScheduledActionsResponse, { status: 200 }>;
@@ -959,10 +1029,15 @@ export type ScheduleVmRestartResponse =
   | { status: 401; body: operations['scheduleVmRestart']['responses'][401]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 403; body: operations['scheduleVmRestart']['responses'][403]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 404; body: operations['scheduleVmRestart']['responses'][404]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['scheduleVmRestart']['responses'][405]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 409; body: operations['scheduleVmRestart']['responses'][409]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 413; body: operations['scheduleVmRestart']['responses'][413]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 415; body: operations['scheduleVmRestart']['responses'][415]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 422; body: operations['scheduleVmRestart']['responses'][422]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 429; body: operations['scheduleVmRestart']['responses'][429]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['scheduleVmRestart']['responses'][431]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 500; body: operations['scheduleVmRestart']['responses'][500]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 503; body: operations['scheduleVmRestart']['responses'][503]['content']['application/problem+json']; headers?: ResponseHeaders }
 ;
 
 export type ScheduleVmRestartSuccess = Extract<ScheduleVmRestartResponse, { status: 201 }>;
@@ -982,9 +1057,12 @@ export type CancelScheduledActionResponse =
   | { status: 401; body: operations['cancelScheduledAction']['responses'][401]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 403; body: operations['cancelScheduledAction']['responses'][403]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 404; body: operations['cancelScheduledAction']['responses'][404]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['cancelScheduledAction']['responses'][405]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 409; body: operations['cancelScheduledAction']['responses'][409]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 429; body: operations['cancelScheduledAction']['responses'][429]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['cancelScheduledAction']['responses'][431]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 500; body: operations['cancelScheduledAction']['responses'][500]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 503; body: operations['cancelScheduledAction']['responses'][503]['content']['application/problem+json']; headers?: ResponseHeaders }
 ;
 
 export type CancelScheduledActionSuccess = Extract<CancelScheduledActionResponse, { status: 200 }>;
@@ -1004,8 +1082,11 @@ export type ListPublicIpsResponse =
   | { status: 401; body: operations['listPublicIps']['responses'][401]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 403; body: operations['listPublicIps']['responses'][403]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 404; body: operations['listPublicIps']['responses'][404]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['listPublicIps']['responses'][405]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 429; body: operations['listPublicIps']['responses'][429]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['listPublicIps']['responses'][431]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 500; body: operations['listPublicIps']['responses'][500]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 503; body: operations['listPublicIps']['responses'][503]['content']['application/problem+json']; headers?: ResponseHeaders }
 ;
 
 export type ListPublicIpsSuccess = Extract<ListPublicIpsResponse, { status: 200 }>;
@@ -1025,10 +1106,15 @@ export type AllocatePublicIpResponse =
   | { status: 401; body: operations['allocatePublicIp']['responses'][401]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 403; body: operations['allocatePublicIp']['responses'][403]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 404; body: operations['allocatePublicIp']['responses'][404]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['allocatePublicIp']['responses'][405]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 409; body: operations['allocatePublicIp']['responses'][409]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 413; body: operations['allocatePublicIp']['responses'][413]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 415; body: operations['allocatePublicIp']['responses'][415]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 422; body: operations['allocatePublicIp']['responses'][422]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 429; body: operations['allocatePublicIp']['responses'][429]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['allocatePublicIp']['responses'][431]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 500; body: operations['allocatePublicIp']['responses'][500]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 503; body: operations['allocatePublicIp']['responses'][503]['content']['application/problem+json']; headers?: ResponseHeaders }
 ;
 
 export type AllocatePublicIpSuccess = Extract<AllocatePublicIpResponse, { status: 202 }>;
@@ -1048,8 +1134,11 @@ export type GetPublicIpResponse =
   | { status: 401; body: operations['getPublicIp']['responses'][401]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 403; body: operations['getPublicIp']['responses'][403]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 404; body: operations['getPublicIp']['responses'][404]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['getPublicIp']['responses'][405]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 429; body: operations['getPublicIp']['responses'][429]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['getPublicIp']['responses'][431]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 500; body: operations['getPublicIp']['responses'][500]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 503; body: operations['getPublicIp']['responses'][503]['content']['application/problem+json']; headers?: ResponseHeaders }
 ;
 
 export type GetPublicIpSuccess = Extract<GetPublicIpResponse, { status: 200 }>;
@@ -1069,9 +1158,12 @@ export type ReleasePublicIpResponse =
   | { status: 401; body: operations['releasePublicIp']['responses'][401]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 403; body: operations['releasePublicIp']['responses'][403]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 404; body: operations['releasePublicIp']['responses'][404]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['releasePublicIp']['responses'][405]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 409; body: operations['releasePublicIp']['responses'][409]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 429; body: operations['releasePublicIp']['responses'][429]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['releasePublicIp']['responses'][431]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 500; body: operations['releasePublicIp']['responses'][500]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 503; body: operations['releasePublicIp']['responses'][503]['content']['application/problem+json']; headers?: ResponseHeaders }
 ;
 
 export type ReleasePublicIpSuccess = Extract<ReleasePublicIpResponse, { status: 202 }>;
@@ -1091,10 +1183,15 @@ export type AssociatePublicIpResponse =
   | { status: 401; body: operations['associatePublicIp']['responses'][401]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 403; body: operations['associatePublicIp']['responses'][403]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 404; body: operations['associatePublicIp']['responses'][404]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['associatePublicIp']['responses'][405]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 409; body: operations['associatePublicIp']['responses'][409]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 413; body: operations['associatePublicIp']['responses'][413]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 415; body: operations['associatePublicIp']['responses'][415]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 422; body: operations['associatePublicIp']['responses'][422]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 429; body: operations['associatePublicIp']['responses'][429]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['associatePublicIp']['responses'][431]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 500; body: operations['associatePublicIp']['responses'][500]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 503; body: operations['associatePublicIp']['responses'][503]['content']['application/problem+json']; headers?: ResponseHeaders }
 ;
 
 export type AssociatePublicIpSuccess = Extract<AssociatePublicIpResponse, { status: 202 }>;
@@ -1114,10 +1211,13 @@ export type DisassociatePublicIpResponse =
   | { status: 401; body: operations['disassociatePublicIp']['responses'][401]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 403; body: operations['disassociatePublicIp']['responses'][403]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 404; body: operations['disassociatePublicIp']['responses'][404]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['disassociatePublicIp']['responses'][405]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 409; body: operations['disassociatePublicIp']['responses'][409]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 422; body: operations['disassociatePublicIp']['responses'][422]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 429; body: operations['disassociatePublicIp']['responses'][429]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['disassociatePublicIp']['responses'][431]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 500; body: operations['disassociatePublicIp']['responses'][500]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 503; body: operations['disassociatePublicIp']['responses'][503]['content']['application/problem+json']; headers?: ResponseHeaders }
 ;
 
 export type DisassociatePublicIpSuccess = Extract<DisassociatePublicIpResponse, { status: 202 }>;
@@ -1137,8 +1237,11 @@ export type ListSshKeysResponse =
   | { status: 401; body: operations['listSshKeys']['responses'][401]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 403; body: operations['listSshKeys']['responses'][403]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 404; body: operations['listSshKeys']['responses'][404]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['listSshKeys']['responses'][405]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 429; body: operations['listSshKeys']['responses'][429]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['listSshKeys']['responses'][431]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 500; body: operations['listSshKeys']['responses'][500]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 503; body: operations['listSshKeys']['responses'][503]['content']['application/problem+json']; headers?: ResponseHeaders }
 ;
 
 export type ListSshKeysSuccess = Extract<ListSshKeysResponse, { status: 200 }>;
@@ -1158,10 +1261,15 @@ export type CreateSshKeyResponse =
   | { status: 401; body: operations['createSshKey']['responses'][401]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 403; body: operations['createSshKey']['responses'][403]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 404; body: operations['createSshKey']['responses'][404]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['createSshKey']['responses'][405]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 409; body: operations['createSshKey']['responses'][409]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 413; body: operations['createSshKey']['responses'][413]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 415; body: operations['createSshKey']['responses'][415]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 422; body: operations['createSshKey']['responses'][422]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 429; body: operations['createSshKey']['responses'][429]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['createSshKey']['responses'][431]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 500; body: operations['createSshKey']['responses'][500]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 503; body: operations['createSshKey']['responses'][503]['content']['application/problem+json']; headers?: ResponseHeaders }
 ;
 
 export type CreateSshKeySuccess = Extract<CreateSshKeyResponse, { status: 201 }>;
@@ -1181,8 +1289,11 @@ export type DeleteSshKeyResponse =
   | { status: 401; body: operations['deleteSshKey']['responses'][401]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 403; body: operations['deleteSshKey']['responses'][403]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 404; body: operations['deleteSshKey']['responses'][404]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['deleteSshKey']['responses'][405]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 429; body: operations['deleteSshKey']['responses'][429]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['deleteSshKey']['responses'][431]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 500; body: operations['deleteSshKey']['responses'][500]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 503; body: operations['deleteSshKey']['responses'][503]['content']['application/problem+json']; headers?: ResponseHeaders }
 ;
 
 export type DeleteSshKeySuccess = Extract<DeleteSshKeyResponse, { status: 204 }>;
@@ -1202,8 +1313,11 @@ export type ListBucketsResponse =
   | { status: 401; body: operations['listBuckets']['responses'][401]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 403; body: operations['listBuckets']['responses'][403]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 404; body: operations['listBuckets']['responses'][404]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['listBuckets']['responses'][405]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 429; body: operations['listBuckets']['responses'][429]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['listBuckets']['responses'][431]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 500; body: operations['listBuckets']['responses'][500]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 503; body: operations['listBuckets']['responses'][503]['content']['application/problem+json']; headers?: ResponseHeaders }
 ;
 
 export type ListBucketsSuccess = Extract<ListBucketsResponse, { status: 200 }>;
@@ -1223,10 +1337,15 @@ export type CreateBucketResponse =
   | { status: 401; body: operations['createBucket']['responses'][401]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 403; body: operations['createBucket']['responses'][403]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 404; body: operations['createBucket']['responses'][404]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['createBucket']['responses'][405]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 409; body: operations['createBucket']['responses'][409]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 413; body: operations['createBucket']['responses'][413]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 415; body: operations['createBucket']['responses'][415]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 422; body: operations['createBucket']['responses'][422]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 429; body: operations['createBucket']['responses'][429]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['createBucket']['responses'][431]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 500; body: operations['createBucket']['responses'][500]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 503; body: operations['createBucket']['responses'][503]['content']['application/problem+json']; headers?: ResponseHeaders }
 ;
 
 export type CreateBucketSuccess = Extract<CreateBucketResponse, { status: 202 }>;
@@ -1246,8 +1365,11 @@ export type GetBucketResponse =
   | { status: 401; body: operations['getBucket']['responses'][401]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 403; body: operations['getBucket']['responses'][403]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 404; body: operations['getBucket']['responses'][404]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['getBucket']['responses'][405]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 429; body: operations['getBucket']['responses'][429]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['getBucket']['responses'][431]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 500; body: operations['getBucket']['responses'][500]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 503; body: operations['getBucket']['responses'][503]['content']['application/problem+json']; headers?: ResponseHeaders }
 ;
 
 export type GetBucketSuccess = Extract<GetBucketResponse, { status: 200 }>;
@@ -1267,9 +1389,12 @@ export type DeleteBucketResponse =
   | { status: 401; body: operations['deleteBucket']['responses'][401]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 403; body: operations['deleteBucket']['responses'][403]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 404; body: operations['deleteBucket']['responses'][404]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['deleteBucket']['responses'][405]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 409; body: operations['deleteBucket']['responses'][409]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 429; body: operations['deleteBucket']['responses'][429]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['deleteBucket']['responses'][431]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 500; body: operations['deleteBucket']['responses'][500]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 503; body: operations['deleteBucket']['responses'][503]['content']['application/problem+json']; headers?: ResponseHeaders }
 ;
 
 export type DeleteBucketSuccess = Extract<DeleteBucketResponse, { status: 202 }>;
@@ -1289,9 +1414,14 @@ export type SetBucketQuotaResponse =
   | { status: 401; body: operations['setBucketQuota']['responses'][401]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 403; body: operations['setBucketQuota']['responses'][403]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 404; body: operations['setBucketQuota']['responses'][404]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['setBucketQuota']['responses'][405]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 409; body: operations['setBucketQuota']['responses'][409]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 413; body: operations['setBucketQuota']['responses'][413]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 415; body: operations['setBucketQuota']['responses'][415]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 429; body: operations['setBucketQuota']['responses'][429]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['setBucketQuota']['responses'][431]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 500; body: operations['setBucketQuota']['responses'][500]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 503; body: operations['setBucketQuota']['responses'][503]['content']['application/problem+json']; headers?: ResponseHeaders }
 ;
 
 export type SetBucketQuotaSuccess = Extract<SetBucketQuotaResponse, { status: 202 }>;
@@ -1311,10 +1441,13 @@ export type RestoreBucketResponse =
   | { status: 401; body: operations['restoreBucket']['responses'][401]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 403; body: operations['restoreBucket']['responses'][403]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 404; body: operations['restoreBucket']['responses'][404]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['restoreBucket']['responses'][405]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 409; body: operations['restoreBucket']['responses'][409]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 422; body: operations['restoreBucket']['responses'][422]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 429; body: operations['restoreBucket']['responses'][429]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['restoreBucket']['responses'][431]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 500; body: operations['restoreBucket']['responses'][500]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 503; body: operations['restoreBucket']['responses'][503]['content']['application/problem+json']; headers?: ResponseHeaders }
 ;
 
 export type RestoreBucketSuccess = Extract<RestoreBucketResponse, { status: 202 }>;
@@ -1334,8 +1467,11 @@ export type ListAccessKeysResponse =
   | { status: 401; body: operations['listAccessKeys']['responses'][401]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 403; body: operations['listAccessKeys']['responses'][403]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 404; body: operations['listAccessKeys']['responses'][404]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['listAccessKeys']['responses'][405]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 429; body: operations['listAccessKeys']['responses'][429]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['listAccessKeys']['responses'][431]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 500; body: operations['listAccessKeys']['responses'][500]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 503; body: operations['listAccessKeys']['responses'][503]['content']['application/problem+json']; headers?: ResponseHeaders }
 ;
 
 export type ListAccessKeysSuccess = Extract<ListAccessKeysResponse, { status: 200 }>;
@@ -1355,10 +1491,13 @@ export type CreateAccessKeyResponse =
   | { status: 401; body: operations['createAccessKey']['responses'][401]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 403; body: operations['createAccessKey']['responses'][403]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 404; body: operations['createAccessKey']['responses'][404]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['createAccessKey']['responses'][405]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 409; body: operations['createAccessKey']['responses'][409]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 422; body: operations['createAccessKey']['responses'][422]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 429; body: operations['createAccessKey']['responses'][429]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['createAccessKey']['responses'][431]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 500; body: operations['createAccessKey']['responses'][500]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 503; body: operations['createAccessKey']['responses'][503]['content']['application/problem+json']; headers?: ResponseHeaders }
 ;
 
 export type CreateAccessKeySuccess = Extract<CreateAccessKeyResponse, { status: 202 }>;
@@ -1378,9 +1517,12 @@ export type RevokeAccessKeyResponse =
   | { status: 401; body: operations['revokeAccessKey']['responses'][401]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 403; body: operations['revokeAccessKey']['responses'][403]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 404; body: operations['revokeAccessKey']['responses'][404]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['revokeAccessKey']['responses'][405]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 409; body: operations['revokeAccessKey']['responses'][409]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 429; body: operations['revokeAccessKey']['responses'][429]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['revokeAccessKey']['responses'][431]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 500; body: operations['revokeAccessKey']['responses'][500]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 503; body: operations['revokeAccessKey']['responses'][503]['content']['application/problem+json']; headers?: ResponseHeaders }
 ;
 
 export type RevokeAccessKeySuccess = Extract<RevokeAccessKeyResponse, { status: 202 }>;
@@ -1400,8 +1542,11 @@ export type GetS3QuotaResponse =
   | { status: 401; body: operations['getS3Quota']['responses'][401]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 403; body: operations['getS3Quota']['responses'][403]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 404; body: operations['getS3Quota']['responses'][404]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['getS3Quota']['responses'][405]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 429; body: operations['getS3Quota']['responses'][429]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['getS3Quota']['responses'][431]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 500; body: operations['getS3Quota']['responses'][500]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 503; body: operations['getS3Quota']['responses'][503]['content']['application/problem+json']; headers?: ResponseHeaders }
 ;
 
 export type GetS3QuotaSuccess = Extract<GetS3QuotaResponse, { status: 200 }>;
@@ -1421,8 +1566,13 @@ export type SetQuotaResponse =
   | { status: 401; body: operations['setQuota']['responses'][401]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 403; body: operations['setQuota']['responses'][403]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 404; body: operations['setQuota']['responses'][404]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['setQuota']['responses'][405]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 413; body: operations['setQuota']['responses'][413]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 415; body: operations['setQuota']['responses'][415]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 429; body: operations['setQuota']['responses'][429]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['setQuota']['responses'][431]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 500; body: operations['setQuota']['responses'][500]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 503; body: operations['setQuota']['responses'][503]['content']['application/problem+json']; headers?: ResponseHeaders }
 ;
 
 export type SetQuotaSuccess = Extract<SetQuotaResponse, { status: 200 }>;
@@ -1442,8 +1592,11 @@ export type GetBillingResponse =
   | { status: 401; body: operations['getBilling']['responses'][401]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 403; body: operations['getBilling']['responses'][403]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 404; body: operations['getBilling']['responses'][404]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['getBilling']['responses'][405]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 429; body: operations['getBilling']['responses'][429]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['getBilling']['responses'][431]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 500; body: operations['getBilling']['responses'][500]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 503; body: operations['getBilling']['responses'][503]['content']['application/problem+json']; headers?: ResponseHeaders }
 ;
 
 export type GetBillingSuccess = Extract<GetBillingResponse, { status: 200 }>;
@@ -1463,8 +1616,13 @@ export type SetBillingBudgetResponse =
   | { status: 401; body: operations['setBillingBudget']['responses'][401]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 403; body: operations['setBillingBudget']['responses'][403]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 404; body: operations['setBillingBudget']['responses'][404]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['setBillingBudget']['responses'][405]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 413; body: operations['setBillingBudget']['responses'][413]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 415; body: operations['setBillingBudget']['responses'][415]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 429; body: operations['setBillingBudget']['responses'][429]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['setBillingBudget']['responses'][431]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 500; body: operations['setBillingBudget']['responses'][500]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 503; body: operations['setBillingBudget']['responses'][503]['content']['application/problem+json']; headers?: ResponseHeaders }
 ;
 
 export type SetBillingBudgetSuccess = Extract<SetBillingBudgetResponse, { status: 200 }>;
@@ -1484,8 +1642,11 @@ export type ListInvoicesResponse =
   | { status: 401; body: operations['listInvoices']['responses'][401]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 403; body: operations['listInvoices']['responses'][403]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 404; body: operations['listInvoices']['responses'][404]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['listInvoices']['responses'][405]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 429; body: operations['listInvoices']['responses'][429]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['listInvoices']['responses'][431]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 500; body: operations['listInvoices']['responses'][500]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 503; body: operations['listInvoices']['responses'][503]['content']['application/problem+json']; headers?: ResponseHeaders }
 ;
 
 export type ListInvoicesSuccess = Extract<ListInvoicesResponse, { status: 200 }>;
@@ -1505,8 +1666,11 @@ export type GetInvoiceResponse =
   | { status: 401; body: operations['getInvoice']['responses'][401]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 403; body: operations['getInvoice']['responses'][403]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 404; body: operations['getInvoice']['responses'][404]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['getInvoice']['responses'][405]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 429; body: operations['getInvoice']['responses'][429]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['getInvoice']['responses'][431]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 500; body: operations['getInvoice']['responses'][500]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 503; body: operations['getInvoice']['responses'][503]['content']['application/problem+json']; headers?: ResponseHeaders }
 ;
 
 export type GetInvoiceSuccess = Extract<GetInvoiceResponse, { status: 200 }>;
@@ -1526,8 +1690,11 @@ export type ListApiTokensResponse =
   | { status: 401; body: operations['listApiTokens']['responses'][401]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 403; body: operations['listApiTokens']['responses'][403]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 404; body: operations['listApiTokens']['responses'][404]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['listApiTokens']['responses'][405]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 429; body: operations['listApiTokens']['responses'][429]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['listApiTokens']['responses'][431]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 500; body: operations['listApiTokens']['responses'][500]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 503; body: operations['listApiTokens']['responses'][503]['content']['application/problem+json']; headers?: ResponseHeaders }
 ;
 
 export type ListApiTokensSuccess = Extract<ListApiTokensResponse, { status: 200 }>;
@@ -1547,10 +1714,15 @@ export type CreateApiTokenResponse =
   | { status: 401; body: operations['createApiToken']['responses'][401]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 403; body: operations['createApiToken']['responses'][403]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 404; body: operations['createApiToken']['responses'][404]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['createApiToken']['responses'][405]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 409; body: operations['createApiToken']['responses'][409]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 413; body: operations['createApiToken']['responses'][413]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 415; body: operations['createApiToken']['responses'][415]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 422; body: operations['createApiToken']['responses'][422]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 429; body: operations['createApiToken']['responses'][429]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['createApiToken']['responses'][431]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 500; body: operations['createApiToken']['responses'][500]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 503; body: operations['createApiToken']['responses'][503]['content']['application/problem+json']; headers?: ResponseHeaders }
 ;
 
 export type CreateApiTokenSuccess = Extract<CreateApiTokenResponse, { status: 201 }>;
@@ -1570,8 +1742,11 @@ export type RevokeApiTokenResponse =
   | { status: 401; body: operations['revokeApiToken']['responses'][401]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 403; body: operations['revokeApiToken']['responses'][403]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 404; body: operations['revokeApiToken']['responses'][404]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['revokeApiToken']['responses'][405]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 429; body: operations['revokeApiToken']['responses'][429]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['revokeApiToken']['responses'][431]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 500; body: operations['revokeApiToken']['responses'][500]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 503; body: operations['revokeApiToken']['responses'][503]['content']['application/problem+json']; headers?: ResponseHeaders }
 ;
 
 export type RevokeApiTokenSuccess = Extract<RevokeApiTokenResponse, { status: 200 }>;
@@ -1591,8 +1766,11 @@ export type ListOperationsResponse =
   | { status: 401; body: operations['listOperations']['responses'][401]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 403; body: operations['listOperations']['responses'][403]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 404; body: operations['listOperations']['responses'][404]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['listOperations']['responses'][405]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 429; body: operations['listOperations']['responses'][429]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['listOperations']['responses'][431]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 500; body: operations['listOperations']['responses'][500]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 503; body: operations['listOperations']['responses'][503]['content']['application/problem+json']; headers?: ResponseHeaders }
 ;
 
 export type ListOperationsSuccess = Extract<ListOperationsResponse, { status: 200 }>;
@@ -1612,8 +1790,11 @@ export type GetOperationResponse =
   | { status: 401; body: operations['getOperation']['responses'][401]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 403; body: operations['getOperation']['responses'][403]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 404; body: operations['getOperation']['responses'][404]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['getOperation']['responses'][405]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 429; body: operations['getOperation']['responses'][429]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['getOperation']['responses'][431]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 500; body: operations['getOperation']['responses'][500]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 503; body: operations['getOperation']['responses'][503]['content']['application/problem+json']; headers?: ResponseHeaders }
 ;
 
 export type GetOperationSuccess = Extract<GetOperationResponse, { status: 200 }>;
@@ -1633,9 +1814,13 @@ export type CancelOperationResponse =
   | { status: 401; body: operations['cancelOperation']['responses'][401]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 403; body: operations['cancelOperation']['responses'][403]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 404; body: operations['cancelOperation']['responses'][404]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['cancelOperation']['responses'][405]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 409; body: operations['cancelOperation']['responses'][409]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 422; body: operations['cancelOperation']['responses'][422]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 429; body: operations['cancelOperation']['responses'][429]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['cancelOperation']['responses'][431]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 500; body: operations['cancelOperation']['responses'][500]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 503; body: operations['cancelOperation']['responses'][503]['content']['application/problem+json']; headers?: ResponseHeaders }
 ;
 
 export type CancelOperationSuccess = Extract<CancelOperationResponse, { status: 200 }>;
@@ -1655,8 +1840,11 @@ export type ListAuditEventsResponse =
   | { status: 401; body: operations['listAuditEvents']['responses'][401]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 403; body: operations['listAuditEvents']['responses'][403]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 404; body: operations['listAuditEvents']['responses'][404]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['listAuditEvents']['responses'][405]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 429; body: operations['listAuditEvents']['responses'][429]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['listAuditEvents']['responses'][431]['content']['application/problem+json']; headers?: ResponseHeaders }
   | { status: 500; body: operations['listAuditEvents']['responses'][500]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 503; body: operations['listAuditEvents']['responses'][503]['content']['application/problem+json']; headers?: ResponseHeaders }
 ;
 
 export type ListAuditEventsSuccess = Extract<ListAuditEventsResponse, { status: 200 }>;

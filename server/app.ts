@@ -10,7 +10,7 @@ import { errorHandler } from './http/error-handler.ts';
 import { idempotency } from './http/idempotency.ts';
 import { jsonBody, restoreExactIntegers } from './http/json-body.ts';
 import { queryLiterals } from './http/query-literals.ts';
-import { createRateLimits } from './http/rate-limit.ts';
+import type { RateLimits } from './http/rate-limit.ts';
 import { dispatch } from './http/dispatch.ts';
 import { requestId } from './http/request-id.ts';
 import { routing } from './http/routing.ts';
@@ -20,10 +20,12 @@ import type { Logger } from './logging.ts';
 import type { Metrics } from './metrics.ts';
 
 export interface AppDependencies {
-  config: Pick<Config, 'rateLimit' | 'validateResponses' | 'publicBaseUrl'>;
+  config: Pick<Config, 'validateResponses' | 'publicBaseUrl'>;
   pool: Pool;
   log: Logger;
   identity: IdentityResolver;
+  /** Counts requests per address and credential (shared with the answers to unparseable requests). */
+  rateLimits: RateLimits;
   /** Requests answered, by operation and status (absent: not measured). */
   metrics?: Metrics;
   handlers: OperationHandlers<RequestContext>;
@@ -34,14 +36,13 @@ export interface AppDependencies {
  * by address → route → credential → rate limit by credential → permission → JSON body → integer query literals → contract validation → Idempotency-Key → handler, and one error
  * handler at the end that turns every failure into a problem document.
  */
-export function createApp({ config, pool, log, identity, handlers, metrics }: AppDependencies): Express {
+export function createApp({ config, pool, log, identity, handlers, metrics, rateLimits }: AppDependencies): Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
   app.use(requestId(log, metrics));
   app.use(securityHeaders({ https: config.publicBaseUrl?.startsWith('https:') ?? false }));
   app.use(cors);
-  const rateLimits = createRateLimits(config.rateLimit);
   app.use(rateLimits.byAddress);
   app.use(routing);
   app.use(authenticate(identity));

@@ -25,6 +25,7 @@ import type { Drivers } from './drivers/index.ts';
 import { createSimulatedDrivers } from './drivers/simulators/index.ts';
 import { OperationEngine } from './engine/engine.ts';
 import { answerClientErrors } from './http/client-errors.ts';
+import { createRateLimits } from './http/rate-limit.ts';
 import type { ExecutorRegistry } from './engine/executor.ts';
 import type { Logger } from './logging.ts';
 import { Metrics } from './metrics.ts';
@@ -118,7 +119,8 @@ async function composePlatform(config: Config, log: Logger, clock: Clock, driver
   metrics.watchPool('api', pool);
   metrics.watchPool('backends', backendPool);
   metrics.watchOperations(pool);
-  const app = createApp({ config, pool, log, identity, handlers, metrics });
+  const rateLimits = createRateLimits(config.rateLimit);
+  const app = createApp({ config, pool, log, identity, handlers, metrics, rateLimits });
   const server = await listen(app, config.port, config.host);
   const metricsEndpoint =
     config.metricsPort === undefined
@@ -127,7 +129,7 @@ async function composePlatform(config: Config, log: Logger, clock: Clock, driver
           await new Promise((resolve) => server.close(resolve));
           throw error;
         });
-  answerClientErrors(server, log.child({ component: 'http' }), { https: config.publicBaseUrl?.startsWith('https:') ?? false });
+  answerClientErrors(server, log.child({ component: 'http' }), { https: config.publicBaseUrl?.startsWith('https:') ?? false, rateLimits });
   const address = server.address() as AddressInfo;
   const url = `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`;
 

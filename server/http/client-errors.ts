@@ -1,8 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import type { Server } from 'node:http';
+import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Logger } from '../logging.ts';
 import { ApiError } from './errors.ts';
+import type { RateLimits } from './rate-limit.ts';
 import { securityHeaderList } from './security-headers.ts';
 
 /**
@@ -11,7 +13,7 @@ import { securityHeaderList } from './security-headers.ts';
  * them with a bare status and no body; this answers a problem document like any other error, with
  * the same security headers, and closes the connection (what follows on it cannot be framed).
  */
-export function answerClientErrors(server: Server, log: Logger, options: { https: boolean }): void {
+export function answerClientErrors(server: Server, log: Logger, options: { https: boolean; rateLimits: Pick<RateLimits, 'headersForUnparsed'> }): void {
   const headers = securityHeaderList(options);
   server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex) => {
     // Node's own default: nothing to answer on a reset socket, or once a response has begun.
@@ -30,7 +32,7 @@ export function answerClientErrors(server: Server, log: Logger, options: { https
       'Content-Type: application/problem+json; charset=utf-8',
       `Content-Length: ${Buffer.byteLength(body)}`,
       `X-Request-Id: ${requestId}`,
-      ...headers.map(([name, value]) => `${name}: ${value}`),
+      ...[...headers, ...options.rateLimits.headersForUnparsed(socket as Socket), ['Access-Control-Allow-Origin', '*']].map(([name, value]) => `${name}: ${value}`),
       'Connection: close',
     ];
     socket.end(`${head.join('\r\n')}\r\n\r\n${body}`);

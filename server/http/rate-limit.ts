@@ -1,3 +1,4 @@
+import type { Socket } from 'node:net';
 import type { NextFunction, Request, Response } from 'express';
 import { rateLimited } from './errors.ts';
 import { stateOf } from './request-state.ts';
@@ -60,6 +61,8 @@ class WindowCounter {
  * Every answer carries RateLimit-Limit, RateLimit-Remaining and RateLimit-Reset of the budget it
  * was counted against; past it, 429 rate_limited with Retry-After.
  */
+export type RateLimits = ReturnType<typeof createRateLimits>;
+
 export function createRateLimits(options: RateLimitOptions) {
   const windowMs = options.windowSeconds * 1000;
   const addresses = new WindowCounter(windowMs);
@@ -79,6 +82,19 @@ export function createRateLimits(options: RateLimitOptions) {
     byAddress(req: Request, res: Response, next: NextFunction): void {
       apply(res, options.anonymousLimit, addresses.hit(addressOf(req)));
       next();
+    },
+
+    /**
+     * For a request Node's parser refused (client-errors.ts): it counts against its address like
+     * any other, and its answer carries the same headers. Never refused here: it is refused anyway.
+     */
+    headersForUnparsed(socket: Socket): Array<[string, string]> {
+      const { count, resetMs } = addresses.hit(`address:${socket.remoteAddress ?? 'unknown'}`);
+      return [
+        ['RateLimit-Limit', String(options.anonymousLimit)],
+        ['RateLimit-Remaining', String(Math.max(0, options.anonymousLimit - count))],
+        ['RateLimit-Reset', String(Math.max(0, Math.ceil(resetMs / 1000)))],
+      ];
     },
 
     byCredential(req: Request, res: Response, next: NextFunction): void {

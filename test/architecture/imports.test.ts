@@ -14,7 +14,7 @@ const serverDir = path.join(root, 'server');
  * engine and drivers they use; the core (rules shared by every area) above the database.
  */
 const LAYERS: Array<{ name: string; matches: (file: string) => boolean }> = [
-  { name: 'foundation', matches: (file) => ['server/logging.ts', 'server/config.ts'].includes(file) || file.startsWith('server/db/') },
+  { name: 'foundation', matches: (file) => ['server/logging.ts', 'server/config.ts', 'server/metrics.ts'].includes(file) || file.startsWith('server/db/') },
   { name: 'core', matches: (file) => file.startsWith('server/core/') },
   { name: 'drivers', matches: (file) => file.startsWith('server/drivers/') },
   { name: 'engine', matches: (file) => file.startsWith('server/engine/') },

@@ -1,4 +1,5 @@
 // Every error path answers an RFC 9457 problem document with a stable code and the request id.
+import { createRateLimits } from '../../server/http/rate-limit.ts';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { createApp } from '../../server/app.ts';
@@ -118,7 +119,8 @@ describe('problem documents', () => {
  */
 async function withScriptedApp(handler: () => Promise<unknown>, use: (url: string) => Promise<void>): Promise<void> {
   const app = createApp({
-    config: { rateLimit: { limit: 1000, anonymousLimit: 1000, windowSeconds: 60 }, validateResponses: true, publicBaseUrl: undefined },
+    config: { validateResponses: true, publicBaseUrl: undefined },
+    rateLimits: createRateLimits({ limit: 1000, anonymousLimit: 1000, windowSeconds: 60 }),
     pool: server.pool,
     log: createLogger('silent'),
     identity: new IdentityResolver(server.pool, undefined),

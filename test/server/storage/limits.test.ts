@@ -134,10 +134,22 @@ describe('setBucketQuota', () => {
     expect((await org.call('GET', `/s3/buckets/${bucket.id}`)).body.quota.max_size_bytes).toBe(100 * GiB);
   });
 
-  test('refuses an empty or unknown body, out-of-range values, and buckets that are not active', async () => {
+  test('an empty change is accepted and changes nothing: its operation has already succeeded', async () => {
+    const org = server.org;
+    const bucket = await activeBucket(server, org, 'quota-empty');
+    const response = await org.call('PUT', `/s3/buckets/${bucket.id}/quota`, { body: {} });
+    expect(response.status, response.text).toBe(202);
+    expect(response.body.bucket.quota).toEqual(bucket.quota);
+    expect(response.body.operation).toMatchObject({ type: 'bucket.quota', state: 'succeeded', finished_at: expect.any(String) });
+    const read = await org.call('GET', `/s3/buckets/${bucket.id}`);
+    expect(read.body.quota).toEqual(bucket.quota);
+    expect(read.body.state).toBe('active');
+  });
+
+  test('refuses an unknown body, out-of-range values, and buckets that are not active', async () => {
     const org = server.org;
     const bucket = await activeBucket(server, org, 'quota-rules');
-    for (const body of [{}, { max_objects: 0 }, { max_size_bytes: -1 }, { max_objects: '5' }, { max_files: 5 }]) {
+    for (const body of [{ max_objects: 0 }, { max_size_bytes: -1 }, { max_objects: '5' }, { max_files: 5 }]) {
       const response = await org.call('PUT', `/s3/buckets/${bucket.id}/quota`, { body });
       expect(response.status, JSON.stringify(body)).toBe(400);
       expect(response.body.code).toBe('validation_failed');

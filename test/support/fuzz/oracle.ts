@@ -72,7 +72,9 @@ export class Oracle {
     if (answer.status >= 500) {
       failures.push({ kind: 'server-error', signature: `${answer.status} ${code} ← ${mutation}`, detail: `answered ${answer.status}` });
     }
-    const declared = operation ? [...operation.responses.keys()] : [404, 405];
+    // A path that names no operation: 404 or 405, or what is answered before any routing (a
+    // request that is not valid HTTP, an oversized head, the rate limit, an outage).
+    const declared = operation ? [...operation.responses.keys()] : [404, 405, 429, 431, 503, ...(code === 'malformed_request' ? [400] : [])];
     if (!declared.includes(answer.status)) {
       const where = operation ? `${operation.operationId} declares ${declared.join(', ')}` : 'the path names no operation: 404 or 405';
       failures.push({ kind: 'undeclared-status', signature: `${answer.status} ${code} ← ${mutation}`, detail: `answered ${answer.status}; ${where}` });
