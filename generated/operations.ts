@@ -9,10 +9,8 @@ export interface OperationRoute {
   readonly method: 'get' | 'put' | 'post' | 'delete' | 'patch';
   /** The OpenAPI path template. */
   readonly path: string;
-  /** The same path for Express routing (`:name` parameters). */
-  readonly expressPath: string;
-  /** The API key scope the operation requires: `read` for GET, `write` otherwise. */
-  readonly scope: 'read' | 'write';
+  /** The API key scope the operation requires: `read` for GET, `write` otherwise; `none`: no credential (health probes). */
+  readonly scope: 'read' | 'write' | 'none';
   /** Whether it takes a JSON request body: `required`, `optional` or `none`. */
   readonly requestBody: 'required' | 'optional' | 'none';
   /** Whether it takes an `Idempotency-Key` header. */
@@ -23,10 +21,25 @@ export interface OperationRoute {
 
 /** Every operation of the contract: operationId → route. */
 export const operationRoutes = {
+  getHealth: {
+    method: 'get',
+    path: '/healthz',
+    scope: 'none',
+    requestBody: 'none',
+    idempotencyKey: false,
+    paginated: false,
+  },
+  getReadiness: {
+    method: 'get',
+    path: '/readyz',
+    scope: 'none',
+    requestBody: 'none',
+    idempotencyKey: false,
+    paginated: false,
+  },
   getOrgContext: {
     method: 'get',
     path: '/v1/orgs/{org}',
-    expressPath: '/v1/orgs/:org',
     scope: 'read',
     requestBody: 'none',
     idempotencyKey: false,
@@ -35,7 +48,6 @@ export const operationRoutes = {
   listRegions: {
     method: 'get',
     path: '/v1/orgs/{org}/compute/regions',
-    expressPath: '/v1/orgs/:org/compute/regions',
     scope: 'read',
     requestBody: 'none',
     idempotencyKey: false,
@@ -44,7 +56,6 @@ export const operationRoutes = {
   listImages: {
     method: 'get',
     path: '/v1/orgs/{org}/compute/images',
-    expressPath: '/v1/orgs/:org/compute/images',
     scope: 'read',
     requestBody: 'none',
     idempotencyKey: false,
@@ -53,7 +64,6 @@ export const operationRoutes = {
   listVms: {
     method: 'get',
     path: '/v1/orgs/{org}/compute/vms',
-    expressPath: '/v1/orgs/:org/compute/vms',
     scope: 'read',
     requestBody: 'none',
     idempotencyKey: false,
@@ -62,7 +72,6 @@ export const operationRoutes = {
   createVm: {
     method: 'post',
     path: '/v1/orgs/{org}/compute/vms',
-    expressPath: '/v1/orgs/:org/compute/vms',
     scope: 'write',
     requestBody: 'required',
     idempotencyKey: true,
@@ -71,7 +80,6 @@ export const operationRoutes = {
   getVm: {
     method: 'get',
     path: '/v1/orgs/{org}/compute/vms/{vm_id}',
-    expressPath: '/v1/orgs/:org/compute/vms/:vm_id',
     scope: 'read',
     requestBody: 'none',
     idempotencyKey: false,
@@ -80,7 +88,6 @@ export const operationRoutes = {
   deleteVm: {
     method: 'delete',
     path: '/v1/orgs/{org}/compute/vms/{vm_id}',
-    expressPath: '/v1/orgs/:org/compute/vms/:vm_id',
     scope: 'write',
     requestBody: 'none',
     idempotencyKey: false,
@@ -89,7 +96,6 @@ export const operationRoutes = {
   startVm: {
     method: 'post',
     path: '/v1/orgs/{org}/compute/vms/{vm_id}/start',
-    expressPath: '/v1/orgs/:org/compute/vms/:vm_id/start',
     scope: 'write',
     requestBody: 'none',
     idempotencyKey: true,
@@ -98,7 +104,6 @@ export const operationRoutes = {
   stopVm: {
     method: 'post',
     path: '/v1/orgs/{org}/compute/vms/{vm_id}/stop',
-    expressPath: '/v1/orgs/:org/compute/vms/:vm_id/stop',
     scope: 'write',
     requestBody: 'none',
     idempotencyKey: true,
@@ -107,7 +112,6 @@ export const operationRoutes = {
   rebootVm: {
     method: 'post',
     path: '/v1/orgs/{org}/compute/vms/{vm_id}/reboot',
-    expressPath: '/v1/orgs/:org/compute/vms/:vm_id/reboot',
     scope: 'write',
     requestBody: 'none',
     idempotencyKey: true,
@@ -116,7 +120,6 @@ export const operationRoutes = {
   resizeVm: {
     method: 'post',
     path: '/v1/orgs/{org}/compute/vms/{vm_id}/resize',
-    expressPath: '/v1/orgs/:org/compute/vms/:vm_id/resize',
     scope: 'write',
     requestBody: 'required',
     idempotencyKey: true,
@@ -125,7 +128,6 @@ export const operationRoutes = {
   rebuildVm: {
     method: 'post',
     path: '/v1/orgs/{org}/compute/vms/{vm_id}/rebuild',
-    expressPath: '/v1/orgs/:org/compute/vms/:vm_id/rebuild',
     scope: 'write',
     requestBody: 'required',
     idempotencyKey: true,
@@ -134,7 +136,6 @@ export const operationRoutes = {
   rescueVm: {
     method: 'post',
     path: '/v1/orgs/{org}/compute/vms/{vm_id}/rescue',
-    expressPath: '/v1/orgs/:org/compute/vms/:vm_id/rescue',
     scope: 'write',
     requestBody: 'none',
     idempotencyKey: true,
@@ -143,7 +144,6 @@ export const operationRoutes = {
   unrescueVm: {
     method: 'post',
     path: '/v1/orgs/{org}/compute/vms/{vm_id}/unrescue',
-    expressPath: '/v1/orgs/:org/compute/vms/:vm_id/unrescue',
     scope: 'write',
     requestBody: 'none',
     idempotencyKey: true,
@@ -152,7 +152,6 @@ export const operationRoutes = {
   setVmProtection: {
     method: 'put',
     path: '/v1/orgs/{org}/compute/vms/{vm_id}/protection',
-    expressPath: '/v1/orgs/:org/compute/vms/:vm_id/protection',
     scope: 'write',
     requestBody: 'required',
     idempotencyKey: false,
@@ -161,7 +160,6 @@ export const operationRoutes = {
   getVmFirewall: {
     method: 'get',
     path: '/v1/orgs/{org}/compute/vms/{vm_id}/firewall',
-    expressPath: '/v1/orgs/:org/compute/vms/:vm_id/firewall',
     scope: 'read',
     requestBody: 'none',
     idempotencyKey: false,
@@ -170,7 +168,6 @@ export const operationRoutes = {
   setVmFirewall: {
     method: 'put',
     path: '/v1/orgs/{org}/compute/vms/{vm_id}/firewall',
-    expressPath: '/v1/orgs/:org/compute/vms/:vm_id/firewall',
     scope: 'write',
     requestBody: 'required',
     idempotencyKey: false,
@@ -179,7 +176,6 @@ export const operationRoutes = {
   collectConsole: {
     method: 'get',
     path: '/v1/orgs/{org}/compute/vms/{vm_id}/console',
-    expressPath: '/v1/orgs/:org/compute/vms/:vm_id/console',
     scope: 'read',
     requestBody: 'none',
     idempotencyKey: false,
@@ -188,7 +184,6 @@ export const operationRoutes = {
   requestConsole: {
     method: 'post',
     path: '/v1/orgs/{org}/compute/vms/{vm_id}/console',
-    expressPath: '/v1/orgs/:org/compute/vms/:vm_id/console',
     scope: 'write',
     requestBody: 'none',
     idempotencyKey: true,
@@ -197,7 +192,6 @@ export const operationRoutes = {
   listVmScheduledActions: {
     method: 'get',
     path: '/v1/orgs/{org}/compute/vms/{vm_id}/scheduled-actions',
-    expressPath: '/v1/orgs/:org/compute/vms/:vm_id/scheduled-actions',
     scope: 'read',
     requestBody: 'none',
     idempotencyKey: false,
@@ -206,7 +200,6 @@ export const operationRoutes = {
   scheduleVmRestart: {
     method: 'post',
     path: '/v1/orgs/{org}/compute/vms/{vm_id}/scheduled-actions',
-    expressPath: '/v1/orgs/:org/compute/vms/:vm_id/scheduled-actions',
     scope: 'write',
     requestBody: 'required',
     idempotencyKey: true,
@@ -215,7 +208,6 @@ export const operationRoutes = {
   cancelScheduledAction: {
     method: 'delete',
     path: '/v1/orgs/{org}/compute/scheduled-actions/{schedule_id}',
-    expressPath: '/v1/orgs/:org/compute/scheduled-actions/:schedule_id',
     scope: 'write',
     requestBody: 'none',
     idempotencyKey: false,
@@ -224,7 +216,6 @@ export const operationRoutes = {
   listPublicIps: {
     method: 'get',
     path: '/v1/orgs/{org}/compute/public-ips',
-    expressPath: '/v1/orgs/:org/compute/public-ips',
     scope: 'read',
     requestBody: 'none',
     idempotencyKey: false,
@@ -233,7 +224,6 @@ export const operationRoutes = {
   allocatePublicIp: {
     method: 'post',
     path: '/v1/orgs/{org}/compute/public-ips',
-    expressPath: '/v1/orgs/:org/compute/public-ips',
     scope: 'write',
     requestBody: 'required',
     idempotencyKey: true,
@@ -242,7 +232,6 @@ export const operationRoutes = {
   getPublicIp: {
     method: 'get',
     path: '/v1/orgs/{org}/compute/public-ips/{public_ip_id}',
-    expressPath: '/v1/orgs/:org/compute/public-ips/:public_ip_id',
     scope: 'read',
     requestBody: 'none',
     idempotencyKey: false,
@@ -251,7 +240,6 @@ export const operationRoutes = {
   releasePublicIp: {
     method: 'delete',
     path: '/v1/orgs/{org}/compute/public-ips/{public_ip_id}',
-    expressPath: '/v1/orgs/:org/compute/public-ips/:public_ip_id',
     scope: 'write',
     requestBody: 'none',
     idempotencyKey: false,
@@ -260,7 +248,6 @@ export const operationRoutes = {
   associatePublicIp: {
     method: 'post',
     path: '/v1/orgs/{org}/compute/public-ips/{public_ip_id}/associate',
-    expressPath: '/v1/orgs/:org/compute/public-ips/:public_ip_id/associate',
     scope: 'write',
     requestBody: 'required',
     idempotencyKey: true,
@@ -269,7 +256,6 @@ export const operationRoutes = {
   disassociatePublicIp: {
     method: 'post',
     path: '/v1/orgs/{org}/compute/public-ips/{public_ip_id}/disassociate',
-    expressPath: '/v1/orgs/:org/compute/public-ips/:public_ip_id/disassociate',
     scope: 'write',
     requestBody: 'none',
     idempotencyKey: true,
@@ -278,7 +264,6 @@ export const operationRoutes = {
   listSshKeys: {
     method: 'get',
     path: '/v1/orgs/{org}/compute/ssh-keys',
-    expressPath: '/v1/orgs/:org/compute/ssh-keys',
     scope: 'read',
     requestBody: 'none',
     idempotencyKey: false,
@@ -287,7 +272,6 @@ export const operationRoutes = {
   createSshKey: {
     method: 'post',
     path: '/v1/orgs/{org}/compute/ssh-keys',
-    expressPath: '/v1/orgs/:org/compute/ssh-keys',
     scope: 'write',
     requestBody: 'required',
     idempotencyKey: true,
@@ -296,7 +280,6 @@ export const operationRoutes = {
   deleteSshKey: {
     method: 'delete',
     path: '/v1/orgs/{org}/compute/ssh-keys/{ssh_key_id}',
-    expressPath: '/v1/orgs/:org/compute/ssh-keys/:ssh_key_id',
     scope: 'write',
     requestBody: 'none',
     idempotencyKey: false,
@@ -305,7 +288,6 @@ export const operationRoutes = {
   listBuckets: {
     method: 'get',
     path: '/v1/orgs/{org}/s3/buckets',
-    expressPath: '/v1/orgs/:org/s3/buckets',
     scope: 'read',
     requestBody: 'none',
     idempotencyKey: false,
@@ -314,7 +296,6 @@ export const operationRoutes = {
   createBucket: {
     method: 'post',
     path: '/v1/orgs/{org}/s3/buckets',
-    expressPath: '/v1/orgs/:org/s3/buckets',
     scope: 'write',
     requestBody: 'required',
     idempotencyKey: true,
@@ -323,7 +304,6 @@ export const operationRoutes = {
   getBucket: {
     method: 'get',
     path: '/v1/orgs/{org}/s3/buckets/{bucket_id}',
-    expressPath: '/v1/orgs/:org/s3/buckets/:bucket_id',
     scope: 'read',
     requestBody: 'none',
     idempotencyKey: false,
@@ -332,7 +312,6 @@ export const operationRoutes = {
   deleteBucket: {
     method: 'delete',
     path: '/v1/orgs/{org}/s3/buckets/{bucket_id}',
-    expressPath: '/v1/orgs/:org/s3/buckets/:bucket_id',
     scope: 'write',
     requestBody: 'none',
     idempotencyKey: false,
@@ -341,7 +320,6 @@ export const operationRoutes = {
   setBucketQuota: {
     method: 'put',
     path: '/v1/orgs/{org}/s3/buckets/{bucket_id}/quota',
-    expressPath: '/v1/orgs/:org/s3/buckets/:bucket_id/quota',
     scope: 'write',
     requestBody: 'required',
     idempotencyKey: false,
@@ -350,7 +328,6 @@ export const operationRoutes = {
   restoreBucket: {
     method: 'post',
     path: '/v1/orgs/{org}/s3/buckets/{bucket_id}/restore',
-    expressPath: '/v1/orgs/:org/s3/buckets/:bucket_id/restore',
     scope: 'write',
     requestBody: 'none',
     idempotencyKey: true,
@@ -359,7 +336,6 @@ export const operationRoutes = {
   listAccessKeys: {
     method: 'get',
     path: '/v1/orgs/{org}/s3/access-keys',
-    expressPath: '/v1/orgs/:org/s3/access-keys',
     scope: 'read',
     requestBody: 'none',
     idempotencyKey: false,
@@ -368,7 +344,6 @@ export const operationRoutes = {
   createAccessKey: {
     method: 'post',
     path: '/v1/orgs/{org}/s3/access-keys',
-    expressPath: '/v1/orgs/:org/s3/access-keys',
     scope: 'write',
     requestBody: 'none',
     idempotencyKey: true,
@@ -377,7 +352,6 @@ export const operationRoutes = {
   revokeAccessKey: {
     method: 'delete',
     path: '/v1/orgs/{org}/s3/access-keys/{key_id}',
-    expressPath: '/v1/orgs/:org/s3/access-keys/:key_id',
     scope: 'write',
     requestBody: 'none',
     idempotencyKey: false,
@@ -386,7 +360,6 @@ export const operationRoutes = {
   getS3Quota: {
     method: 'get',
     path: '/v1/orgs/{org}/s3/quota',
-    expressPath: '/v1/orgs/:org/s3/quota',
     scope: 'read',
     requestBody: 'none',
     idempotencyKey: false,
@@ -395,7 +368,6 @@ export const operationRoutes = {
   setQuota: {
     method: 'put',
     path: '/v1/orgs/{org}/s3/quota',
-    expressPath: '/v1/orgs/:org/s3/quota',
     scope: 'write',
     requestBody: 'required',
     idempotencyKey: false,
@@ -404,7 +376,6 @@ export const operationRoutes = {
   getBilling: {
     method: 'get',
     path: '/v1/orgs/{org}/billing',
-    expressPath: '/v1/orgs/:org/billing',
     scope: 'read',
     requestBody: 'none',
     idempotencyKey: false,
@@ -413,7 +384,6 @@ export const operationRoutes = {
   setBillingBudget: {
     method: 'put',
     path: '/v1/orgs/{org}/billing',
-    expressPath: '/v1/orgs/:org/billing',
     scope: 'write',
     requestBody: 'required',
     idempotencyKey: false,
@@ -422,7 +392,6 @@ export const operationRoutes = {
   listInvoices: {
     method: 'get',
     path: '/v1/orgs/{org}/invoices',
-    expressPath: '/v1/orgs/:org/invoices',
     scope: 'read',
     requestBody: 'none',
     idempotencyKey: false,
@@ -431,7 +400,6 @@ export const operationRoutes = {
   getInvoice: {
     method: 'get',
     path: '/v1/orgs/{org}/invoices/{invoice_id}',
-    expressPath: '/v1/orgs/:org/invoices/:invoice_id',
     scope: 'read',
     requestBody: 'none',
     idempotencyKey: false,
@@ -440,7 +408,6 @@ export const operationRoutes = {
   listApiTokens: {
     method: 'get',
     path: '/v1/orgs/{org}/api-tokens',
-    expressPath: '/v1/orgs/:org/api-tokens',
     scope: 'read',
     requestBody: 'none',
     idempotencyKey: false,
@@ -449,7 +416,6 @@ export const operationRoutes = {
   createApiToken: {
     method: 'post',
     path: '/v1/orgs/{org}/api-tokens',
-    expressPath: '/v1/orgs/:org/api-tokens',
     scope: 'write',
     requestBody: 'required',
     idempotencyKey: true,
@@ -458,7 +424,6 @@ export const operationRoutes = {
   revokeApiToken: {
     method: 'delete',
     path: '/v1/orgs/{org}/api-tokens/{token_id}',
-    expressPath: '/v1/orgs/:org/api-tokens/:token_id',
     scope: 'write',
     requestBody: 'none',
     idempotencyKey: false,
@@ -467,7 +432,6 @@ export const operationRoutes = {
   listOperations: {
     method: 'get',
     path: '/v1/orgs/{org}/operations',
-    expressPath: '/v1/orgs/:org/operations',
     scope: 'read',
     requestBody: 'none',
     idempotencyKey: false,
@@ -476,7 +440,6 @@ export const operationRoutes = {
   getOperation: {
     method: 'get',
     path: '/v1/orgs/{org}/operations/{operation_id}',
-    expressPath: '/v1/orgs/:org/operations/:operation_id',
     scope: 'read',
     requestBody: 'none',
     idempotencyKey: false,
@@ -485,7 +448,6 @@ export const operationRoutes = {
   cancelOperation: {
     method: 'post',
     path: '/v1/orgs/{org}/operations/{operation_id}/cancel',
-    expressPath: '/v1/orgs/:org/operations/:operation_id/cancel',
     scope: 'write',
     requestBody: 'none',
     idempotencyKey: true,
@@ -494,7 +456,6 @@ export const operationRoutes = {
   listAuditEvents: {
     method: 'get',
     path: '/v1/orgs/{org}/audit-events',
-    expressPath: '/v1/orgs/:org/audit-events',
     scope: 'read',
     requestBody: 'none',
     idempotencyKey: false,
@@ -503,6 +464,48 @@ export const operationRoutes = {
 } as const satisfies Record<string, OperationRoute>;
 
 export type OperationId = keyof typeof operationRoutes;
+
+/** GET /healthz: Liveness */
+export interface GetHealthRequest {
+  path: Record<string, never>;
+  query: Record<string, never>;
+  headers: Record<string, never>;
+  body: undefined;
+}
+
+export type GetHealthResponse =
+  | { status: 200; body: operations['getHealth']['responses'][200]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 400; body: operations['getHealth']['responses'][400]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['getHealth']['responses'][405]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 429; body: operations['getHealth']['responses'][429]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['getHealth']['responses'][431]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 500; body: operations['getHealth']['responses'][500]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 503; body: operations['getHealth']['responses'][503]['content']['application/problem+json']; headers?: ResponseHeaders }
+;
+
+export type GetHealthSuccess = Extract<GetHealthResponse, { status: 200 }>;
+export type GetHealthHandler<Context> = (request: GetHealthRequest, context: Context) => Promise<GetHealthResponse>;
+
+/** GET /readyz: Readiness */
+export interface GetReadinessRequest {
+  path: Record<string, never>;
+  query: Record<string, never>;
+  headers: Record<string, never>;
+  body: undefined;
+}
+
+export type GetReadinessResponse =
+  | { status: 200; body: operations['getReadiness']['responses'][200]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 400; body: operations['getReadiness']['responses'][400]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['getReadiness']['responses'][405]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 429; body: operations['getReadiness']['responses'][429]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['getReadiness']['responses'][431]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 500; body: operations['getReadiness']['responses'][500]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 503; body: operations['getReadiness']['responses'][503]['content']['application/problem+json']; headers?: ResponseHeaders }
+;
+
+export type GetReadinessSuccess = Extract<GetReadinessResponse, { status: 200 }>;
+export type GetReadinessHandler<Context> = (request: GetReadinessRequest, context: Context) => Promise<GetReadinessResponse>;
 
 /** GET /v1/orgs/{org}: Get the organization context */
 export interface GetOrgContextRequest {
@@ -1852,6 +1855,8 @@ export type ListAuditEventsHandler<Context> = (request: ListAuditEventsRequest, 
 
 /** Request, response and success types of every operation, by operationId. */
 export interface OperationTypes {
+  getHealth: { request: GetHealthRequest; response: GetHealthResponse; success: GetHealthSuccess };
+  getReadiness: { request: GetReadinessRequest; response: GetReadinessResponse; success: GetReadinessSuccess };
   getOrgContext: { request: GetOrgContextRequest; response: GetOrgContextResponse; success: GetOrgContextSuccess };
   listRegions: { request: ListRegionsRequest; response: ListRegionsResponse; success: ListRegionsSuccess };
   listImages: { request: ListImagesRequest; response: ListImagesResponse; success: ListImagesSuccess };
@@ -1909,6 +1914,8 @@ export interface OperationTypes {
 
 /** One handler for every operation: a missing or mistyped handler does not compile. */
 export interface OperationHandlers<Context> {
+  getHealth: GetHealthHandler<Context>;
+  getReadiness: GetReadinessHandler<Context>;
   getOrgContext: GetOrgContextHandler<Context>;
   listRegions: ListRegionsHandler<Context>;
   listImages: ListImagesHandler<Context>;

@@ -8,6 +8,7 @@ import { apiTokensArea } from './areas/api-tokens/area.ts';
 import { auditArea } from './areas/audit/area.ts';
 import { billingArea, createBudgetGuard } from './areas/billing/area.ts';
 import { computeArea } from './areas/compute/area.ts';
+import { healthArea } from './areas/health/area.ts';
 import { operationsArea } from './areas/operations/area.ts';
 import { organizationArea } from './areas/organization/area.ts';
 import { storageArea } from './areas/storage/area.ts';
@@ -102,6 +103,7 @@ async function composePlatform(config: Config, log: Logger, clock: Clock, driver
   const executors: ExecutorRegistry = { ...compute.executors, ...storage.executors };
   const engine = new OperationEngine(pool, executors, config.engine, log.child({ component: 'engine' }), `${process.pid}-${randomUUID().slice(0, 8)}`);
   const operations = operationsArea(dependencies, engine);
+  const health = healthArea(dependencies, engine);
   // Typed by the generated OperationHandlers: an operation without a handler does not compile.
   const handlers: OperationHandlers<RequestContext> = {
     ...organization.handlers,
@@ -111,6 +113,7 @@ async function composePlatform(config: Config, log: Logger, clock: Clock, driver
     ...audit.handlers,
     ...compute.handlers,
     ...storage.handlers,
+    ...health.handlers,
   };
   const areas: Array<Pick<Area<never>, 'background'>> = [organization, apiTokens, billing, operations, audit, compute, storage];
 

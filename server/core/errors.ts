@@ -6,7 +6,7 @@ export type FieldError = components['schemas']['ProblemFieldError'];
  * The kinds of refusal the rules of the platform know. Services throw them without knowing HTTP;
  * the HTTP layer gives each kind its status in one place (`problemOf` in http/errors.ts).
  */
-export type RefusalKind = 'invalid' | 'forbidden' | 'not_found' | 'conflict' | 'unprocessable';
+export type RefusalKind = 'invalid' | 'forbidden' | 'not_found' | 'conflict' | 'unprocessable' | 'unavailable';
 
 /** A request the rules refuse: a stable `code`, a title, a detail for people, the failing fields. */
 export class DomainError extends Error {

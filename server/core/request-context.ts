@@ -5,6 +5,10 @@ import type { RequestAudit } from './request-audit.ts';
 /** What a handler knows about the request it serves. */
 export interface RequestContext {
   requestId: string;
+  /**
+   * The caller. Operations that take no credential (health probes, `scope: none`) have none and
+   * never read it; reading it there throws rather than answering for nobody.
+   */
   principal: Principal;
   log: Logger;
   /** The Idempotency-Key claimed for this request, completed with its response. */

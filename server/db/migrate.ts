@@ -2,7 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
 import { fileURLToPath } from 'node:url';
-import { withTransaction, type Pool } from './pool.ts';
+import { withTransaction, type Pool, type Queryable } from './pool.ts';
 
 const migrationsDir = path.join(path.dirname(fileURLToPath(import.meta.url)), 'migrations');
 /** Any constant works; several processes starting at once take turns on it. */
@@ -25,7 +25,7 @@ export async function migrate(pool: Pool): Promise<string[]> {
       applied_at timestamptz NOT NULL DEFAULT now()
     )`);
     const applied = new Set((await client.query<{ version: string }>('SELECT version FROM schema_migrations')).rows.map((row) => row.version));
-    const pending = readdirSync(migrationsDir).filter((name) => name.endsWith('.sql') && !applied.has(name)).sort();
+    const pending = knownMigrations().filter((name) => !applied.has(name));
     for (const name of pending) {
       const sql = readFileSync(path.join(migrationsDir, name), 'utf8');
       await client.query('BEGIN');
@@ -44,5 +44,14 @@ export async function migrate(pool: Pool): Promise<string[]> {
     await client.end().catch(() => {});
   }
 }
+
+/** The migrations this server knows that the database has not applied (empty when up to date). */
+export async function pendingMigrations(db: Queryable): Promise<string[]> {
+  const { rows } = await db.query<{ version: string }>('SELECT version FROM schema_migrations');
+  const applied = new Set(rows.map((row) => row.version));
+  return knownMigrations().filter((name) => !applied.has(name));
+}
+
+const knownMigrations = (): string[] => readdirSync(migrationsDir).filter((name) => name.endsWith('.sql')).sort();
 
 export { withTransaction };

@@ -55,6 +55,11 @@ export class OperationEngine {
   ) {}
 
   /** Starts listening for queued work (resolves once the first try is made) and the workers. */
+  /** Whether the engine was started and is not stopping: its workers take queued work. */
+  get running(): boolean {
+    return this.loops.length > 0 && this.stopped === undefined;
+  }
+
   async start(): Promise<void> {
     const listening = new Promise<void>((resolve) => this.loops.push(this.listenLoop(resolve)));
     for (let worker = 0; worker < this.config.concurrency; worker++) this.loops.push(this.workLoop());

@@ -5,10 +5,11 @@ import { RequestAudit } from '../core/request-audit.ts';
 import { unauthenticated } from './errors.ts';
 import { stateOf } from './request-state.ts';
 
-/** Bearer credential → principal, or 401. */
+/** Bearer credential → principal, or 401. Operations that take no credential (health probes) pass. */
 export function authenticate(identity: IdentityResolver) {
   return async (req: Request, res: Response, next: NextFunction): Promise<void> => {
     const state = stateOf(res);
+    if (state.route!.route.scope === 'none') return next();
     const match = /^Bearer\s+(\S+)\s*$/i.exec(req.get('Authorization') ?? '');
     if (!match) throw unauthenticated();
     const principal = await identity.resolve(match[1]!, state.route?.params.org);
@@ -28,8 +29,9 @@ export function authenticate(identity: IdentityResolver) {
  */
 export function authorize(_req: Request, res: Response, next: NextFunction): void {
   const state = stateOf(res);
-  const principal = state.principal!;
   const { route, params } = state.route!;
+  if (route.scope === 'none') return next();
+  const principal = state.principal!;
   if (params.org !== principal.orgId) throw forbidden('This credential belongs to another organization.');
   if (!principal.scopes.has(route.scope)) {
     throw forbidden(`This credential has the ${[...principal.scopes].join(' and ')} scope only; this operation needs ${route.scope}.`);

@@ -22,10 +22,16 @@ export function dispatch(handlers: OperationHandlers<RequestContext>) {
     const handler = handlers[route.operationId] as unknown as AnyHandler;
     const context: RequestContext = {
       requestId: state.requestId,
-      principal: state.principal!,
+      get principal() {
+        if (!state.principal) throw new Error(`${route.operationId} takes no credential: it has no principal`);
+        return state.principal;
+      },
       log: state.log,
       idempotency: state.idempotency ? { key: state.idempotency.key } : undefined,
-      audit: state.audit!,
+      get audit() {
+        if (!state.audit) throw new Error(`${route.operationId} takes no credential: it has no audit trail`);
+        return state.audit;
+      },
     };
     const result = await handler(
       {

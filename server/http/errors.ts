@@ -65,10 +65,14 @@ function boundedPointer(pointer: string): string {
 }
 
 /** The status of each kind of refusal the rules know: the one place a domain error meets HTTP. */
-const STATUS_OF: Record<RefusalKind, number> = { invalid: 400, forbidden: 403, not_found: 404, conflict: 409, unprocessable: 422 };
+const STATUS_OF: Record<RefusalKind, number> = { invalid: 400, forbidden: 403, not_found: 404, conflict: 409, unprocessable: 422, unavailable: 503 };
+
+/** How long a client waits before retrying what is unavailable now. */
+const UNAVAILABLE_RETRY_AFTER_SECONDS = 5;
 
 /** The problem a refusal of the rules (core/errors.ts) is answered with. */
-export const problemOf = (error: DomainError): ApiError => new ApiError(STATUS_OF[error.kind], error.code, error.title, error.detail, error.fieldErrors);
+export const problemOf = (error: DomainError): ApiError =>
+  new ApiError(STATUS_OF[error.kind], error.code, error.title, error.detail, error.fieldErrors, error.kind === 'unavailable' ? { 'Retry-After': String(UNAVAILABLE_RETRY_AFTER_SECONDS) } : {});
 
 // Errors of the HTTP exchange itself (credentials, methods, media types, limits, availability).
 

@@ -98,7 +98,9 @@ export function createRateLimits(options: RateLimitOptions) {
     },
 
     byCredential(req: Request, res: Response, next: NextFunction): void {
-      const principal = stateOf(res).principal!;
+      const principal = stateOf(res).principal;
+      // An operation without a credential stays counted against its address.
+      if (!principal) return next();
       addresses.refund(addressOf(req));
       const key = principal.tokenId ? `key:${principal.tokenId}` : `token:${principal.realm}\u0000${principal.subject}`;
       apply(res, options.limit, credentials.hit(key));

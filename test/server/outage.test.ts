@@ -282,4 +282,25 @@ describe('a database outage', () => {
     await expectRecovered(running, operations);
     await running.db.end();
   });
+
+  test('the probes through an outage: /healthz stays 200; /readyz answers 503 not_ready while the database is away, 200 once it is back', async () => {
+    const running = await cluster(1);
+    const server = running.servers[0]!;
+    const probe = async (path: string) => {
+      const response = await answeredWithin(ANSWER_WITHIN_MS, path, fetch(`${server.url}${path}`));
+      return { status: response.status, body: (await response.json()) as { code?: string; detail?: string; status?: string } };
+    };
+    expect(await probe('/readyz')).toEqual({ status: 200, body: { status: 'ready', checks: { database: 'ok', migrations: 'ok', engine: 'ok' } } });
+    await postgres.stop();
+    try {
+      const down = await probe('/readyz');
+      expect(down.status).toBe(503);
+      expect(down.body).toMatchObject({ code: 'not_ready', detail: 'Not ready: the database does not answer.' });
+      expect((await probe('/healthz')).status).toBe(200);
+    } finally {
+      await postgres.start();
+    }
+    await eventually(async () => ((await probe('/readyz')).status === 200 ? true : undefined), '/readyz to answer 200 again', 20_000);
+    await running.db.end();
+  });
 });

@@ -21,6 +21,7 @@ interface OperationObject {
   requestBody?: { required?: boolean; content: Record<string, unknown> };
   responses: Record<string, { $ref?: string; content?: Record<string, unknown> }>;
   'x-required-scope'?: string;
+  security?: unknown[];
 }
 
 interface Document {
@@ -33,7 +34,7 @@ export interface OperationInfo {
   method: (typeof HTTP_METHODS)[number];
   path: string;
   summary: string;
-  scope: 'read' | 'write';
+  scope: 'read' | 'write' | 'none';
   parameters: Parameter[];
   hasBody: boolean;
   bodyRequired: boolean;
@@ -50,7 +51,10 @@ export function collectOperations(document: Document): OperationInfo[] {
       const operation = item[method] as OperationObject | undefined;
       if (!operation) continue;
       const scope = operation['x-required-scope'];
-      if (scope !== 'read' && scope !== 'write') throw new Error(`${operation.operationId}: x-required-scope must be read or write`);
+      if (scope !== 'read' && scope !== 'write' && scope !== 'none') throw new Error(`${operation.operationId}: x-required-scope must be read, write or none`);
+      // `none` only where the contract itself takes no credential (`security: []`), and the reverse.
+      const isPublic = Array.isArray(operation.security) && operation.security.length === 0;
+      if ((scope === 'none') !== isPublic) throw new Error(`${operation.operationId}: x-required-scope none goes with security: [] and only with it`);
       const responses = Object.entries(operation.responses).map(([status, response]) => {
         const resolved = response.$ref ? document.components.responses![response.$ref.split('/').pop()!]! : response;
         return { status: Number(status), mediaType: Object.keys(resolved.content ?? {})[0] };
@@ -85,10 +89,8 @@ export function generateOperationsModule(document: Document): string {
     "  readonly method: 'get' | 'put' | 'post' | 'delete' | 'patch';",
     '  /** The OpenAPI path template. */',
     '  readonly path: string;',
-    "  /** The same path for Express routing (`:name` parameters). */",
-    '  readonly expressPath: string;',
-    "  /** The API key scope the operation requires: `read` for GET, `write` otherwise. */",
-    "  readonly scope: 'read' | 'write';",
+    "  /** The API key scope the operation requires: `read` for GET, `write` otherwise; `none`: no credential (health probes). */",
+    "  readonly scope: 'read' | 'write' | 'none';",
     "  /** Whether it takes a JSON request body: `required`, `optional` or `none`. */",
     "  readonly requestBody: 'required' | 'optional' | 'none';",
     '  /** Whether it takes an `Idempotency-Key` header. */',
@@ -106,7 +108,6 @@ export function generateOperationsModule(document: Document): string {
       `  ${operation.operationId}: {`,
       `    method: '${operation.method}',`,
       `    path: '${operation.path}',`,
-      `    expressPath: '${operation.path.replace(/\{(\w+)\}/g, ':$1')}',`,
       `    scope: '${operation.scope}',`,
       `    requestBody: '${operation.hasBody ? (operation.bodyRequired ? 'required' : 'optional') : 'none'}',`,
       `    idempotencyKey: ${operation.parameters.some((parameter) => parameter.in === 'header' && parameter.name === 'Idempotency-Key')},`,
