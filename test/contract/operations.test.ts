@@ -65,6 +65,12 @@ const operations: Array<[string, string, string]> = [
   ['listAuditEvents', 'get', `${org}/audit-events`],
 ];
 
+/** Operations outside the organization paths, taking no credential (decided by us: the interface is silent on probes). */
+const probes: Array<[string, string, string]> = [
+  ['getHealth', 'get', '/healthz'],
+  ['getReadiness', 'get', '/readyz'],
+];
+
 const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'patch', 'head', 'options', 'trace'];
 const document = loadBundle();
 
@@ -92,7 +98,14 @@ describe('operations', () => {
         return operation ? [operation.operationId] : [];
       }),
     );
-    expect(declared.sort()).toEqual(operations.map(([operationId]) => operationId).sort());
+    expect(declared.sort()).toEqual([...operations, ...probes].map(([operationId]) => operationId).sort());
+  });
+
+  test.each(probes)('%s is %s %s, takes no credential, and says so', (operationId, method, path) => {
+    const found = findOperation(operationId)!;
+    expect({ method: found.method, path: found.path }).toEqual({ method, path });
+    expect(found.operation.security).toEqual([]);
+    expect(found.operation['x-required-scope']).toBe('none');
   });
 
   test.each(operations)('%s requires the scope its method implies', (operationId, method) => {

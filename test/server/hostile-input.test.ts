@@ -201,6 +201,7 @@ describe('connections', () => {
     const started = Date.now();
     const response = await rawRequest(server.url, 'GET', orgPath('/billing'), auth());
     expect(response.status).toBe(200);
-    expect(Date.now() - started).toBeLessThan(1000);
+    // The defect was a stall of about 6 s then a reset; a loaded machine may take a second.
+    expect(Date.now() - started).toBeLessThan(3000);
   });
 });

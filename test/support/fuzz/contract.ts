@@ -35,6 +35,8 @@ export interface OperationSpec {
   /** The request body: its schema, and the contract's named examples of it (valid by the lint). */
   body: { required: boolean; schema: JsonSchema; examples: JsonBody[] } | undefined;
   responses: Map<number, ResponseSpec>;
+  /** Whether it takes a credential (`security: []` says it takes none: the health probes). */
+  authenticated: boolean;
 }
 
 export interface FuzzContract {
@@ -89,6 +91,7 @@ export function loadFuzzContract(): FuzzContract {
         parameters,
         body: bodySchema ? { required: requestBody?.required === true, schema: bodySchema, examples: bodyExamples } : undefined,
         responses,
+        authenticated: !(Array.isArray(operation.security) && operation.security.length === 0),
       });
     }
   }

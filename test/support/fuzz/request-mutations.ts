@@ -67,7 +67,8 @@ const MALFORMED_ENCODINGS = ['%ZZ', '%', '%2', '%G0', '%%', '%u0041', '%C0%AF', 
 
 const pathPercentEncoding: Mutator = {
   kind: 'path.percent-encoding',
-  weight: () => 3,
+  // Only paths with parameters (the health probes have none).
+  weight: (operation) => (pathParameters(operation).length > 0 ? 3 : 0),
   apply(draft, context) {
     const parameter = context.random.pick(pathParameters(draft.operation));
     const index = draft.parameterSegments.get(parameter.name)!;
@@ -327,7 +328,8 @@ const idempotencyKey: Mutator = {
 
 const authorization: Mutator = {
   kind: 'header.authorization',
-  weight: () => 1,
+  // An operation without a credential ignores the header: nothing to refuse.
+  weight: (operation) => (operation.authenticated ? 1 : 0),
   apply(draft, context) {
     const key = context.target.ownerKey;
     const variants: Array<[string | undefined, boolean | undefined]> = [
