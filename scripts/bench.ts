@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { withTransaction } from '../server/db/pool.ts';
-import { createOrganization } from '../server/areas/organization/organizations.ts';
+import { createOrganization } from '../server/auth/organizations.ts';
 import { loadConfig } from '../server/config.ts';
 import { createLogger } from '../server/logging.ts';
 import { startPlatform } from '../server/platform.ts';
@@ -75,7 +75,7 @@ async function run(validateResponses: boolean): Promise<void> {
   });
   const platform = await startPlatform(config, createLogger('silent'));
   try {
-    const org = await withTransaction(platform.pool, (tx) => createOrganization(tx, { name: 'Bench', ownerSubject: 'bench', now: new Date() }));
+    const org = await withTransaction(platform.pool, (tx) => createOrganization(tx, { name: 'Bench', ownerSubject: 'bench' }));
     const base = `${platform.url}/v1/orgs/${org.orgId}`;
     console.log(`\nresponse validation ${validateResponses ? 'on' : 'off'} (${totalRequests} requests, ${concurrency} at a time)`);
     for (const scenario of scenarios) {

@@ -1,7 +1,8 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { withTransaction, type Pool } from './db/pool.ts';
-import { createOrganization, organizationExists } from './areas/organization/organizations.ts';
+import { seedDemoHistory } from './areas/billing/usage.ts';
+import { createOrganization, organizationExists } from './auth/organizations.ts';
 
 const BOOTSTRAP_LOCK = 7_361_204_119;
 
@@ -16,11 +17,13 @@ export interface BootstrapCredentials {
  * write), written to DATA_DIR/bootstrap.json (mode 0600) and returned to be printed once.
  * Several processes starting together create it once.
  */
-export async function bootstrapIfEmpty(pool: Pool, options: { dataDir: string; baseUrl: string; now: Date }): Promise<BootstrapCredentials | undefined> {
+export async function bootstrapIfEmpty(pool: Pool, options: { dataDir: string; baseUrl: string; now: Date; demoHistory: boolean }): Promise<BootstrapCredentials | undefined> {
   const created = await withTransaction(pool, async (tx) => {
     await tx.query('SELECT pg_advisory_xact_lock($1)', [BOOTSTRAP_LOCK]);
     if (await organizationExists(tx)) return undefined;
-    return createOrganization(tx, { name: 'Default organization', ownerSubject: 'owner', now: options.now });
+    const organization = await createOrganization(tx, { name: 'Default organization', ownerSubject: 'owner' });
+    if (options.demoHistory) await seedDemoHistory(tx, organization.orgId, options.now);
+    return organization;
   });
   if (!created) return undefined;
   const credentials: BootstrapCredentials = { org_id: created.orgId, api_key: created.apiKey, base_url: options.baseUrl };

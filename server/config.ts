@@ -27,6 +27,8 @@ export interface Config {
   simulators: SimulatorConfig;
   /** Background loops (operations workers, reconciler, scheduler, metering); off in some tests. */
   background: boolean;
+  /** New organizations made at first start get an invented, labelled usage history (demos, sandboxes). */
+  demoHistory: boolean;
   /** The compute catalogue (regions, images, pools, profiles); the shipped default when absent. */
   catalogueFile: string | undefined;
 }
@@ -124,6 +126,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       faults: env.SIM_FAULTS ?? '',
     },
     background: boolean(env, 'BACKGROUND_WORK', true),
+    demoHistory: boolean(env, 'DEMO_HISTORY', false),
     catalogueFile: env.CATALOGUE_FILE ? path.resolve(env.CATALOGUE_FILE) : undefined,
   };
 }

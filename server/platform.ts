@@ -12,6 +12,7 @@ import { healthArea } from './areas/health/area.ts';
 import { operationsArea } from './areas/operations/area.ts';
 import { organizationArea } from './areas/organization/area.ts';
 import { storageArea } from './areas/storage/area.ts';
+import { storageQuotaOf } from './areas/storage/quota-figures.ts';
 import { IdentityResolver } from './auth/identity.ts';
 import { OidcVerifier } from './auth/oidc.ts';
 import type { Config } from './config.ts';
@@ -93,7 +94,7 @@ export async function startPlatform(config: Config, log: Logger, options: { cloc
 async function composePlatform(config: Config, log: Logger, clock: Clock, drivers: Drivers, database: Database, backendPool: Pool): Promise<Platform> {
   const { pool } = database;
   const dependencies: AreaDependencies = { pool, config, clock, log, drivers, budget: createBudgetGuard(clock) };
-  const organization = organizationArea(dependencies);
+  const organization = organizationArea(dependencies, storageQuotaOf);
   const apiTokens = apiTokensArea(dependencies);
   const compute = computeArea(dependencies);
   const storage = storageArea(dependencies);

@@ -1,12 +1,14 @@
 import { recordAudit } from '../core/audit.ts';
 import type { Actor, Role } from '../core/principal.ts';
 import { withTransaction, type Pool } from '../db/pool.ts';
-import { addMember, createApiKeyRow, createOrganization } from '../areas/organization/organizations.ts';
+import { seedDemoHistory } from '../areas/billing/usage.ts';
+import { addMember, createApiKeyRow, createOrganization } from '../auth/organizations.ts';
 
 export const USAGE = `usage: npm run admin -- <verb> [options] [--json]
 
 verbs:
-  create-org --name NAME                          a new organization and its owner's API key
+  create-org --name NAME [--demo-history]         a new organization and its owner's API key
+                                                 (--demo-history: three invented past months, invoices labelled demo)
   add-member --org ORG --subject SUB --role owner|member [--issuer URL] [--api-key]
                                                   a member (OIDC subject of the issuer); --api-key
                                                   also creates a read+write API key for them
@@ -87,7 +89,9 @@ export async function runAdminCommand(pool: Pool, verb: string, options: Options
       const name = required(options, 'name');
       if (name.length > 100) throw new AdminUsageError('--name must be at most 100 characters');
       return withTransaction(pool, async (tx) => {
-        const created = await createOrganization(tx, { name, ownerSubject: 'owner', now: new Date() });
+        const created = await createOrganization(tx, { name, ownerSubject: 'owner' });
+        // Invented past usage, labelled demo in its invoices: only when asked for.
+        if (options['demo-history'] === true) await seedDemoHistory(tx, created.orgId, new Date());
         await recordAudit(tx, { orgId: created.orgId, action: 'org.create', resourceType: 'organization', resourceId: created.orgId, after: { name }, actor, result: 'succeeded' });
         return { org_id: created.orgId, api_key: created.apiKey };
       });

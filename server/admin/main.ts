@@ -18,6 +18,7 @@ const { values, positionals } = parseArgs({
     issuer: { type: 'string' },
     role: { type: 'string' },
     'api-key': { type: 'boolean', default: false },
+    'demo-history': { type: 'boolean', default: false },
     'max-buckets': { type: 'string' },
     enabled: { type: 'string' },
     vm: { type: 'string' },

@@ -3,7 +3,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { accrueUsage } from '../../server/areas/billing/usage.ts';
 import { withTransaction } from '../../server/db/pool.ts';
-import { startTestServer, type TestServer } from '../support/server.ts';
+import { eventually } from '../support/eventually.ts';
+import { startTestServer, type TestOrg, type TestServer } from '../support/server.ts';
 
 let server: TestServer;
 beforeAll(async () => {
@@ -108,9 +109,35 @@ describe('getBilling', () => {
   });
 });
 
+/** An organization with a demo history, once the billing run (the metering loop) has issued its invoices. */
+async function demoOrg(name: string): Promise<TestOrg> {
+  const org = await server.createOrg(name, { demoHistory: true });
+  await eventually(async () => ((await org.call('GET', '/invoices')).body.items.length === 3 ? true : undefined), 'the billing run to issue three invoices');
+  return org;
+}
+
 describe('invoices', () => {
-  test('a new organization has its three past monthly invoices, newest first', async () => {
+  test('a new organization has no invented history: no invoices, nothing billed', async () => {
     const org = await server.createOrg('Fresh');
+    // Several billing runs later, still nothing: reads issue nothing either.
+    await new Promise((resolve) => setTimeout(resolve, 1_200));
+    expect((await org.call('GET', '/invoices')).body).toEqual({ items: [], next_cursor: null });
+    const usage = await server.pool.query('SELECT 1 FROM usage_totals WHERE org_id = $1', [org.orgId]);
+    expect(usage.rowCount).toBe(0);
+  });
+
+  test('reading invoices issues none: the billing run does, in the background', async () => {
+    const org = await server.createOrg('Unread', { demoHistory: true });
+    const countInvoices = async () => (await server.pool.query('SELECT count(*)::int AS n FROM invoices WHERE org_id = $1', [org.orgId])).rows[0].n as number;
+    // Straight after creation the run has not passed yet: a read must not issue them itself.
+    const before = await countInvoices();
+    await org.call('GET', '/invoices');
+    expect(await countInvoices()).toBe(before);
+    await eventually(async () => ((await countInvoices()) === 3 ? true : undefined), 'the billing run to issue three invoices');
+  });
+
+  test('a demo history gives three past monthly invoices, labelled demo, newest first', async () => {
+    const org = await demoOrg('Demo');
     const response = await org.call('GET', '/invoices');
     expect(response.status).toBe(200);
     expect(response.body.items).toHaveLength(3);
@@ -120,13 +147,13 @@ describe('invoices', () => {
     for (const invoice of response.body.items) {
       expect(invoice).toMatchObject({ status: 'paid', currency: 'eur', amount_due_cents: 0 });
       expect(invoice.total_cents).toBeGreaterThan(0);
-      expect(invoice.id).toMatch(/^in_\d{4}_\d{2}_[0-9a-f]{8}$/);
+      expect(invoice.id).toMatch(/^in_demo_\d{4}_\d{2}_[0-9a-f]{8}$/);
       expect(invoice.hosted_invoice_url).toBe(`https://billing.cloudplatform.dev/invoices/${invoice.id}`);
     }
   });
 
   test('an invoice total is its month\'s metered usage priced by the price list', async () => {
-    const org = await server.createOrg('Priced');
+    const org = await demoOrg('Priced');
     const [latest] = (await org.call('GET', '/invoices?limit=1')).body.items;
     const usage = await server.pool.query<{ meter: string; quantity: string }>(
       "SELECT meter, quantity::text FROM usage_totals WHERE org_id = $1 AND month = $2::date",
@@ -138,7 +165,7 @@ describe('invoices', () => {
   });
 
   test('pages with limit and next_cursor, without gaps or repeats', async () => {
-    const org = await server.createOrg('Paged');
+    const org = await demoOrg('Paged');
     const seen: string[] = [];
     let cursor: string | null = null;
     do {
@@ -151,7 +178,7 @@ describe('invoices', () => {
   });
 
   test('getInvoice returns one invoice; another organization\'s invoice is 404', async () => {
-    const org = await server.createOrg('Reader');
+    const org = await demoOrg('Reader');
     const [first] = (await org.call('GET', '/invoices')).body.items;
     expect((await org.call('GET', `/invoices/${first.id}`)).body).toEqual(first);
     const stranger = await server.createOrg('Stranger');

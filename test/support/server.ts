@@ -8,7 +8,8 @@ import { stringify } from 'lossless-json';
 import { parseJson } from '../../client/json.ts';
 import pg from 'pg';
 import { inject } from 'vitest';
-import { addMember, createApiKeyRow, createOrganization } from '../../server/areas/organization/organizations.ts';
+import { seedDemoHistory } from '../../server/areas/billing/usage.ts';
+import { addMember, createApiKeyRow, createOrganization } from '../../server/auth/organizations.ts';
 import { loadConfig } from '../../server/config.ts';
 import type { Clock } from '../../server/core/clock.ts';
 import { withTransaction } from '../../server/db/pool.ts';
@@ -77,7 +78,8 @@ export interface TestServer {
   databaseUrl: string;
   pool: pg.Pool;
   org: TestOrg;
-  createOrg(name?: string): Promise<TestOrg>;
+  /** A new organization; `demoHistory`: with three invented past months, as DEMO_HISTORY gives. */
+  createOrg(name?: string, options?: { demoHistory?: boolean }): Promise<TestOrg>;
   /** Polls an operation until it finishes and returns it. */
   waitForOperation(org: TestOrg, operationId: string, timeoutMs?: number): Promise<any>;
   close(): Promise<void>;
@@ -113,8 +115,12 @@ function orgClient(url: string, pool: pg.Pool, orgId: string, ownerKey: string, 
   };
 }
 
-async function newOrg(url: string, pool: pg.Pool, name: string): Promise<TestOrg> {
-  const created = await withTransaction(pool, (tx) => createOrganization(tx, { name, ownerSubject: `owner-${randomBytes(4).toString('hex')}`, now: new Date() }));
+async function newOrg(url: string, pool: pg.Pool, name: string, options: { demoHistory?: boolean } = {}): Promise<TestOrg> {
+  const created = await withTransaction(pool, async (tx) => {
+    const organization = await createOrganization(tx, { name, ownerSubject: `owner-${randomBytes(4).toString('hex')}` });
+    if (options.demoHistory) await seedDemoHistory(tx, organization.orgId, new Date());
+    return organization;
+  });
   return orgClient(url, pool, created.orgId, created.apiKey, created.memberId);
 }
 
@@ -131,7 +137,7 @@ export async function startTestServer(env: Record<string, string> = {}, options:
     databaseUrl,
     pool,
     org,
-    createOrg: (name = 'Other Org') => newOrg(platform.url, pool, name),
+    createOrg: (name = 'Other Org', orgOptions = {}) => newOrg(platform.url, pool, name, orgOptions),
     waitForOperation: (testOrg, operationId, timeoutMs) => waitForOperation(testOrg, operationId, timeoutMs),
     close: () => platform.close(),
   };

@@ -5,7 +5,7 @@ import type { Scope } from '../../core/principal.ts';
 import { performWrite } from '../../core/write.ts';
 import { fieldInvalid, forbidden, notFound } from '../../core/errors.ts';
 import type { Area, AreaDependencies } from '../area.ts';
-import { createApiKeyRow } from '../organization/organizations.ts';
+import { createApiKeyRow } from '../../auth/organizations.ts';
 
 type ApiTokenOut = components['schemas']['ApiTokenOut'];
 

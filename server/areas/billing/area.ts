@@ -1,12 +1,11 @@
 import type { components } from '../../../generated/openapi.ts';
 import type { Queryable } from '../../db/pool.ts';
 import { iso } from '../../core/clock.ts';
-import { decodeCursor, DEFAULT_PAGE_SIZE, page, sortKeySql } from '../../core/pagination.ts';
 import { performWrite } from '../../core/write.ts';
 import { withTransaction } from '../../db/pool.ts';
 import { notFound, spendBudgetExceeded } from '../../core/errors.ts';
 import type { Area, AreaDependencies, BackgroundTask, BudgetGuard, UsageSource } from '../area.ts';
-import { issueDueInvoices, organizationsWithDueInvoices, toInvoiceOut, type InvoiceRow } from './invoices.ts';
+import { findInvoice, invoicesPage, issueDueInvoices, organizationsWithDueInvoices, toInvoiceOut } from './invoices.ts';
 import { PLAN, PRICES } from './prices.ts';
 import { accrueUsage, costInCents, monthOf, startOfMonth, usageOfMonth } from './usage.ts';
 
@@ -102,24 +101,11 @@ export function billingArea(deps: AreaDependencies, usageSources: UsageSource[])
       },
 
       async listInvoices(request, context) {
-        const orgId = context.principal.orgId;
-        await issueQuietly(orgId);
-        const limit = request.query.limit ?? DEFAULT_PAGE_SIZE;
-        const after = decodeCursor('invoices', request.query.cursor, 'text');
-        const { rows } = await pool.query<InvoiceRow & { sort_key: string }>(
-          `SELECT *, ${sortKeySql('period_start')} AS sort_key FROM invoices
-           WHERE org_id = $1 AND ($2::timestamptz IS NULL OR (period_start, id) < ($2::timestamptz, $3))
-           ORDER BY period_start DESC, id DESC LIMIT $4`,
-          [orgId, after?.key ?? null, after?.id ?? '', limit + 1],
-        );
-        return { status: 200, body: page('invoices', rows, limit, (row) => ({ key: row.sort_key, id: row.id }), toInvoiceOut) };
+        return { status: 200, body: await invoicesPage(pool, context.principal.orgId, request.query) };
       },
 
       async getInvoice(request, context) {
-        const orgId = context.principal.orgId;
-        await issueQuietly(orgId);
-        const { rows } = await pool.query<InvoiceRow>('SELECT * FROM invoices WHERE org_id = $1 AND id = $2', [orgId, request.path.invoice_id]);
-        const invoice = rows[0];
+        const invoice = await findInvoice(pool, context.principal.orgId, request.path.invoice_id);
         if (!invoice) throw notFound(`No invoice ${request.path.invoice_id} in this organization.`);
         return { status: 200, body: toInvoiceOut(invoice) };
       },

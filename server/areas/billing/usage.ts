@@ -68,11 +68,11 @@ export async function accrueUsage(tx: PoolClient, resources: MeteredResource[], 
 }
 
 /**
- * The usage history of a new organization, from which the billing provider issues its three
- * past monthly invoices: a small instance, an address and some storage, varying a little by
- * organization so that the invoices differ.
+ * An invented usage history for a demo or sandbox organization, only when asked for
+ * (`DEMO_HISTORY=true`, `npm run admin -- create-org --demo-history`): three past months of a
+ * small instance, an address and some storage, marked `demo` so that their invoices say so.
  */
-export async function seedPastUsage(tx: PoolClient, orgId: string, now: Date): Promise<void> {
+export async function seedDemoHistory(tx: PoolClient, orgId: string, now: Date): Promise<void> {
   const variation = parseInt(orgId.slice(0, 4), 16) % 200;
   for (let monthsBack = 1; monthsBack <= 3; monthsBack++) {
     const month = monthOf(startOfMonth(now, -monthsBack));
@@ -86,7 +86,7 @@ export async function seedPastUsage(tx: PoolClient, orgId: string, now: Date): P
       egress_gb: 10 + variation / 10,
     };
     for (const [meter, quantity] of Object.entries(usage)) {
-      await tx.query('INSERT INTO usage_totals (org_id, month, meter, quantity) VALUES ($1, $2, $3, $4)', [orgId, month, meter, quantity.toFixed(6)]);
+      await tx.query('INSERT INTO usage_totals (org_id, month, meter, quantity, demo) VALUES ($1, $2, $3, $4, true)', [orgId, month, meter, quantity.toFixed(6)]);
     }
   }
 }

@@ -1,10 +1,14 @@
 import type { Area, AreaDependencies } from '../area.ts';
 import { notFound } from '../../core/errors.ts';
 import { iso } from '../../core/clock.ts';
-import { storageQuotaOf } from '../storage/quota-figures.ts';
+import type { Queryable } from '../../db/pool.ts';
+import type { components } from '../../../generated/openapi.ts';
 
-/** getOrgContext: the organization, its object-storage figures and enrollment. */
-export function organizationArea({ pool }: AreaDependencies): Area<'getOrgContext'> {
+/** The organization's object-storage figures, as the storage area reckons them (null while not enrolled). */
+export type StorageQuotaOf = (db: Queryable, orgId: string) => Promise<components['schemas']['QuotaOut'] | null>;
+
+/** getOrgContext: the organization, its object-storage figures (from the storage area) and enrollment. */
+export function organizationArea({ pool }: AreaDependencies, storageQuotaOf: StorageQuotaOf): Area<'getOrgContext'> {
   return {
     executors: {},
     handlers: {

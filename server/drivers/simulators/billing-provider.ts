@@ -9,9 +9,9 @@ import { simulatedLatency } from './latency.ts';
  */
 export function createBillingProviderSimulator(options: { latencyMs: [number, number]; faults: FaultInjector }): BillingProviderDriver {
   return {
-    async issueInvoice({ orgId, periodStart, lines, settled }): Promise<IssuedInvoice> {
+    async issueInvoice({ orgId, periodStart, lines, settled, demo }): Promise<IssuedInvoice> {
       const month = `${periodStart.getUTCFullYear()}_${String(periodStart.getUTCMonth() + 1).padStart(2, '0')}`;
-      const id = `in_${month}_${orgId.slice(0, 8)}`;
+      const id = `in_${demo ? 'demo_' : ''}${month}_${orgId.slice(0, 8)}`;
       await simulatedLatency(options.latencyMs);
       await options.faults.check('billing', 'billing provider', 'issueInvoice', id);
       const totalCents = lines.reduce((sum, line) => sum + line.amountCents, 0);

@@ -1,8 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import type { PoolClient, Queryable } from '../../db/pool.ts';
-import { generateApiKey } from '../../auth/api-keys.ts';
-import type { Role } from '../../core/principal.ts';
-import { seedPastUsage } from '../billing/usage.ts';
+import type { PoolClient, Queryable } from '../db/pool.ts';
+import type { Role } from '../core/principal.ts';
+import { generateApiKey } from './api-keys.ts';
 
 export interface NewOrganization {
   orgId: string;
@@ -13,16 +12,16 @@ export interface NewOrganization {
 }
 
 /**
- * Creates an organization with its owner, the owner's first API key, its billing account, and
- * the usage history from which the billing provider issues its past invoices.
+ * Creates an organization with its owner, the owner's first API key and its billing account:
+ * nothing else, and no history (a demo history is the caller's explicit choice: billing's
+ * `seedDemoHistory`). The tenancy every area relies on, hence here below the areas.
  */
-export async function createOrganization(tx: PoolClient, options: { name: string; ownerSubject: string; ownerIssuer?: string | null; now: Date }): Promise<NewOrganization> {
+export async function createOrganization(tx: PoolClient, options: { name: string; ownerSubject: string; ownerIssuer?: string | null }): Promise<NewOrganization> {
   const orgId = randomUUID();
   await tx.query('INSERT INTO orgs (id, name) VALUES ($1, $2)', [orgId, options.name]);
   await tx.query('INSERT INTO billing_accounts (org_id) VALUES ($1)', [orgId]);
   const memberId = await addMember(tx, { orgId, subject: options.ownerSubject, issuer: options.ownerIssuer ?? null, role: 'owner' });
   const key = await createApiKeyRow(tx, { orgId, memberId, name: 'owner key', scopes: ['read', 'write'], expiresAt: null });
-  await seedPastUsage(tx, orgId, options.now);
   return { orgId, memberId, apiKey: key.secret, apiKeyId: key.id };
 }
 
