@@ -24,6 +24,8 @@ export interface Config {
   oidc: OidcConfig | undefined;
   rateLimit: { limit: number; anonymousLimit: number; windowSeconds: number };
   engine: EngineConfig;
+  /** Which backend each driver talks to (`simulator` is the only choice so far; see drivers/selection.ts). */
+  drivers: { compute: 'simulator'; objectStore: 'simulator'; billing: 'simulator' };
   simulators: SimulatorConfig;
   /** Background loops (operations workers, reconciler, scheduler, metering); off in some tests. */
   background: boolean;
@@ -119,6 +121,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       reconcileIntervalMs: integer(env, 'RECONCILE_INTERVAL_MS', 5_000, 10, 3_600_000),
       meteringIntervalMs: integer(env, 'METERING_INTERVAL_MS', 60_000, 10, 3_600_000),
       schedulerIntervalMs: integer(env, 'SCHEDULER_INTERVAL_MS', 15_000, 10, 3_600_000),
+    },
+    drivers: {
+      compute: oneOf(env, 'COMPUTE_DRIVER', 'simulator', ['simulator']),
+      objectStore: oneOf(env, 'OBJECT_STORE_DRIVER', 'simulator', ['simulator']),
+      billing: oneOf(env, 'BILLING_DRIVER', 'simulator', ['simulator']),
     },
     simulators: {
       poolSize: integer(env, 'SIM_POOL_SIZE', 4, 1, 100),

@@ -24,7 +24,7 @@ import { startEmbeddedDatabase } from './db/embedded.ts';
 import { migrate } from './db/migrate.ts';
 import { createPool, type Pool } from './db/pool.ts';
 import type { Drivers } from './drivers/index.ts';
-import { createSimulatedDrivers } from './drivers/simulators/index.ts';
+import { createDrivers, driverMigrations } from './drivers/selection.ts';
 import { OperationEngine } from './engine/engine.ts';
 import { answerClientErrors } from './http/client-errors.ts';
 import { createRateLimits } from './http/rate-limit.ts';
@@ -48,7 +48,7 @@ export async function openDatabase(config: Config, log: Logger): Promise<Databas
   const connectionString = config.databaseUrl ?? embedded!.connectionString;
   const pool = createPool(connectionString, config.database.poolSize, config.database);
   try {
-    await migrate(pool);
+    await migrate(pool, driverMigrations(config.drivers));
   } catch (error) {
     await pool.end().catch(() => {});
     if (embedded?.ownsServer) await embedded.stop().catch(() => {});
@@ -81,7 +81,7 @@ export async function startPlatform(config: Config, log: Logger, options: { cloc
   // guard refuses a backend call made inside a transaction.
   const backendPool = createPool(database.connectionString, config.simulators.poolSize, config.database, 'cloud-platform-simulators');
   try {
-    const drivers = options.drivers?.(backendPool) ?? createSimulatedDrivers(backendPool, config.simulators);
+    const drivers = options.drivers?.(backendPool) ?? createDrivers(config.drivers, backendPool, config.simulators);
     return await composePlatform(config, log, options.clock ?? systemClock, drivers, database, backendPool);
   } catch (error) {
     // A refused start (a bad catalogue, a port in use) stops the database it opened.

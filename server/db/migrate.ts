@@ -4,15 +4,18 @@ import pg from 'pg';
 import { fileURLToPath } from 'node:url';
 import { withTransaction, type Pool, type Queryable } from './pool.ts';
 
-const migrationsDir = path.join(path.dirname(fileURLToPath(import.meta.url)), 'migrations');
+/** The platform's own tables; the chosen drivers may bring folders of their own (drivers/index.ts). */
+const PLATFORM_MIGRATIONS = path.join(path.dirname(fileURLToPath(import.meta.url)), 'migrations');
 /** Any constant works; several processes starting at once take turns on it. */
 const MIGRATION_LOCK = 7_361_204_118;
 
 /**
- * Applies the versioned SQL files of migrations/ that this database has not seen, in name order,
- * each in its own transaction, under an advisory lock so that concurrent starts apply each once.
+ * Applies the versioned SQL files this database has not seen (the platform's, and those of
+ * `driverFolders`, such as the simulators' tables), in name order across the folders, each in its
+ * own transaction, under an advisory lock so that concurrent starts apply each once. Names are
+ * unique across folders, and a name is what `schema_migrations` records.
  */
-export async function migrate(pool: Pool): Promise<string[]> {
+export async function migrate(pool: Pool, driverFolders: readonly string[] = []): Promise<string[]> {
   // A connection of its own, without the pool's statement and query timeouts: a migration of a
   // large table, or the wait for another process's migrations, may rightly take longer.
   const client = new pg.Client({ ...pool.options, statement_timeout: undefined, query_timeout: undefined, idle_in_transaction_session_timeout: undefined });
@@ -25,9 +28,10 @@ export async function migrate(pool: Pool): Promise<string[]> {
       applied_at timestamptz NOT NULL DEFAULT now()
     )`);
     const applied = new Set((await client.query<{ version: string }>('SELECT version FROM schema_migrations')).rows.map((row) => row.version));
-    const pending = knownMigrations().filter((name) => !applied.has(name));
+    const known = knownMigrations(driverFolders);
+    const pending = [...known.keys()].filter((name) => !applied.has(name));
     for (const name of pending) {
-      const sql = readFileSync(path.join(migrationsDir, name), 'utf8');
+      const sql = readFileSync(known.get(name)!, 'utf8');
       await client.query('BEGIN');
       try {
         await client.query(sql);
@@ -45,13 +49,18 @@ export async function migrate(pool: Pool): Promise<string[]> {
   }
 }
 
-/** The migrations this server knows that the database has not applied (empty when up to date). */
-export async function pendingMigrations(db: Queryable): Promise<string[]> {
+/** The migrations this server needs that the database has not applied (empty when up to date). */
+export async function pendingMigrations(db: Queryable, driverFolders: readonly string[] = []): Promise<string[]> {
   const { rows } = await db.query<{ version: string }>('SELECT version FROM schema_migrations');
   const applied = new Set(rows.map((row) => row.version));
-  return knownMigrations().filter((name) => !applied.has(name));
+  return [...knownMigrations(driverFolders).keys()].filter((name) => !applied.has(name));
 }
 
-const knownMigrations = (): string[] => readdirSync(migrationsDir).filter((name) => name.endsWith('.sql')).sort();
+/** Name → file of every migration of the set, in name order. */
+function knownMigrations(driverFolders: readonly string[]): Map<string, string> {
+  const folders = [PLATFORM_MIGRATIONS, ...driverFolders];
+  const files = folders.flatMap((folder) => readdirSync(folder).filter((name) => name.endsWith('.sql')).map((name) => [name, path.join(folder, name)] as const));
+  return new Map(files.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+}
 
 export { withTransaction };

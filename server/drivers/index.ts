@@ -3,11 +3,13 @@ import type { HypervisorDriver } from './hypervisor.ts';
 import type { ObjectStoreDriver } from './object-store.ts';
 
 /**
- * The external backends, each behind a small driver interface. The embedded default uses
- * simulators (drivers/simulators/) with configurable latency and injectable faults.
+ * The external backends, each behind a small driver interface, each chosen by configuration
+ * (`COMPUTE_DRIVER`, `OBJECT_STORE_DRIVER`, `BILLING_DRIVER`). The embedded default chooses the
+ * simulators (drivers/simulators/): real code with latency and injectable faults.
  */
 export interface Drivers {
   hypervisor: HypervisorDriver;
   objectStore: ObjectStoreDriver;
   billing: BillingProviderDriver;
 }
+

@@ -4,6 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import type { EngineConfig } from '../../server/config.ts';
+import { driverMigrations } from '../../server/drivers/selection.ts';
 import { migrate } from '../../server/db/migrate.ts';
 import { createPool, withTransaction, type Pool } from '../../server/db/pool.ts';
 import { PermanentBackendError, TransientBackendError } from '../../server/drivers/errors.ts';
@@ -31,7 +32,7 @@ const engines: OperationEngine[] = [];
 
 beforeAll(async () => {
   pool = createPool(await createTestDatabase(), 20);
-  await migrate(pool);
+  await migrate(pool, driverMigrations({ compute: 'simulator', objectStore: 'simulator', billing: 'simulator' }));
   orgId = randomUUID();
   await pool.query("INSERT INTO orgs (id, name) VALUES ($1, 'Engine tests')", [orgId]);
   await pool.query('CREATE TABLE executions (operation_id uuid NOT NULL, attempt integer NOT NULL, UNIQUE (operation_id, attempt))');

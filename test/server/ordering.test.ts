@@ -5,6 +5,7 @@
 // earlier operation that is retrying holds back the later ones of its resource, and only those.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { driverMigrations } from '../../server/drivers/selection.ts';
 import { migrate } from '../../server/db/migrate.ts';
 import { createPool } from '../../server/db/pool.ts';
 import { TransientBackendError } from '../../server/drivers/errors.ts';
@@ -102,7 +103,7 @@ describe('operations on one resource run in the order they were accepted', () =>
 describe('the claim', () => {
   test('an earlier operation waiting to retry holds back the later ones of its resource, and only those', async () => {
     const pool = createPool(await createTestDatabase(), 4);
-    await migrate(pool);
+    await migrate(pool, driverMigrations({ compute: 'simulator', objectStore: 'simulator', billing: 'simulator' }));
     const orgId = randomUUID();
     await pool.query("INSERT INTO orgs (id, name) VALUES ($1, 'Claim order')", [orgId]);
     let failuresLeft = 2;

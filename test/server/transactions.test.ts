@@ -3,6 +3,7 @@
 // from a pool whose connections are all held by such transactions waits forever). The
 // transaction is rolled back; outside it, the same calls work.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { driverMigrations } from '../../server/drivers/selection.ts';
 import { migrate } from '../../server/db/migrate.ts';
 import { createPool, InsideTransactionError, withTransaction, type Pool } from '../../server/db/pool.ts';
 import { FaultInjector } from '../../server/drivers/simulators/faults.ts';
@@ -12,7 +13,7 @@ import { createTestDatabase } from '../support/server.ts';
 let pool: Pool;
 beforeAll(async () => {
   pool = createPool(await createTestDatabase(), 2);
-  await migrate(pool);
+  await migrate(pool, driverMigrations({ compute: 'simulator', objectStore: 'simulator', billing: 'simulator' }));
   await pool.query('CREATE TABLE marks (note text NOT NULL)');
 });
 afterAll(() => pool?.end());

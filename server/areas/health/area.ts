@@ -1,4 +1,5 @@
 import { pendingMigrations } from '../../db/migrate.ts';
+import { driverMigrations } from '../../drivers/selection.ts';
 import type { OperationEngine } from '../../engine/engine.ts';
 import type { Area, AreaDependencies } from '../area.ts';
 import { notReady } from './errors.ts';
@@ -20,7 +21,7 @@ export function healthArea({ pool, config }: AreaDependencies, engine: Pick<Oper
 
       async getReadiness() {
         const failures: string[] = [];
-        const pending = await withinMs(DATABASE_CHECK_MS, pendingMigrations(pool)).catch(() => undefined);
+        const pending = await withinMs(DATABASE_CHECK_MS, pendingMigrations(pool, driverMigrations(config.drivers))).catch(() => undefined);
         if (pending === undefined) failures.push('the database does not answer');
         else if (pending.length > 0) failures.push(`${pending.length} migration${pending.length === 1 ? '' : 's'} not applied (${pending.join(', ')})`);
         // A process configured without background work runs no engine, and needs none.
