@@ -24,6 +24,7 @@ export interface Config {
   oidc: OidcConfig | undefined;
   rateLimit: { limit: number; anonymousLimit: number; windowSeconds: number };
   engine: EngineConfig;
+  intervals: LoopIntervals;
   /** Which backend each driver talks to (`simulator` is the only choice so far; see drivers/selection.ts). */
   drivers: { compute: 'simulator'; objectStore: 'simulator'; billing: 'simulator' };
   simulators: SimulatorConfig;
@@ -52,9 +53,14 @@ export interface EngineConfig {
   /** Backoff before retry n is retryBaseMs * 2^(n-1), capped at retryMaxMs. */
   retryBaseMs: number;
   retryMaxMs: number;
-  reconcileIntervalMs: number;
-  meteringIntervalMs: number;
-  schedulerIntervalMs: number;
+}
+
+/** How often the background loops run (when `background` is on). */
+export interface LoopIntervals {
+  reconcileMs: number;
+  /** Metering, which is also the billing run. */
+  meteringMs: number;
+  schedulerMs: number;
 }
 
 /**
@@ -118,9 +124,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       maxAttempts: integer(env, 'OPERATION_MAX_ATTEMPTS', 5, 1, 100),
       retryBaseMs: integer(env, 'OPERATION_RETRY_BASE_MS', 500, 1, 600_000),
       retryMaxMs: integer(env, 'OPERATION_RETRY_MAX_MS', 30_000, 1, 3_600_000),
-      reconcileIntervalMs: integer(env, 'RECONCILE_INTERVAL_MS', 5_000, 10, 3_600_000),
-      meteringIntervalMs: integer(env, 'METERING_INTERVAL_MS', 60_000, 10, 3_600_000),
-      schedulerIntervalMs: integer(env, 'SCHEDULER_INTERVAL_MS', 15_000, 10, 3_600_000),
+    },
+    intervals: {
+      reconcileMs: integer(env, 'RECONCILE_INTERVAL_MS', 5_000, 10, 3_600_000),
+      meteringMs: integer(env, 'METERING_INTERVAL_MS', 60_000, 10, 3_600_000),
+      schedulerMs: integer(env, 'SCHEDULER_INTERVAL_MS', 15_000, 10, 3_600_000),
     },
     drivers: {
       compute: oneOf(env, 'COMPUTE_DRIVER', 'simulator', ['simulator']),

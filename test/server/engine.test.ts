@@ -21,9 +21,6 @@ const config: EngineConfig = {
   maxAttempts: 4,
   retryBaseMs: 20,
   retryMaxMs: 100,
-  reconcileIntervalMs: 1000,
-  meteringIntervalMs: 1000,
-  schedulerIntervalMs: 1000,
 };
 
 let pool: Pool;

@@ -116,7 +116,7 @@ describe('the claim', () => {
       failed: async () => {},
       cancelled: async () => {},
     };
-    const engine = new OperationEngine(pool, { 'vm.start': executor }, { concurrency: 4, pollIntervalMs: 10, leaseMs: 2000, maxAttempts: 5, retryBaseMs: 150, retryMaxMs: 150, reconcileIntervalMs: 1000, meteringIntervalMs: 1000, schedulerIntervalMs: 1000 }, createLogger('silent'), 'claim-order');
+    const engine = new OperationEngine(pool, { 'vm.start': executor }, { concurrency: 4, pollIntervalMs: 10, leaseMs: 2000, maxAttempts: 5, retryBaseMs: 150, retryMaxMs: 150 }, createLogger('silent'), 'claim-order');
     const enqueue = (resourceId: string, payload = {}) => enqueueOperation(pool, { orgId, type: 'vm.start', resourceType: 'vm', resourceId, maxAttempts: 5, payload });
     try {
       const [one, other] = [randomUUID(), randomUUID()];

@@ -64,7 +64,7 @@ export function billingArea(deps: AreaDependencies, usageSources: UsageSource[])
 
   const metering: BackgroundTask = {
     name: 'metering',
-    intervalMs: config.engine.meteringIntervalMs,
+    intervalMs: config.intervals.meteringMs,
     async run() {
       const resources = (await Promise.all(usageSources.map((source) => source.meteredResources(pool)))).flat();
       await withTransaction(pool, (tx) => accrueUsage(tx, resources, clock.now()));

@@ -44,7 +44,7 @@ export function storageReconciler({ pool, drivers, clock, config, log }: AreaDep
 
   return {
     name: 'storage-reconciler',
-    intervalMs: config.engine.reconcileIntervalMs,
+    intervalMs: config.intervals.reconcileMs,
     async run(signal) {
       const organizations = await organizationsWithStorage(pool);
       for (let start = 0; start < organizations.length && !signal.aborted; start += RECONCILE_CONCURRENCY) {
@@ -65,7 +65,7 @@ export function storageReconciler({ pool, drivers, clock, config, log }: AreaDep
 export function storagePurge({ pool, drivers, clock, config, log }: AreaDependencies): BackgroundTask {
   return {
     name: 'storage-purge',
-    intervalMs: config.engine.reconcileIntervalMs,
+    intervalMs: config.intervals.reconcileMs,
     async run(signal) {
       for (const bucket of await bucketsDueForPurge(pool, clock.now(), PURGE_BATCH)) {
         if (signal.aborted) return;
