@@ -1,4 +1,5 @@
 import type { Area, AreaDependencies } from '../area.ts';
+import { organizationById } from './organization-rows.ts';
 import { notFound } from '../../core/errors.ts';
 import { iso } from '../../core/clock.ts';
 import type { Queryable } from '../../db/pool.ts';
@@ -13,11 +14,7 @@ export function organizationArea({ pool }: AreaDependencies, storageQuotaOf: Sto
     executors: {},
     handlers: {
       async getOrgContext(_request, context) {
-        const { rows } = await pool.query<{ id: string; name: string; enrollment_state: 'active' | 'suspended'; created_at: Date; updated_at: Date }>(
-          'SELECT id, name, enrollment_state, created_at, updated_at FROM orgs WHERE id = $1',
-          [context.principal.orgId],
-        );
-        const org = rows[0];
+        const org = await organizationById(pool, context.principal.orgId);
         if (!org) throw notFound();
         return {
           status: 200,

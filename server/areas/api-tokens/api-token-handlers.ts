@@ -1,0 +1,34 @@
+import type { OperationHandlers } from '../../../generated/operations.ts';
+import type { RequestContext } from '../../core/request-context.ts';
+import { performWrite } from '../../core/write.ts';
+import type { Pool } from '../../db/pool.ts';
+import { toApiTokenOut, tokensPage } from './api-token-rows.ts';
+import type { ApiTokenService } from './api-token-service.ts';
+
+type ApiTokenOperations = 'createApiToken' | 'listApiTokens' | 'revokeApiToken';
+
+/** Handlers of API keys: read the request, call the service, answer. */
+export function apiTokenHandlers({ pool, tokens }: { pool: Pool; tokens: ApiTokenService }): Pick<OperationHandlers<RequestContext>, ApiTokenOperations> {
+  return {
+    createApiToken: (request, context) =>
+      performWrite(pool, context, async (tx) => {
+        const created = await tokens.create(tx, context.principal, { name: request.body.name, scopes: request.body.scopes, expiresAt: request.body.expires_at ?? null });
+        const token = toApiTokenOut(created.token);
+        return {
+          response: { status: 201 as const, body: { token, secret: created.secret } },
+          // The secret is never stored: a replay returns the key without it.
+          replayBody: { token },
+          audit: { resourceId: token.id, after: token },
+        };
+      }),
+
+    listApiTokens: async (request, context) => ({ status: 200, body: await tokensPage(pool, context.principal.orgId, request.query) }),
+
+    revokeApiToken: (request, context) =>
+      performWrite(pool, context, async (tx) => {
+        const { before, after } = await tokens.revoke(tx, context.principal.orgId, request.path.token_id);
+        const token = toApiTokenOut(after);
+        return { response: { status: 200 as const, body: token }, audit: { resourceId: token.id, before: toApiTokenOut(before), after: token } };
+      }),
+  };
+}
