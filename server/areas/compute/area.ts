@@ -1,17 +1,33 @@
 import type { Area, AreaDependencies } from '../area.ts';
 import { loadCatalogue } from './catalogue.ts';
-import { networkHandlers, type NetworkOperations } from './network-handlers.ts';
-import { createPublicIpService, publicIpExecutors, type PublicIpOperationType } from './public-ips.ts';
+import { catalogueHandlers } from './catalogue-handlers.ts';
+import { publicIpExecutors, type PublicIpOperationType } from './public-ip-executors.ts';
+import { publicIpHandlers } from './public-ip-handlers.ts';
+import { createPublicIpService } from './public-ip-service.ts';
 import { createReconciler } from './reconciler.ts';
 import { scheduleHandlers, type ScheduleOperations } from './schedule-handlers.ts';
 import { createScheduler } from './scheduler.ts';
 import { createScheduleService } from './schedules.ts';
+import { sshKeyHandlers } from './ssh-key-handlers.ts';
 import { computeUsage } from './usage.ts';
 import { vmExecutors, type VmOperationType } from './vm-executors.ts';
 import { vmHandlers, type VmOperations } from './vm-handlers.ts';
 import { createVmService } from './vm-service.ts';
 
-export type ComputeOperations = VmOperations | NetworkOperations | ScheduleOperations;
+export type ComputeOperations =
+  | VmOperations
+  | ScheduleOperations
+  | 'listRegions'
+  | 'listImages'
+  | 'listPublicIps'
+  | 'allocatePublicIp'
+  | 'getPublicIp'
+  | 'releasePublicIp'
+  | 'associatePublicIp'
+  | 'disassociatePublicIp'
+  | 'listSshKeys'
+  | 'createSshKey'
+  | 'deleteSshKey';
 
 /**
  * Compute: the catalogue (regions, images, pools, profiles from the catalogue file), instances
@@ -33,7 +49,9 @@ export function computeArea(deps: AreaDependencies): Area<ComputeOperations, VmO
   return {
     handlers: {
       ...vmHandlers({ pool, clock, vms }),
-      ...networkHandlers({ pool, catalogue, publicIps }),
+      ...catalogueHandlers({ catalogue }),
+      ...publicIpHandlers({ pool, publicIps }),
+      ...sshKeyHandlers({ pool }),
       ...scheduleHandlers({ pool, clock, schedules }),
     },
     executors: {

@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import type { Queryable } from '../../db/pool.ts';
-import { decodeCursor, DEFAULT_PAGE_SIZE, page, sortKeySql } from '../../core/pagination.ts';
+import { decodeCursor, DEFAULT_PAGE_SIZE, keysetPage, page } from '../../core/pagination.ts';
 import { compare } from './catalogue.ts';
-import type { PublicIpRow } from './public-ips.ts';
+import type { PublicIpRow } from './public-ip-rows.ts';
 import type { ScheduleRow } from './schedules.ts';
 import type { SshKeyRow } from './ssh-keys.ts';
 import type { VmRow } from './vms.ts';
@@ -11,7 +11,6 @@ import type { VmRow } from './vms.ts';
 // id order for the catalogue. A cursor names its list and filters, so that a cursor of another
 // list, or of the same list with other filters, is 400 invalid_cursor.
 
-const NIL_UUID = '00000000-0000-0000-0000-000000000000';
 
 /** The name a cursor carries: the list and a digest of its filters. */
 export function listName(list: string, filters: Record<string, unknown> = {}): string {
@@ -19,26 +18,15 @@ export function listName(list: string, filters: Record<string, unknown> = {}): s
   return `${list}:${digest}`;
 }
 
-const pageSize = (limit: number | string | undefined) => (limit === undefined ? DEFAULT_PAGE_SIZE : Number(limit));
-
-/** A page of rows ordered by (created_at, id), oldest first. */
-async function oldestFirst<Row extends { id: string }, Item>(
+/** A page of rows ordered by (created_at, id), oldest first, through the one pagination helper. */
+function oldestFirst<Row extends { id: string }, Item>(
   db: Queryable,
-  list: string,
-  query: { cursor?: string; limit?: number | string },
+  name: string,
+  query: { cursor?: string; limit?: number },
   from: { table: string; where: string; params: unknown[] },
   toItem: (row: Row) => Item,
 ) {
-  const limit = pageSize(query.limit);
-  const after = decodeCursor(list, query.cursor);
-  const n = from.params.length;
-  const { rows } = await db.query<Row & { sort_key: string }>(
-    `SELECT *, ${sortKeySql('created_at')} AS sort_key FROM ${from.table}
-     WHERE ${from.where} AND ($${n + 1}::timestamptz IS NULL OR (created_at, id) > ($${n + 1}::timestamptz, $${n + 2}::uuid))
-     ORDER BY created_at, id LIMIT $${n + 3}`,
-    [...from.params, after?.key ?? null, after?.id ?? NIL_UUID, limit + 1],
-  );
-  return page(list, rows, limit, (row) => ({ key: row.sort_key, id: row.id }), toItem);
+  return keysetPage(db, { name, from: `${from.table} WHERE ${from.where}`, params: from.params, sortColumn: 'created_at', order: 'oldest first' }, query, toItem);
 }
 
 export interface VmFilters {
@@ -48,7 +36,7 @@ export interface VmFilters {
   labels: string[];
 }
 
-export function listVms<Item>(db: Queryable, orgId: string, filters: VmFilters, query: { cursor?: string; limit?: number | string }, toItem: (row: VmRow) => Item) {
+export function listVms<Item>(db: Queryable, orgId: string, filters: VmFilters, query: { cursor?: string; limit?: number }, toItem: (row: VmRow) => Item) {
   const labels = Object.fromEntries(filters.labels.map((label) => [label.slice(0, label.indexOf(':')), label.slice(label.indexOf(':') + 1)]));
   const list = listName('vms', { region: filters.region ?? null, state: filters.state ?? null, labels: [...filters.labels].sort() });
   return oldestFirst<VmRow, Item>(
@@ -64,7 +52,7 @@ export function listVms<Item>(db: Queryable, orgId: string, filters: VmFilters, 
   );
 }
 
-export function listPublicIps<Item>(db: Queryable, orgId: string, region: string | undefined, query: { cursor?: string; limit?: number | string }, toItem: (row: PublicIpRow) => Item) {
+export function listPublicIps<Item>(db: Queryable, orgId: string, region: string | undefined, query: { cursor?: string; limit?: number }, toItem: (row: PublicIpRow) => Item) {
   return oldestFirst<PublicIpRow, Item>(
     db,
     listName('public-ips', { region: region ?? null }),
@@ -74,11 +62,11 @@ export function listPublicIps<Item>(db: Queryable, orgId: string, region: string
   );
 }
 
-export function listSshKeys<Item>(db: Queryable, orgId: string, query: { cursor?: string; limit?: number | string }, toItem: (row: SshKeyRow) => Item) {
+export function listSshKeys<Item>(db: Queryable, orgId: string, query: { cursor?: string; limit?: number }, toItem: (row: SshKeyRow) => Item) {
   return oldestFirst<SshKeyRow, Item>(db, listName('ssh-keys'), query, { table: 'ssh_keys', where: 'org_id = $1', params: [orgId] }, toItem);
 }
 
-export function listSchedules<Item>(db: Queryable, orgId: string, vmId: string, query: { cursor?: string; limit?: number | string }, toItem: (row: ScheduleRow) => Item) {
+export function listSchedules<Item>(db: Queryable, orgId: string, vmId: string, query: { cursor?: string; limit?: number }, toItem: (row: ScheduleRow) => Item) {
   return oldestFirst<ScheduleRow, Item>(
     db,
     listName('scheduled-actions', { vm: vmId }),
@@ -92,8 +80,8 @@ export function listSchedules<Item>(db: Queryable, orgId: string, vmId: string, 
 const CATALOGUE_KEY = '1970-01-01T00:00:00.000000Z';
 
 /** A page of catalogue entries (already in id order) after the cursor's id. */
-export function catalogueListPage<Entry extends { id: string }, Item>(list: string, entries: Entry[], query: { cursor?: string; limit?: number | string }, toItem: (entry: Entry) => Item) {
-  const limit = pageSize(query.limit);
+export function catalogueListPage<Entry extends { id: string }, Item>(list: string, entries: Entry[], query: { cursor?: string; limit?: number }, toItem: (entry: Entry) => Item) {
+  const limit = query.limit ?? DEFAULT_PAGE_SIZE;
   const after = decodeCursor(list, query.cursor, 'text');
   const rest = after ? entries.filter((entry) => compare(entry.id, after.id) > 0) : entries;
   return page(list, rest.slice(0, limit + 1), limit, (entry) => ({ key: CATALOGUE_KEY, id: entry.id }), toItem);

@@ -18,7 +18,7 @@ import {
   workloadNotAllowed,
 } from './errors.ts';
 import { checkFirewallRules } from './firewall.ts';
-import { inFlightVmChange, queue } from './operations.ts';
+import { inFlightVmChange, queue } from './queue.ts';
 import { ACCEPTED_STATES, allowedActions, changeInFlight, listWords, policyReason, type StateChange, type VmAction } from './policy.ts';
 import { findLiveVm, updateVm, type VmRow } from './vms.ts';
 

@@ -89,10 +89,6 @@ export async function vmById(db: Queryable, vmId: string): Promise<VmRow | undef
   return rows[0];
 }
 
-/**
- * Applies desired fields (state, sizes, image, protection…) and bumps updated_at. Column names
- * come from this module's callers, never from a request.
- */
 /** The columns a change may set: everything but identity, timestamps and observations. */
 const CHANGEABLE: ReadonlyArray<keyof VmRow> = [
   'name', 'region_id', 'disk_redundancy', 'storage_pool_id', 'network_profile_id', 'image_id', 'image_name',
@@ -100,6 +96,10 @@ const CHANGEABLE: ReadonlyArray<keyof VmRow> = [
   'ssh_keys', 'user_data_present', 'labels', 'firewall', 'error_class', 'error_detail', 'powered_since', 'deleted_at',
 ];
 
+/**
+ * Applies desired fields (state, sizes, image, protection…) and bumps updated_at. Column names
+ * come from this module's callers, never from a request.
+ */
 export async function updateVm(db: Queryable, vmId: string, changes: Partial<Omit<VmRow, 'id' | 'org_id' | 'observed_status' | 'observed_addresses' | 'observed_at'>>): Promise<VmRow> {
   return (await updateRow<VmRow>(db, 'vms', vmId, changes, CHANGEABLE))!;
 }
