@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { components } from '../../../generated/openapi.ts';
 import { iso, isoOrNull } from '../../core/clock.ts';
-import { sortKeySql, type Position } from '../../core/pagination.ts';
+import { keysetPage } from '../../core/pagination.ts';
 import type { Queryable } from '../../db/pool.ts';
 import { updateRow } from '../../db/update-row.ts';
 
@@ -45,15 +45,9 @@ export async function findAccessKey(db: Queryable, orgId: string, keyId: string,
   return rows[0];
 }
 
-/** A page of the organization's keys, oldest first (fetch `limit + 1` to know whether more follow). */
-export async function accessKeysPage(db: Queryable, orgId: string, after: Position | undefined, limit: number): Promise<Array<AccessKeyRow & { sort_key: string }>> {
-  const { rows } = await db.query<AccessKeyRow & { sort_key: string }>(
-    `SELECT *, ${sortKeySql('created_at')} AS sort_key FROM s3_access_keys
-     WHERE org_id = $1 AND ($2::timestamptz IS NULL OR (created_at, id) > ($2::timestamptz, $3::uuid))
-     ORDER BY created_at, id LIMIT $4`,
-    [orgId, after?.key ?? null, after?.id ?? '00000000-0000-0000-0000-000000000000', limit],
-  );
-  return rows;
+/** A page of the organization's keys, oldest first. */
+export function accessKeysPage(db: Queryable, orgId: string, query: { cursor?: string; limit?: number }) {
+  return keysetPage(db, { name: 'access-keys', from: 's3_access_keys WHERE org_id = $1', params: [orgId], sortColumn: 'created_at', order: 'oldest first' }, query, toAccessKeyOut);
 }
 
 export async function insertAccessKey(db: Queryable, key: { id: string; orgId: string; secretstorePath: string }): Promise<void> {

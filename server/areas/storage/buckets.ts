@@ -1,6 +1,6 @@
 import type { components } from '../../../generated/openapi.ts';
 import { iso, isoOrNull } from '../../core/clock.ts';
-import { sortKeySql, type Position } from '../../core/pagination.ts';
+import { keysetPage } from '../../core/pagination.ts';
 import type { Queryable } from '../../db/pool.ts';
 import { updateRow } from '../../db/update-row.ts';
 import type { BucketReport } from '../../drivers/object-store.ts';
@@ -80,16 +80,9 @@ export async function bucketOfOperation(db: Queryable, orgId: string, bucketId: 
   return rows[0];
 }
 
-/** A page of the organization's buckets, oldest first. */
-export async function bucketsPage(db: Queryable, orgId: string, now: Date, after: Position | undefined, limit: number): Promise<Array<BucketRow & { sort_key: string }>> {
-  const { rows } = await db.query<BucketRow & { sort_key: string }>(
-    `SELECT *, ${sortKeySql('created_at')} AS sort_key FROM buckets
-     WHERE org_id = $1 AND ${NOT_PURGED('$2')}
-       AND ($3::timestamptz IS NULL OR (created_at, id) > ($3::timestamptz, $4::uuid))
-     ORDER BY created_at, id LIMIT $5`,
-    [orgId, now, after?.key ?? null, after?.id ?? '00000000-0000-0000-0000-000000000000', limit],
-  );
-  return rows;
+/** A page of the organization's buckets (soft-deleted ones until purged), oldest first. */
+export function bucketsPage(db: Queryable, orgId: string, now: Date, query: { cursor?: string; limit?: number }) {
+  return keysetPage(db, { name: 'buckets', from: `buckets WHERE org_id = $1 AND ${NOT_PURGED('$2')}`, params: [orgId, now], sortColumn: 'created_at', order: 'oldest first' }, query, toBucketOut);
 }
 
 export async function insertBucket(db: Queryable, bucket: { id: string; orgId: string; name: string; versioning: boolean }): Promise<void> {
