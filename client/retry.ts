@@ -63,10 +63,10 @@ function retryAfterMs(response: Response): number | undefined {
 /** Resolves after `ms`, or rejects with the signal's reason as soon as it aborts. */
 export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(signal.reason);
+    if (signal?.aborted) return reject(reasonOf(signal));
     const onAbort = () => {
       clearTimeout(timer);
-      reject(signal!.reason);
+      reject(reasonOf(signal!));
     };
     const timer = setTimeout(() => {
       signal?.removeEventListener('abort', onAbort);
@@ -74,4 +74,9 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
     }, ms);
     signal?.addEventListener('abort', onAbort, { once: true });
   });
+}
+
+/** Why a signal aborted, as an Error (an AbortSignal's reason is a DOMException unless given another). */
+function reasonOf(signal: AbortSignal): Error {
+  return signal.reason instanceof Error ? signal.reason : new Error(String(signal.reason));
 }

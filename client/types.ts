@@ -9,6 +9,8 @@ export type ProblemFieldError = Schemas['ProblemFieldError'];
 export type Operation = Schemas['OperationRef'];
 
 type RequestOf<Id extends OperationId> = OperationTypes[Id]['request'];
+// `{}` here asks whether the key may be absent: the standard way to find required keys.
+// eslint-disable-next-line @typescript-eslint/no-empty-object-type
 type RequiredKeys<T> = { [K in keyof T]-?: {} extends Pick<T, K> ? never : K }[keyof T];
 
 /**

@@ -31,7 +31,7 @@ prism.stdout.on('data', (chunk: Buffer) => {
   const text = chunk.toString();
   process.stdout.write(text.replaceAll(`127.0.0.1:${prismPort}`, `${values.host}:${port}`));
   if (text.includes('Prism is listening')) {
-    startMockProxy({ host: values.host!, port, prismPort }).catch((error: unknown) => {
+    startMockProxy({ host: values.host, port, prismPort }).catch((error: unknown) => {
       console.error(`mock: cannot listen on ${values.host}:${port}: ${String(error)}`);
       prism.kill();
     });

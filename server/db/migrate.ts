@@ -39,7 +39,7 @@ export async function migrate(pool: Pool, driverFolders: readonly string[] = [])
         await client.query('COMMIT');
       } catch (error) {
         await client.query('ROLLBACK');
-        throw new Error(`migration ${name} failed: ${(error as Error).message}`);
+        throw new Error(`migration ${name} failed: ${(error as Error).message}`, { cause: error });
       }
     }
     return pending;

@@ -15,7 +15,7 @@ export async function updateRow<Row>(
   columns: readonly string[],
   onlyInState?: string,
 ): Promise<Row | undefined> {
-  const entries = Object.entries(changes);
+  const entries: Array<[string, unknown]> = Object.entries(changes);
   const unknown = entries.map(([column]) => column).filter((column) => !columns.includes(column));
   if (unknown.length > 0) throw new Error(`${table}: cannot update ${unknown.join(', ')}`);
   const values: unknown[] = [id, ...entries.map(([, value]) => (value !== null && typeof value === 'object' && !(value instanceof Date) ? JSON.stringify(value) : value))];

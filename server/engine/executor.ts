@@ -37,6 +37,8 @@ export interface OperationFailure {
  * An executor for every operation type of the contract: the platform composes it from the areas'
  * `Executors`, and a type without one does not compile.
  */
+// `any`: each executor has its own outcome type, and the engine only passes it from perform to succeeded.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type ExecutorRegistry = { [Type in OperationType]: Executor<any> };
 
 /** The executors of some operation types (an area's share of the registry). */

@@ -38,7 +38,7 @@ export function dispatch(handlers: OperationHandlers<RequestContext>) {
         path: route.params,
         query: { ...(req.query as object) },
         headers: { 'Idempotency-Key': req.get('Idempotency-Key') },
-        body: req.body,
+        body: req.body as unknown,
       },
       context,
     );

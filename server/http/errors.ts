@@ -1,5 +1,6 @@
 import type { components } from '../../generated/openapi.ts';
-import { DomainError, MAX_FIELD_ERRORS, type FieldError, type RefusalKind } from '../core/errors.ts';
+import type { DomainError} from '../core/errors.ts';
+import { MAX_FIELD_ERRORS, type FieldError, type RefusalKind } from '../core/errors.ts';
 
 export type Problem = components['schemas']['Problem'];
 

@@ -79,7 +79,7 @@ export function createRateLimits(options: RateLimitOptions) {
   const addressOf = (req: Request): string => `address:${req.socket.remoteAddress ?? 'unknown'}`;
 
   return {
-    byAddress(req: Request, res: Response, next: NextFunction): void {
+    byAddress: (req: Request, res: Response, next: NextFunction): void => {
       apply(res, options.anonymousLimit, addresses.hit(addressOf(req)));
       next();
     },
@@ -88,7 +88,7 @@ export function createRateLimits(options: RateLimitOptions) {
      * For a request Node's parser refused (client-errors.ts): it counts against its address like
      * any other, and its answer carries the same headers. Never refused here: it is refused anyway.
      */
-    headersForUnparsed(socket: Socket): Array<[string, string]> {
+    headersForUnparsed: (socket: Socket): Array<[string, string]> => {
       const { count, resetMs } = addresses.hit(`address:${socket.remoteAddress ?? 'unknown'}`);
       return [
         ['RateLimit-Limit', String(options.anonymousLimit)],
@@ -97,7 +97,7 @@ export function createRateLimits(options: RateLimitOptions) {
       ];
     },
 
-    byCredential(req: Request, res: Response, next: NextFunction): void {
+    byCredential: (req: Request, res: Response, next: NextFunction): void => {
       const principal = stateOf(res).principal;
       // An operation without a credential stays counted against its address.
       if (!principal) return next();

@@ -38,7 +38,7 @@ export function contractValidator(options: { validateResponses: boolean }): Requ
     formats: { 'date-time': { type: 'string', validate: isStorableDateTime } },
     ignoreUndocumented: true,
     $refParser: { mode: 'dereference' },
-  }) as unknown as RequestHandler[];
+  });
 }
 
 const rfc3339DateTime = fullFormats['date-time'] as { validate: (value: string) => boolean };

@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { problemSchemaErrors } from '../support/problem-schema.ts';
 import { rawExchange, rawRequest } from '../support/raw-http.ts';
-import { startTestServer, type ApiResponse, type TestServer } from '../support/server.ts';
+import { startTestServer, type TestServer } from '../support/server.ts';
 import { runningVm } from './compute/fixtures.ts';
 
 let server: TestServer;

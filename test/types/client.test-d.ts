@@ -1,13 +1,14 @@
 // The client's types follow the contract: wrong calls do not compile (tsc and `vitest --typecheck`
 // check every `@ts-expect-error` below is an error).
 import { describe, expectTypeOf, test } from 'vitest';
+import type {
+  ProblemError} from '../../client/index.ts';
 import {
   createPlatformClient,
   type ItemOf,
   type Operation,
   type PaginatedOperationId,
-  type PlatformClient,
-  ProblemError,
+  type PlatformClient
 } from '../../client/index.ts';
 import type { components } from '../../generated/index.ts';
 

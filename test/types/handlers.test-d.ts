@@ -10,6 +10,7 @@ import type {
   OperationHandlers,
   SetBillingBudgetHandler,
 } from '../../generated/index.ts';
+import type { operationRoutes } from '../../generated/operations.ts';
 
 type Schemas = components['schemas'];
 interface Ctx {
@@ -61,7 +62,7 @@ describe('generated handler types', () => {
     const handlers: OperationHandlers<Ctx> = partial;
     void handlers;
     expectTypeOf<AllButGetVm>().not.toExtend<OperationHandlers<Ctx>>();
-    expectTypeOf<keyof OperationHandlers<Ctx>>().toEqualTypeOf<keyof typeof import('../../generated/operations.ts').operationRoutes>();
+    expectTypeOf<keyof OperationHandlers<Ctx>>().toEqualTypeOf<keyof typeof operationRoutes>();
   });
 
   test('requests are typed: path parameters, headers and bodies', () => {

@@ -67,7 +67,7 @@ export function loadFuzzContract(): FuzzContract {
 
   const operations: OperationSpec[] = [];
   for (const [pathTemplate, rawItem] of Object.entries(document.paths)) {
-    const item = rawItem as Record<string, unknown>;
+    const item = rawItem;
     const shared = ((item.parameters as unknown[]) ?? []).map(deref);
     for (const method of METHODS) {
       const operation = item[method] as Record<string, any> | undefined;
@@ -122,7 +122,10 @@ function harvestExamples(document: OpenApiDocument, deref: <T>(node: T) => T): M
   const visit = (name: string | undefined, value: unknown) => {
     if (isLosslessNumber(value)) value = BigInt(value.value);
     if (Array.isArray(value)) {
-      for (const item of value) (item !== null && typeof item === 'object' ? visit(undefined, item) : name && add(`${name}[]`, item));
+      for (const item of value) {
+        if (item !== null && typeof item === 'object') visit(undefined, item);
+        else if (name) add(`${name}[]`, item);
+      }
     } else if (value !== null && typeof value === 'object') {
       for (const [key, item] of Object.entries(value)) visit(key, item);
     } else if (name !== undefined && value !== null) {

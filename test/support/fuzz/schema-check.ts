@@ -33,7 +33,7 @@ export class SchemaCheck {
       validate = this.ajv.compile(toAjvSchema(schema, true) as object);
       this.compiled.set(schema, validate);
     }
-    const valid = validate(value) as boolean;
+    const valid = validate(value);
     return { valid, errors: valid ? [] : [...(validate.errors ?? [])] };
   }
 

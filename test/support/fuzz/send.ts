@@ -39,7 +39,7 @@ export function send(baseUrl: string, request: FuzzRequest, timeoutMs: number): 
       });
     } catch (error) {
       // Node refused to send it: a fuzzer bug, reported as such rather than as a server failure.
-      throw new Error(`node:http cannot send ${request.method} ${request.target.slice(0, 200)}: ${(error as Error).message}`);
+      throw new Error(`node:http cannot send ${request.method} ${request.target.slice(0, 200)}: ${(error as Error).message}`, { cause: error });
     }
     client.setTimeout(timeoutMs, () => {
       client.destroy();
