@@ -34,7 +34,13 @@ export function newRequestId(): string {
   return `req_${crypto.randomUUID().replaceAll('-', '').slice(0, 20)}`;
 }
 
-type LooseInit = { path?: Record<string, unknown>; query?: Record<string, unknown>; body?: unknown; headers?: Record<string, string>; signal?: AbortSignal };
+type LooseInit = {
+  path?: Record<string, unknown>;
+  query?: Record<string, unknown>;
+  body?: unknown;
+  headers?: Record<string, string>;
+  signal?: AbortSignal;
+};
 
 export function createPlatformClient(options: PlatformClientOptions): PlatformClient {
   const { baseUrl, org, credential } = options;
@@ -62,22 +68,26 @@ export function createPlatformClient(options: PlatformClientOptions): PlatformCl
     const route = operationRoutes[operationId];
     let requestId = '';
     let errorResponse: Response | undefined;
-    const result = await raw.request(route.method, route.path as never, {
-      params: { path: { ...init.path, org }, query: init.query },
-      body: init.body,
-      headers: init.headers,
-      signal: init.signal,
-      parseAs: 'text',
-      // Per call, to learn the request id sent and to read an error body with lossless-json
-      // (openapi-fetch reads it with JSON.parse).
-      fetch: async (request: Request) => {
-        const prepared = await prepare(request);
-        requestId = prepared.headers.get('x-request-id')!;
-        const response = await retrying(prepared);
-        if (!response.ok) errorResponse = response.clone();
-        return response;
-      },
-    } as never);
+    const result = await raw.request(
+      route.method,
+      route.path as never,
+      {
+        params: { path: { ...init.path, org }, query: init.query },
+        body: init.body,
+        headers: init.headers,
+        signal: init.signal,
+        parseAs: 'text',
+        // Per call, to learn the request id sent and to read an error body with lossless-json
+        // (openapi-fetch reads it with JSON.parse).
+        fetch: async (request: Request) => {
+          const prepared = await prepare(request);
+          requestId = prepared.headers.get('x-request-id')!;
+          const response = await retrying(prepared);
+          if (!response.ok) errorResponse = response.clone();
+          return response;
+        },
+      } as never,
+    );
     const response: Response = result.response;
     if (!response.ok) throw problemError(response, (await errorResponse?.text()) ?? '', requestId);
     const text = result.data as string | undefined;
@@ -93,7 +103,8 @@ export function createPlatformClient(options: PlatformClientOptions): PlatformCl
     org,
     raw,
     callWithResponse: callWithResponse as PlatformClient['callWithResponse'],
-    call: (async (operationId: OperationId, init?: LooseInit) => (await callWithResponse(operationId, init)).data) as PlatformClient['call'],
+    call: (async (operationId: OperationId, init?: LooseInit) =>
+      (await callWithResponse(operationId, init)).data) as PlatformClient['call'],
     paginate: ((operationId: PaginatedOperationId, init: LooseInit = {}) =>
       paginate(
         async (cursor) =>

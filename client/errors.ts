@@ -43,7 +43,11 @@ export class PlatformNetworkError extends PlatformError {
   /** The `X-Request-Id` the client sent. */
   readonly requestId: string;
 
-  constructor(request: Request, readonly attempts: number, cause: unknown) {
+  constructor(
+    request: Request,
+    readonly attempts: number,
+    cause: unknown,
+  ) {
     const reason = cause instanceof Error ? cause.message : String(cause);
     super(`${request.method} ${request.url}: no response after ${attempts} attempt(s): ${reason}`, { cause });
     this.method = request.method;

@@ -42,9 +42,7 @@ export type CallInit<Id extends OperationId> = ParameterOption<'path', PathParam
   };
 
 /** The `init` argument: optional when the operation needs nothing from the caller. */
-export type CallArgs<Id extends OperationId> = [RequiredKeys<CallInit<Id>>] extends [never]
-  ? [init?: CallInit<Id>]
-  : [init: CallInit<Id>];
+export type CallArgs<Id extends OperationId> = [RequiredKeys<CallInit<Id>>] extends [never] ? [init?: CallInit<Id>] : [init: CallInit<Id>];
 
 /** The body of the operation's success response (`undefined` for a `204`). */
 export type SuccessBody<Id extends OperationId> = OperationTypes[Id]['success']['body'];

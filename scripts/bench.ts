@@ -28,7 +28,10 @@ interface Scenario {
 
 const scenarios: Scenario[] = [
   { name: 'GET /billing', request: (base, key) => fetch(`${base}/billing`, { headers: { Authorization: `Bearer ${key}` } }) },
-  { name: 'GET /api-tokens (list)', request: (base, key) => fetch(`${base}/api-tokens?limit=50`, { headers: { Authorization: `Bearer ${key}` } }) },
+  {
+    name: 'GET /api-tokens (list)',
+    request: (base, key) => fetch(`${base}/api-tokens?limit=50`, { headers: { Authorization: `Bearer ${key}` } }),
+  },
   {
     name: 'PUT /billing (write + audit)',
     request: (base, key, index) =>

@@ -13,7 +13,13 @@ try {
   writeFileSync(document, docsDocument());
   mkdirSync(path.dirname(output), { recursive: true });
   const result = await run(bin('redocly'), [
-    'build-docs', document, '--inlineBundle', '--output', output, '--title', 'Cloud Platform API reference',
+    'build-docs',
+    document,
+    '--inlineBundle',
+    '--output',
+    output,
+    '--title',
+    'Cloud Platform API reference',
   ]);
   if (result.code !== 0) throw new Error(`redocly build-docs failed:\n${result.stdout}\n${result.stderr}`);
   writeFileSync(output, withoutCdnImages(readFileSync(output, 'utf8')));

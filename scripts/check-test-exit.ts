@@ -16,10 +16,12 @@ function refuse(output: string, message: string): never {
 }
 
 const failing = await vitestExitFor('failing');
-if (failing.code === 0) refuse(failing.output, 'a failing test made vitest exit 0; a failing test would pass CI. Something swallows the exit status.');
+if (failing.code === 0)
+  refuse(failing.output, 'a failing test made vitest exit 0; a failing test would pass CI. Something swallows the exit status.');
 if (!/1 failed/.test(failing.output)) refuse(failing.output, 'the failing suite did not report its failure; the check proves nothing.');
 
 const passing = await vitestExitFor('passing');
-if (passing.code !== 0) refuse(passing.output, `a passing suite made vitest exit ${passing.code}; something changes the exit status of a clean run.`);
+if (passing.code !== 0)
+  refuse(passing.output, `a passing suite made vitest exit ${passing.code}; something changes the exit status of a clean run.`);
 
 console.log(`check-test-exit: a failing test makes vitest exit ${failing.code}, a passing suite exits 0.`);

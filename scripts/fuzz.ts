@@ -54,7 +54,9 @@ for (const name of values.operation ?? []) {
     process.exit(2);
   }
 }
-const operations = fuzzingOrder(campaign.contract.operations).filter((operation) => !values.operation || values.operation.includes(operation.operationId));
+const operations = fuzzingOrder(campaign.contract.operations).filter(
+  (operation) => !values.operation || values.operation.includes(operation.operationId),
+);
 
 const server = values.url ? await runningServer(values.url) : await startServer();
 let failed = false;
@@ -66,8 +68,13 @@ try {
       const fuzzCase = campaign.generator(target).generate(seed, operation, caseIndex);
       const result = await campaign.runCase(target, fuzzCase, { seed, timeoutMs });
       failed ||= result.failures.length > 0;
-      console.log(result.failures.length > 0 ? formatFailure(result, target.ownerKey) : `passes: ${fuzzCase.mutation.kind}: ${fuzzCase.mutation.description}\n${formatRequest(fuzzCase.request, target.ownerKey)}`);
-      if ('answer' in result.outcome) console.log(`→ ${result.outcome.answer.status} ${result.outcome.answer.body.toString('utf8').slice(0, 2000)}`);
+      console.log(
+        result.failures.length > 0
+          ? formatFailure(result, target.ownerKey)
+          : `passes: ${fuzzCase.mutation.kind}: ${fuzzCase.mutation.description}\n${formatRequest(fuzzCase.request, target.ownerKey)}`,
+      );
+      if ('answer' in result.outcome)
+        console.log(`→ ${result.outcome.answer.status} ${result.outcome.answer.body.toString('utf8').slice(0, 2000)}`);
     }
   } else {
     const batches: BatchResult[] = [];
@@ -79,12 +86,18 @@ try {
         const batch = await campaign.runBatch(target, operation, { seed, timeoutMs }, from, Math.min(count, from + BATCH));
         batches.push(batch);
         failures += batch.failed.length;
-        for (const [status, times] of batch.statuses.get('valid') ?? []) validStatuses.set(status, (validStatuses.get(status) ?? 0) + times);
+        for (const [status, times] of batch.statuses.get('valid') ?? [])
+          validStatuses.set(status, (validStatuses.get(status) ?? 0) + times);
         if (batch.unresponsive) console.log(`  ${operation.operationId}: the server stopped answering: ${batch.unresponsive}`);
       }
       // What the unchanged requests got: they should mostly succeed, or the mutations never reach a handler.
-      const valid = [...validStatuses].sort(([left], [right]) => left - right).map(([status, times]) => `${status}×${times}`).join(' ');
-      console.log(`  ${operation.operationId.padEnd(24)} ${count} cases, ${String(failures).padStart(4)} failed  (${((performance.now() - started) / 1000).toFixed(1)} s)  valid requests: ${valid}`);
+      const valid = [...validStatuses]
+        .sort(([left], [right]) => left - right)
+        .map(([status, times]) => `${status}×${times}`)
+        .join(' ');
+      console.log(
+        `  ${operation.operationId.padEnd(24)} ${count} cases, ${String(failures).padStart(4)} failed  (${((performance.now() - started) / 1000).toFixed(1)} s)  valid requests: ${valid}`,
+      );
     }
     const summary = formatSummary(batches, target.ownerKey, seed);
     failed = batches.some((batch) => batch.failed.length > 0 || batch.unresponsive);
@@ -104,11 +117,15 @@ interface Server {
 
 async function runningServer(url: string): Promise<Server> {
   const bootstrapFile = path.join(repoRoot, 'data', 'bootstrap.json');
-  const bootstrap = existsSync(bootstrapFile) ? (JSON.parse(readFileSync(bootstrapFile, 'utf8')) as { org_id?: string; api_key?: string }) : {};
+  const bootstrap = existsSync(bootstrapFile)
+    ? (JSON.parse(readFileSync(bootstrapFile, 'utf8')) as { org_id?: string; api_key?: string })
+    : {};
   const orgId = values.org ?? process.env.PLATFORM_ORG_ID ?? bootstrap.org_id;
   const ownerKey = values.key ?? process.env.PLATFORM_API_KEY ?? bootstrap.api_key;
   if (!orgId || !ownerKey) {
-    console.error('--url needs the organization and its owner key: --org and --key, PLATFORM_ORG_ID and PLATFORM_API_KEY, or data/bootstrap.json');
+    console.error(
+      '--url needs the organization and its owner key: --org and --key, PLATFORM_ORG_ID and PLATFORM_API_KEY, or data/bootstrap.json',
+    );
     process.exit(2);
   }
   return { baseUrl: url.replace(/\/$/, ''), orgId, ownerKey, stop: async () => {} };
@@ -136,7 +153,8 @@ async function startServer(): Promise<Server> {
   try {
     await waitForHttp(`${baseUrl}/v1/orgs/00000000-0000-0000-0000-000000000000`, started);
     const bootstrapFile = path.join(dataDir, 'bootstrap.json');
-    for (let waited = 0; !existsSync(bootstrapFile) && waited < 10_000; waited += 50) await new Promise((resolve) => setTimeout(resolve, 50));
+    for (let waited = 0; !existsSync(bootstrapFile) && waited < 10_000; waited += 50)
+      await new Promise((resolve) => setTimeout(resolve, 50));
     const bootstrap = JSON.parse(readFileSync(bootstrapFile, 'utf8')) as { org_id: string; api_key: string };
     return { baseUrl, orgId: bootstrap.org_id, ownerKey: bootstrap.api_key, stop };
   } catch (error) {

@@ -20,10 +20,7 @@ async function generate(): Promise<Map<string, string>> {
     ['openapi.json', bundled],
     ['openapi.ts', `${STAMP}\n${await generateTypes(document)}`],
     ['operations.ts', `${STAMP}\n${generateOperationsModule(document)}`],
-    [
-      'index.ts',
-      `${STAMP}\nexport type * from './openapi.ts';\nexport * from './operations.ts';\n`,
-    ],
+    ['index.ts', `${STAMP}\nexport type * from './openapi.ts';\nexport * from './operations.ts';\n`],
   ]);
 }
 

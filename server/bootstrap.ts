@@ -17,7 +17,10 @@ export interface BootstrapCredentials {
  * write), written to DATA_DIR/bootstrap.json (mode 0600) and returned to be printed once.
  * Several processes starting together create it once.
  */
-export async function bootstrapIfEmpty(pool: Pool, options: { dataDir: string; baseUrl: string; now: Date; demoHistory: boolean }): Promise<BootstrapCredentials | undefined> {
+export async function bootstrapIfEmpty(
+  pool: Pool,
+  options: { dataDir: string; baseUrl: string; now: Date; demoHistory: boolean },
+): Promise<BootstrapCredentials | undefined> {
   const created = await withTransaction(pool, async (tx) => {
     await tx.query('SELECT pg_advisory_xact_lock($1)', [BOOTSTRAP_LOCK]);
     if (await organizationExists(tx)) return undefined;

@@ -111,7 +111,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     // Beside the API's port by default (PORT + 2; PORT + 1 is the S3 endpoint's); 0 picks a free port.
     metricsPort: env.METRICS_PORT === 'off' ? undefined : integer(env, 'METRICS_PORT', port === 0 ? 0 : port + 2, 0, 65_535),
     validateResponses: boolean(env, 'VALIDATE_RESPONSES', true),
-    oidc: oidcIssuer ? { issuer: url(oidcIssuer, 'OIDC_ISSUER'), audience: env.OIDC_AUDIENCE!, jwksUrl: env.OIDC_JWKS_URL ? url(env.OIDC_JWKS_URL, 'OIDC_JWKS_URL') : undefined } : undefined,
+    oidc: oidcIssuer
+      ? {
+          issuer: url(oidcIssuer, 'OIDC_ISSUER'),
+          audience: env.OIDC_AUDIENCE!,
+          jwksUrl: env.OIDC_JWKS_URL ? url(env.OIDC_JWKS_URL, 'OIDC_JWKS_URL') : undefined,
+        }
+      : undefined,
     rateLimit: {
       limit: integer(env, 'RATE_LIMIT', 600, 1, 1_000_000),
       anonymousLimit: integer(env, 'RATE_LIMIT_ANONYMOUS', 100, 1, 1_000_000),

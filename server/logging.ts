@@ -33,5 +33,8 @@ export function createLogger(level: string, format: 'json' | 'pretty' = 'json'):
     },
   };
   if (format === 'json') return pino(options);
-  return pino(options, pretty({ colorize: process.stdout.isTTY, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname,service', sync: true }));
+  return pino(
+    options,
+    pretty({ colorize: process.stdout.isTTY, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname,service', sync: true }),
+  );
 }

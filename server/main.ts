@@ -28,7 +28,12 @@ const platform = await startPlatform(config, log).catch((error: unknown) => {
   process.exit(error instanceof ConfigError ? 2 : 1);
 });
 const baseUrl = config.publicBaseUrl ?? platform.url;
-const credentials = await bootstrapIfEmpty(platform.pool, { dataDir: config.dataDir, baseUrl, now: new Date(), demoHistory: config.demoHistory });
+const credentials = await bootstrapIfEmpty(platform.pool, {
+  dataDir: config.dataDir,
+  baseUrl,
+  now: new Date(),
+  demoHistory: config.demoHistory,
+});
 if (!credentials) keepBootstrapAddressCurrent(config.dataDir, baseUrl);
 if (credentials) {
   // Printed once, on the first start, for the operator to copy; never written to the log.

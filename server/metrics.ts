@@ -11,7 +11,12 @@ import type { Pool } from './db/pool.ts';
  */
 export class Metrics {
   readonly registry = new Registry();
-  private readonly requests = new Counter({ name: 'cloud_http_requests_total', help: 'HTTP requests answered, by operation and status.', labelNames: ['operation', 'method', 'status'], registers: [this.registry] });
+  private readonly requests = new Counter({
+    name: 'cloud_http_requests_total',
+    help: 'HTTP requests answered, by operation and status.',
+    labelNames: ['operation', 'method', 'status'],
+    registers: [this.registry],
+  });
   private readonly requestSeconds = new Histogram({
     name: 'cloud_http_request_duration_seconds',
     help: 'Time to answer a request, by operation.',
@@ -19,8 +24,18 @@ export class Metrics {
     buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
     registers: [this.registry],
   });
-  private readonly backgroundRuns = new Counter({ name: 'cloud_background_runs_total', help: 'Runs of background loops (reconcilers, scheduler, billing), by outcome.', labelNames: ['task', 'outcome'], registers: [this.registry] });
-  private readonly backgroundSeconds = new Histogram({ name: 'cloud_background_run_duration_seconds', help: 'Duration of background runs.', labelNames: ['task'], registers: [this.registry] });
+  private readonly backgroundRuns = new Counter({
+    name: 'cloud_background_runs_total',
+    help: 'Runs of background loops (reconcilers, scheduler, billing), by outcome.',
+    labelNames: ['task', 'outcome'],
+    registers: [this.registry],
+  });
+  private readonly backgroundSeconds = new Histogram({
+    name: 'cloud_background_run_duration_seconds',
+    help: 'Duration of background runs.',
+    labelNames: ['task'],
+    registers: [this.registry],
+  });
 
   constructor() {
     collectDefaultMetrics({ register: this.registry, prefix: 'cloud_' });

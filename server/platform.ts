@@ -74,7 +74,11 @@ export interface Database {
  * Composes the server: database and migrations, drivers, areas, the operations engine, the HTTP
  * application and the background loops. Used by `npm start` and by the tests.
  */
-export async function startPlatform(config: Config, log: Logger, options: { clock?: Clock; drivers?: (pool: Pool) => Drivers } = {}): Promise<Platform> {
+export async function startPlatform(
+  config: Config,
+  log: Logger,
+  options: { clock?: Clock; drivers?: (pool: Pool) => Drivers } = {},
+): Promise<Platform> {
   const database = await openDatabase(config, log);
   // The simulated backends stand for systems outside the platform: they have connections of
   // their own, so that a backend call never waits for one of the API's, and the transaction
@@ -91,18 +95,34 @@ export async function startPlatform(config: Config, log: Logger, options: { cloc
   }
 }
 
-async function composePlatform(config: Config, log: Logger, clock: Clock, drivers: Drivers, database: Database, backendPool: Pool): Promise<Platform> {
+async function composePlatform(
+  config: Config,
+  log: Logger,
+  clock: Clock,
+  drivers: Drivers,
+  database: Database,
+  backendPool: Pool,
+): Promise<Platform> {
   const { pool } = database;
   const dependencies: AreaDependencies = { pool, config, clock, log, drivers, budget: createBudgetGuard(clock) };
   const organization = organizationArea(dependencies, storageQuotaOf);
   const apiTokens = apiTokensArea(dependencies);
   const compute = computeArea(dependencies);
   const storage = storageArea(dependencies);
-  const billing = billingArea(dependencies, [compute.usage, storage.usage].filter((source) => source !== undefined));
+  const billing = billingArea(
+    dependencies,
+    [compute.usage, storage.usage].filter((source) => source !== undefined),
+  );
   const audit = auditArea(dependencies);
   // Typed as the whole registry: an operation type of the contract without an executor does not compile.
   const executors: ExecutorRegistry = { ...compute.executors, ...storage.executors };
-  const engine = new OperationEngine(pool, executors, config.engine, log.child({ component: 'engine' }), `${process.pid}-${randomUUID().slice(0, 8)}`);
+  const engine = new OperationEngine(
+    pool,
+    executors,
+    config.engine,
+    log.child({ component: 'engine' }),
+    `${process.pid}-${randomUUID().slice(0, 8)}`,
+  );
   const operations = operationsArea(dependencies, engine);
   const health = healthArea(dependencies, engine);
   // Typed by the generated OperationHandlers: an operation without a handler does not compile.

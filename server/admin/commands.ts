@@ -65,7 +65,10 @@ async function updateOrgSetting<Column extends 'max_buckets_override' | 'schedul
 ): Promise<{ before: unknown; row: { plan_max_buckets: number } }> {
   return withTransaction(pool, async (tx) => {
     const { rows } = await tx.query<{ value: unknown }>(`SELECT ${column} AS value FROM orgs WHERE id = $1 FOR UPDATE`, [orgId]);
-    const updated = await tx.query<{ plan_max_buckets: number }>(`UPDATE orgs SET ${column} = $2, updated_at = now() WHERE id = $1 RETURNING plan_max_buckets`, [orgId, value]);
+    const updated = await tx.query<{ plan_max_buckets: number }>(
+      `UPDATE orgs SET ${column} = $2, updated_at = now() WHERE id = $1 RETURNING plan_max_buckets`,
+      [orgId, value],
+    );
     const before = rows[0]!.value;
     await recordAudit(tx, {
       orgId,
@@ -82,8 +85,17 @@ async function updateOrgSetting<Column extends 'max_buckets_override' | 'schedul
 }
 
 /** Runs one admin verb and returns what it prints. */
-export async function runAdminCommand(pool: Pool, verb: string, options: Options, user: string | undefined): Promise<Record<string, unknown>> {
-  const actor: Actor = { subject: typeof options.operator === 'string' ? options.operator : (user ?? 'operator'), realm: 'operator', tokenId: null };
+export async function runAdminCommand(
+  pool: Pool,
+  verb: string,
+  options: Options,
+  user: string | undefined,
+): Promise<Record<string, unknown>> {
+  const actor: Actor = {
+    subject: typeof options.operator === 'string' ? options.operator : (user ?? 'operator'),
+    realm: 'operator',
+    tokenId: null,
+  };
   switch (verb) {
     case 'create-org': {
       const name = required(options, 'name');
@@ -92,7 +104,15 @@ export async function runAdminCommand(pool: Pool, verb: string, options: Options
         const created = await createOrganization(tx, { name, ownerSubject: 'owner' });
         // Invented past usage, labelled demo in its invoices: only when asked for.
         if (options['demo-history'] === true) await seedDemoHistory(tx, created.orgId, new Date());
-        await recordAudit(tx, { orgId: created.orgId, action: 'org.create', resourceType: 'organization', resourceId: created.orgId, after: { name }, actor, result: 'succeeded' });
+        await recordAudit(tx, {
+          orgId: created.orgId,
+          action: 'org.create',
+          resourceType: 'organization',
+          resourceId: created.orgId,
+          after: { name },
+          actor,
+          result: 'succeeded',
+        });
         return { org_id: created.orgId, api_key: created.apiKey };
       });
     }
@@ -105,7 +125,15 @@ export async function runAdminCommand(pool: Pool, verb: string, options: Options
       return withTransaction(pool, async (tx) => {
         const issuer = typeof options.issuer === 'string' ? options.issuer.replace(/\/$/, '') : null;
         const memberId = await addMember(tx, { orgId, subject, issuer, role: role });
-        await recordAudit(tx, { orgId, action: 'org.add_member', resourceType: 'membership', resourceId: memberId, after: { subject, issuer, role }, actor, result: 'succeeded' });
+        await recordAudit(tx, {
+          orgId,
+          action: 'org.add_member',
+          resourceType: 'membership',
+          resourceId: memberId,
+          after: { subject, issuer, role },
+          actor,
+          result: 'succeeded',
+        });
         const result: Record<string, unknown> = { member_id: memberId, org_id: orgId, subject, role };
         if (options['api-key'] === true) {
           const key = await createApiKeyRow(tx, { orgId, memberId, name: `${subject} key`, scopes: ['read', 'write'], expiresAt: null });
@@ -118,10 +146,16 @@ export async function runAdminCommand(pool: Pool, verb: string, options: Options
       const orgId = uuid(options, 'org');
       const raw = required(options, 'max-buckets');
       const override = raw === 'default' ? null : Number(raw);
-      if (override !== null && (!Number.isInteger(override) || override < 0 || override > 100_000)) throw new AdminUsageError('--max-buckets must be an integer from 0 to 100000, or default');
+      if (override !== null && (!Number.isInteger(override) || override < 0 || override > 100_000))
+        throw new AdminUsageError('--max-buckets must be an integer from 0 to 100000, or default');
       await assertOrgExists(pool, orgId);
       const { row } = await updateOrgSetting(pool, actor, orgId, 'org.set_plan', 'max_buckets_override', override);
-      return { org_id: orgId, plan_max_buckets: row.plan_max_buckets, max_buckets_override: override, max_buckets: override ?? row.plan_max_buckets };
+      return {
+        org_id: orgId,
+        plan_max_buckets: row.plan_max_buckets,
+        max_buckets_override: override,
+        max_buckets: override ?? row.plan_max_buckets,
+      };
     }
     case 'scheduling': {
       const orgId = uuid(options, 'org');

@@ -30,7 +30,8 @@ const { values, positionals } = parseArgs({
 
 const print = (result: Record<string, unknown>) => {
   if (values.json) console.log(JSON.stringify(result));
-  else for (const [key, value] of Object.entries(result)) console.log(`${key}: ${typeof value === 'string' ? value : JSON.stringify(value)}`);
+  else
+    for (const [key, value] of Object.entries(result)) console.log(`${key}: ${typeof value === 'string' ? value : JSON.stringify(value)}`);
 };
 
 if (values.help || positionals.length === 0) {

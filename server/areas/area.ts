@@ -52,4 +52,3 @@ export interface UsageSource {
   /** The resources that accrue usage right now, across organizations. */
   meteredResources(db: Queryable): Promise<MeteredResource[]>;
 }
-

@@ -42,7 +42,10 @@ export class IdentityResolver {
     if (!key || !sameHash(key.secret_hash, hash) || !key.usable) return undefined;
     // last_used_at is coarse (to the minute), so that most requests write nothing.
     void this.pool
-      .query(`UPDATE api_tokens SET last_used_at = now() WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute')`, [key.id])
+      .query(
+        `UPDATE api_tokens SET last_used_at = now() WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute')`,
+        [key.id],
+      )
       .catch(() => {});
     return {
       orgId: key.org_id,

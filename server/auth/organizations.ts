@@ -16,7 +16,10 @@ export interface NewOrganization {
  * nothing else, and no history (a demo history is the caller's explicit choice: billing's
  * `seedDemoHistory`). The tenancy every area relies on, hence here below the areas.
  */
-export async function createOrganization(tx: PoolClient, options: { name: string; ownerSubject: string; ownerIssuer?: string | null }): Promise<NewOrganization> {
+export async function createOrganization(
+  tx: PoolClient,
+  options: { name: string; ownerSubject: string; ownerIssuer?: string | null },
+): Promise<NewOrganization> {
   const orgId = randomUUID();
   await tx.query('INSERT INTO orgs (id, name) VALUES ($1, $2)', [orgId, options.name]);
   await tx.query('INSERT INTO billing_accounts (org_id) VALUES ($1)', [orgId]);
@@ -25,9 +28,18 @@ export async function createOrganization(tx: PoolClient, options: { name: string
   return { orgId, memberId, apiKey: key.secret, apiKeyId: key.id };
 }
 
-export async function addMember(db: Queryable, member: { orgId: string; subject: string; issuer: string | null; role: Role }): Promise<string> {
+export async function addMember(
+  db: Queryable,
+  member: { orgId: string; subject: string; issuer: string | null; role: Role },
+): Promise<string> {
   const id = randomUUID();
-  await db.query('INSERT INTO members (id, org_id, subject, issuer, role) VALUES ($1, $2, $3, $4, $5)', [id, member.orgId, member.subject, member.issuer, member.role]);
+  await db.query('INSERT INTO members (id, org_id, subject, issuer, role) VALUES ($1, $2, $3, $4, $5)', [
+    id,
+    member.orgId,
+    member.subject,
+    member.issuer,
+    member.role,
+  ]);
   return id;
 }
 

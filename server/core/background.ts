@@ -2,7 +2,6 @@ import { isDatabaseUnavailable } from '../db/unavailable.ts';
 import type { Logger } from '../logging.ts';
 import type { Metrics } from '../metrics.ts';
 
-
 /** A loop the platform runs in the background (a reconciler, a scheduler, the billing run). */
 export interface BackgroundTask {
   name: string;
@@ -41,7 +40,8 @@ export class BackgroundRunner {
       try {
         await task.run(signal);
         this.metrics?.backgroundRan(task.name, 'succeeded', (performance.now() - started) / 1000);
-        if (unavailableRuns > 0) this.log.info({ task: task.name, runs: unavailableRuns }, 'background task runs again: the database is back');
+        if (unavailableRuns > 0)
+          this.log.info({ task: task.name, runs: unavailableRuns }, 'background task runs again: the database is back');
         unavailableRuns = 0;
       } catch (error) {
         if (!signal.aborted) this.metrics?.backgroundRan(task.name, 'failed', (performance.now() - started) / 1000);
@@ -49,7 +49,11 @@ export class BackgroundRunner {
           // Stopping: whatever the run was doing was cut short on purpose.
         } else if (isDatabaseUnavailable(error)) {
           // An outage fails every run until it ends: said once, not at every interval.
-          if (unavailableRuns++ === 0) this.log.warn({ task: task.name, reason: (error as Error).message }, 'background task cannot reach the database; trying at every interval');
+          if (unavailableRuns++ === 0)
+            this.log.warn(
+              { task: task.name, reason: (error as Error).message },
+              'background task cannot reach the database; trying at every interval',
+            );
         } else {
           this.log.error({ err: error, task: task.name }, 'background task failed');
         }

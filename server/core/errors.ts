@@ -37,23 +37,38 @@ export const validationFailed = (errors: FieldError[]) =>
 
 export const fieldInvalid = (pointer: string, detail: string) => validationFailed([{ pointer, detail }]);
 
-export const invalid = (code: string, title: string, detail: string, errors?: FieldError[]) => new DomainError('invalid', code, title, detail, errors);
+export const invalid = (code: string, title: string, detail: string, errors?: FieldError[]) =>
+  new DomainError('invalid', code, title, detail, errors);
 
 export const invalidCursor = () =>
-  invalid('invalid_cursor', 'Invalid cursor', 'The cursor was not issued by this list; pass the next_cursor of the previous page unchanged.', [
-    { pointer: '/query/cursor', detail: 'not a cursor issued by this list' },
-  ]);
+  invalid(
+    'invalid_cursor',
+    'Invalid cursor',
+    'The cursor was not issued by this list; pass the next_cursor of the previous page unchanged.',
+    [{ pointer: '/query/cursor', detail: 'not a cursor issued by this list' }],
+  );
 
 export const forbidden = (detail: string) => new DomainError('forbidden', 'forbidden', 'Permission denied', detail);
 
-export const notFound = (detail = 'No such resource in this organization.') => new DomainError('not_found', 'not_found', 'Resource not found', detail);
+export const notFound = (detail = 'No such resource in this organization.') =>
+  new DomainError('not_found', 'not_found', 'Resource not found', detail);
 
 export const conflict = (code: string, title: string, detail: string) => new DomainError('conflict', code, title, detail);
 
-export const unprocessable = (code: string, title: string, detail: string, errors?: FieldError[]) => new DomainError('unprocessable', code, title, detail, errors);
+export const unprocessable = (code: string, title: string, detail: string, errors?: FieldError[]) =>
+  new DomainError('unprocessable', code, title, detail, errors);
 
 export const invalidReference = (errors: FieldError[]) =>
-  unprocessable('invalid_reference', 'Invalid reference', `The request refers to ${errors.length === 1 ? 'something that does' : 'things that do'} not exist here; see errors.`, errors);
+  unprocessable(
+    'invalid_reference',
+    'Invalid reference',
+    `The request refers to ${errors.length === 1 ? 'something that does' : 'things that do'} not exist here; see errors.`,
+    errors,
+  );
 
 export const spendBudgetExceeded = () =>
-  conflict('spend_budget_exceeded', 'Spend budget exceeded', "The organization's month-to-date spend has reached its spend budget; raise or clear the budget to create billable resources.");
+  conflict(
+    'spend_budget_exceeded',
+    'Spend budget exceeded',
+    "The organization's month-to-date spend has reached its spend budget; raise or clear the budget to create billable resources.",
+  );

@@ -5,11 +5,7 @@ import type { Pool, Queryable } from '../db/pool.ts';
 /** How long a claimed key stays locked while its request runs; then a retry may take it over. */
 const PROCESSING_LOCK_SECONDS = 60;
 
-export type Claim =
-  | { kind: 'claimed' }
-  | { kind: 'replay'; status: number; body: string }
-  | { kind: 'reused' }
-  | { kind: 'in_use' };
+export type Claim = { kind: 'claimed' } | { kind: 'replay'; status: number; body: string } | { kind: 'reused' } | { kind: 'in_use' };
 
 /**
  * Idempotency-Key records (decisions.md): the same key and request replay the stored response;
@@ -27,7 +23,13 @@ export async function claimKey(pool: Pool, orgId: string, key: string, fingerpri
     [orgId, key, fingerprint, PROCESSING_LOCK_SECONDS],
   );
   if (inserted.rowCount === 1) return { kind: 'claimed' };
-  const { rows } = await pool.query<{ fingerprint: Buffer; state: string; response_status: number | null; response_body: string | null; lock_lapsed: boolean }>(
+  const { rows } = await pool.query<{
+    fingerprint: Buffer;
+    state: string;
+    response_status: number | null;
+    response_body: string | null;
+    lock_lapsed: boolean;
+  }>(
     `SELECT fingerprint, state, response_status, response_body, locked_until < now() AS lock_lapsed
      FROM idempotency_keys WHERE org_id = $1 AND key = $2`,
     [orgId, key],

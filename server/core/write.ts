@@ -41,7 +41,9 @@ export async function performWrite<Response extends { status: number; body?: unk
   });
   context.audit.committed();
   if (outcome.afterCommit) {
-    await outcome.afterCommit().catch((error: unknown) => context.log.warn({ err: error }, 'the backend work following a committed change failed'));
+    await outcome
+      .afterCommit()
+      .catch((error: unknown) => context.log.warn({ err: error }, 'the backend work following a committed change failed'));
   }
   return outcome.response;
 }

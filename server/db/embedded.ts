@@ -31,7 +31,10 @@ export async function startEmbeddedDatabase(dataDir: string, log: (message: stri
   if (process.getuid?.() === 0) chmodSync(dataDir, statSync(dataDir).mode | 0o011);
   const clusterDir = path.join(dataDir, 'postgres');
   const settingsFile = path.join(dataDir, 'postgres.json');
-  const settings = readSettings(settingsFile) ?? { port: 54_320 + Math.floor(Math.random() * 500), password: randomBytes(24).toString('base64url') };
+  const settings = readSettings(settingsFile) ?? {
+    port: 54_320 + Math.floor(Math.random() * 500),
+    password: randomBytes(24).toString('base64url'),
+  };
   const connectionString = (database: string) =>
     `postgres://${USER}:${encodeURIComponent(settings.password)}@127.0.0.1:${settings.port}/${database}`;
 

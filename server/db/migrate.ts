@@ -18,7 +18,12 @@ const MIGRATION_LOCK = 7_361_204_118;
 export async function migrate(pool: Pool, driverFolders: readonly string[] = []): Promise<string[]> {
   // A connection of its own, without the pool's statement and query timeouts: a migration of a
   // large table, or the wait for another process's migrations, may rightly take longer.
-  const client = new pg.Client({ ...pool.options, statement_timeout: undefined, query_timeout: undefined, idle_in_transaction_session_timeout: undefined });
+  const client = new pg.Client({
+    ...pool.options,
+    statement_timeout: undefined,
+    query_timeout: undefined,
+    idle_in_transaction_session_timeout: undefined,
+  });
   client.on('error', () => {});
   await client.connect();
   try {
@@ -27,7 +32,9 @@ export async function migrate(pool: Pool, driverFolders: readonly string[] = [])
       version text PRIMARY KEY,
       applied_at timestamptz NOT NULL DEFAULT now()
     )`);
-    const applied = new Set((await client.query<{ version: string }>('SELECT version FROM schema_migrations')).rows.map((row) => row.version));
+    const applied = new Set(
+      (await client.query<{ version: string }>('SELECT version FROM schema_migrations')).rows.map((row) => row.version),
+    );
     const known = knownMigrations(driverFolders);
     const pending = [...known.keys()].filter((name) => !applied.has(name));
     for (const name of pending) {
@@ -59,7 +66,11 @@ export async function pendingMigrations(db: Queryable, driverFolders: readonly s
 /** Name → file of every migration of the set, in name order. */
 function knownMigrations(driverFolders: readonly string[]): Map<string, string> {
   const folders = [PLATFORM_MIGRATIONS, ...driverFolders];
-  const files = folders.flatMap((folder) => readdirSync(folder).filter((name) => name.endsWith('.sql')).map((name) => [name, path.join(folder, name)] as const));
+  const files = folders.flatMap((folder) =>
+    readdirSync(folder)
+      .filter((name) => name.endsWith('.sql'))
+      .map((name) => [name, path.join(folder, name)] as const),
+  );
   return new Map(files.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
 }
 

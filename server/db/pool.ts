@@ -23,7 +23,8 @@ pg.types.setTypeParser(INT8_OID, exactInteger);
 // JSON columns (audit snapshots) keep big integers exact too.
 const JSON_OID = 114;
 const JSONB_OID = 3802;
-const parseExactJson = (text: string): unknown => parse(text, undefined, (digits) => (isInteger(digits) ? exactInteger(digits) : Number(digits)));
+const parseExactJson = (text: string): unknown =>
+  parse(text, undefined, (digits) => (isInteger(digits) ? exactInteger(digits) : Number(digits)));
 pg.types.setTypeParser(JSON_OID, parseExactJson);
 pg.types.setTypeParser(JSONB_OID, parseExactJson);
 
@@ -37,7 +38,11 @@ export interface DatabaseTimeouts {
   idleInTransactionTimeoutMs: number;
 }
 
-export const DEFAULT_DATABASE_TIMEOUTS: DatabaseTimeouts = { connectionTimeoutMs: 5_000, statementTimeoutMs: 15_000, idleInTransactionTimeoutMs: 30_000 };
+export const DEFAULT_DATABASE_TIMEOUTS: DatabaseTimeouts = {
+  connectionTimeoutMs: 5_000,
+  statementTimeoutMs: 15_000,
+  idleInTransactionTimeoutMs: 30_000,
+};
 
 /**
  * The client gives up on an answer a little after PostgreSQL would have cancelled the statement:
@@ -51,7 +56,12 @@ const QUERY_TIMEOUT_MARGIN_MS = 1_000;
  * refused at once. A transaction that waits for a second connection can wait forever: with every
  * connection held by transactions doing the same, nothing is ever released.
  */
-export function createPool(connectionString: string, max = 10, timeouts: DatabaseTimeouts = DEFAULT_DATABASE_TIMEOUTS, applicationName = 'cloud-platform-api'): Pool {
+export function createPool(
+  connectionString: string,
+  max = 10,
+  timeouts: DatabaseTimeouts = DEFAULT_DATABASE_TIMEOUTS,
+  applicationName = 'cloud-platform-api',
+): Pool {
   const pool = new pg.Pool({
     connectionString,
     max,
@@ -85,7 +95,7 @@ export class InsideTransactionError extends Error {
   constructor(what: string) {
     super(
       `${what} inside a transaction: a transaction holds a connection and must not wait for another ` +
-        '(or for a backend); use the transaction\'s client, or do this before or after it',
+        "(or for a backend); use the transaction's client, or do this before or after it",
     );
     this.name = 'InsideTransactionError';
   }

@@ -18,7 +18,12 @@ export async function updateRow<Row>(
   const entries: Array<[string, unknown]> = Object.entries(changes);
   const unknown = entries.map(([column]) => column).filter((column) => !columns.includes(column));
   if (unknown.length > 0) throw new Error(`${table}: cannot update ${unknown.join(', ')}`);
-  const values: unknown[] = [id, ...entries.map(([, value]) => (value !== null && typeof value === 'object' && !(value instanceof Date) ? JSON.stringify(value) : value))];
+  const values: unknown[] = [
+    id,
+    ...entries.map(([, value]) =>
+      value !== null && typeof value === 'object' && !(value instanceof Date) ? JSON.stringify(value) : value,
+    ),
+  ];
   const assignments = [...entries.map(([column], index) => `${column} = $${index + 2}`), 'updated_at = now()'];
   let condition = '';
   if (onlyInState !== undefined) {

@@ -18,5 +18,12 @@ export interface IssuedInvoice {
 export interface BillingProviderDriver {
   /** Issues the invoice of one organization for one month. Safe to repeat: the same month gives the same invoice. */
   /** `demo`: the usage was invented for a demo organization; the invoice must say so (its id and pages). */
-  issueInvoice(request: { orgId: string; periodStart: Date; periodEnd: Date; lines: InvoiceLine[]; settled: boolean; demo: boolean }): Promise<IssuedInvoice>;
+  issueInvoice(request: {
+    orgId: string;
+    periodStart: Date;
+    periodEnd: Date;
+    lines: InvoiceLine[];
+    settled: boolean;
+    demo: boolean;
+  }): Promise<IssuedInvoice>;
 }

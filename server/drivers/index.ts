@@ -12,4 +12,3 @@ export interface Drivers {
   objectStore: ObjectStoreDriver;
   billing: BillingProviderDriver;
 }
-

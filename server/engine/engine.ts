@@ -8,7 +8,6 @@ import type { AfterCommit } from '../core/write.ts';
 import type { Executor, ExecutorRegistry, OperationFailure } from './executor.ts';
 import { OPERATIONS_CHANNEL, type OperationRow } from './operation-record.ts';
 
-
 /** A cancelled operation, and the backend work its undoing left for after the commit. */
 export interface CancelledOperation {
   operation: OperationRow;
@@ -224,7 +223,13 @@ export class OperationEngine {
     const verdict =
       operation.attempt > operation.max_attempts
         ? // Every attempt was started and none finished: the workers running them kept crashing.
-          ({ kind: 'failed', failure: { errorClass: 'internal_error', errorDetail: `The operation did not finish after ${operation.max_attempts} attempts. [${operation.type}]` } } as const)
+          ({
+            kind: 'failed',
+            failure: {
+              errorClass: 'internal_error',
+              errorDetail: `The operation did not finish after ${operation.max_attempts} attempts. [${operation.type}]`,
+            },
+          } as const)
         : await this.perform(operation, log);
     try {
       await this.record(operation, verdict, log);
@@ -238,14 +243,17 @@ export class OperationEngine {
   /** Runs the executor's backend work, renewing the lease meanwhile, and judges how it ended. */
   private async perform(operation: OperationRow, log: Logger): Promise<Verdict> {
     let renewing = false;
-    const heartbeat = setInterval(() => {
-      // One renewal at a time: against a stuck database they would pile up.
-      if (renewing) return;
-      renewing = true;
-      this.renewLease(operation)
-        .catch(() => {})
-        .finally(() => (renewing = false));
-    }, Math.max(50, this.config.leaseMs / 3));
+    const heartbeat = setInterval(
+      () => {
+        // One renewal at a time: against a stuck database they would pile up.
+        if (renewing) return;
+        renewing = true;
+        this.renewLease(operation)
+          .catch(() => {})
+          .finally(() => (renewing = false));
+      },
+      Math.max(50, this.config.leaseMs / 3),
+    );
     try {
       return { kind: 'succeeded', outcome: await this.executorFor(operation).perform(operation, { log, signal: this.abort.signal }) };
     } catch (error) {
@@ -264,7 +272,10 @@ export class OperationEngine {
     }
     if (error instanceof PermanentBackendError) {
       log.warn({ reason: error.message }, 'backend refused the operation');
-      return { kind: 'failed', failure: { errorClass: 'backend_rejected', errorDetail: `The ${error.backend} refused the request. [${operation.type}]` } };
+      return {
+        kind: 'failed',
+        failure: { errorClass: 'backend_rejected', errorDetail: `The ${error.backend} refused the request. [${operation.type}]` },
+      };
     }
     const transient = error instanceof TransientBackendError;
     log[transient ? 'warn' : 'error']({ err: transient ? undefined : error, reason: (error as Error).message }, 'operation attempt failed');
@@ -272,7 +283,10 @@ export class OperationEngine {
     return {
       kind: 'failed',
       failure: transient
-        ? { errorClass: 'backend_unavailable', errorDetail: `The ${error.backend} was unavailable after ${operation.attempt} attempts. [${operation.type}]` }
+        ? {
+            errorClass: 'backend_unavailable',
+            errorDetail: `The ${error.backend} was unavailable after ${operation.attempt} attempts. [${operation.type}]`,
+          }
         : { errorClass: 'internal_error', errorDetail: `The operation failed because of an internal error. [${operation.type}]` },
     };
   }
@@ -311,7 +325,12 @@ export class OperationEngine {
    * Marks the operation terminal if this worker still holds it; undefined if it does not. The
    * condition makes finishing twice impossible, whoever tries.
    */
-  private async finish(tx: PoolClient, operation: OperationRow, state: 'succeeded' | 'failed', failure?: OperationFailure): Promise<OperationRow | undefined> {
+  private async finish(
+    tx: PoolClient,
+    operation: OperationRow,
+    state: 'succeeded' | 'failed',
+    failure?: OperationFailure,
+  ): Promise<OperationRow | undefined> {
     const { rows } = await tx.query<OperationRow>(
       `UPDATE operations SET state = $3, finished_at = now(), error_class = $4, error_detail = $5,
               lease_owner = NULL, lease_expires_at = NULL
@@ -342,7 +361,10 @@ export class OperationEngine {
   }
 
   private async release(operation: OperationRow): Promise<void> {
-    await this.pool.query(`UPDATE operations SET lease_owner = NULL, lease_expires_at = now() WHERE id = $1 AND lease_owner = $2`, [operation.id, this.workerId]);
+    await this.pool.query(`UPDATE operations SET lease_owner = NULL, lease_expires_at = now() WHERE id = $1 AND lease_owner = $2`, [
+      operation.id,
+      this.workerId,
+    ]);
   }
 
   private logFailure(log: Logger, error: unknown, message: string): void {

@@ -20,7 +20,6 @@ export interface Executor<Outcome = unknown> {
   cancelled(tx: PoolClient, operation: OperationRow): Promise<AfterCommit | void>;
 }
 
-
 export interface ExecutionContext {
   log: Logger;
   /** Aborted when the process shuts down: the attempt stops and the operation is released. */

@@ -66,11 +66,21 @@ export const OPERATIONS_CHANNEL = 'operations_queued';
  * at commit, and not at all on rollback).
  */
 export async function enqueueOperation(db: Queryable, operation: NewOperation): Promise<OperationRow> {
-  await db.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`operations:${operation.orgId}:${operation.resourceType}:${operation.resourceId}`]);
+  await db.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [
+    `operations:${operation.orgId}:${operation.resourceType}:${operation.resourceId}`,
+  ]);
   const { rows } = await db.query<OperationRow>(
     `INSERT INTO operations (id, org_id, type, resource_type, resource_id, state, max_attempts, payload)
      VALUES ($1, $2, $3, $4, $5, 'queued', $6, $7) RETURNING *`,
-    [randomUUID(), operation.orgId, operation.type, operation.resourceType, operation.resourceId, operation.maxAttempts, JSON.stringify(operation.payload ?? {})],
+    [
+      randomUUID(),
+      operation.orgId,
+      operation.type,
+      operation.resourceType,
+      operation.resourceId,
+      operation.maxAttempts,
+      JSON.stringify(operation.payload ?? {}),
+    ],
   );
   await db.query('SELECT pg_notify($1, $2)', [OPERATIONS_CHANNEL, rows[0]!.id]);
   return rows[0]!;
@@ -84,13 +94,26 @@ export async function recordFinishedOperation(db: Queryable, operation: NewOpera
   const { rows } = await db.query<OperationRow>(
     `INSERT INTO operations (id, org_id, type, resource_type, resource_id, state, attempt, max_attempts, payload, started_at, finished_at)
      VALUES ($1, $2, $3, $4, $5, 'succeeded', 1, $6, $7, now(), now()) RETURNING *`,
-    [randomUUID(), operation.orgId, operation.type, operation.resourceType, operation.resourceId, operation.maxAttempts, JSON.stringify(operation.payload ?? {})],
+    [
+      randomUUID(),
+      operation.orgId,
+      operation.type,
+      operation.resourceType,
+      operation.resourceId,
+      operation.maxAttempts,
+      JSON.stringify(operation.payload ?? {}),
+    ],
   );
   return rows[0]!;
 }
 
 /** The latest operation on a resource that is still in flight, if any. */
-export async function inFlightOperation(db: Queryable, orgId: string, resourceType: ResourceType, resourceId: string): Promise<OperationRow | undefined> {
+export async function inFlightOperation(
+  db: Queryable,
+  orgId: string,
+  resourceType: ResourceType,
+  resourceId: string,
+): Promise<OperationRow | undefined> {
   const { rows } = await db.query<OperationRow>(
     `SELECT * FROM operations WHERE org_id = $1 AND resource_type = $2 AND resource_id = $3 AND finished_at IS NULL
      ORDER BY seq DESC LIMIT 1`,

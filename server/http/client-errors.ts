@@ -13,7 +13,11 @@ import { securityHeaderList } from './security-headers.ts';
  * them with a bare status and no body; this answers a problem document like any other error, with
  * the same security headers, and closes the connection (what follows on it cannot be framed).
  */
-export function answerClientErrors(server: Server, log: Logger, options: { https: boolean; rateLimits: Pick<RateLimits, 'headersForUnparsed'> }): void {
+export function answerClientErrors(
+  server: Server,
+  log: Logger,
+  options: { https: boolean; rateLimits: Pick<RateLimits, 'headersForUnparsed'> },
+): void {
   const headers = securityHeaderList(options);
   server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex) => {
     // Node's own default: nothing to answer on a reset socket, or once a response has begun.
@@ -32,7 +36,9 @@ export function answerClientErrors(server: Server, log: Logger, options: { https
       'Content-Type: application/problem+json; charset=utf-8',
       `Content-Length: ${Buffer.byteLength(body)}`,
       `X-Request-Id: ${requestId}`,
-      ...[...headers, ...options.rateLimits.headersForUnparsed(socket as Socket), ['Access-Control-Allow-Origin', '*']].map(([name, value]) => `${name}: ${value}`),
+      ...[...headers, ...options.rateLimits.headersForUnparsed(socket as Socket), ['Access-Control-Allow-Origin', '*']].map(
+        ([name, value]) => `${name}: ${value}`,
+      ),
       'Connection: close',
     ];
     socket.end(`${head.join('\r\n')}\r\n\r\n${body}`);
@@ -42,10 +48,20 @@ export function answerClientErrors(server: Server, log: Logger, options: { https
 function problemFor(parserCode: string | undefined): ApiError {
   switch (parserCode) {
     case 'HPE_HEADER_OVERFLOW':
-      return new ApiError(431, 'request_headers_too_large', 'Request Header Fields Too Large', 'The request line and headers exceed 16 KiB.');
+      return new ApiError(
+        431,
+        'request_headers_too_large',
+        'Request Header Fields Too Large',
+        'The request line and headers exceed 16 KiB.',
+      );
     case 'ERR_HTTP_REQUEST_TIMEOUT':
       return new ApiError(408, 'request_timeout', 'Request Timeout', 'The request was not received in time.');
     default:
-      return new ApiError(400, 'malformed_request', 'Bad Request', 'The request is not valid HTTP/1.1: its request line or headers could not be parsed.');
+      return new ApiError(
+        400,
+        'malformed_request',
+        'Bad Request',
+        'The request is not valid HTTP/1.1: its request line or headers could not be parsed.',
+      );
   }
 }

@@ -1,6 +1,14 @@
 import type { NextFunction, Request, Response } from 'express';
 
-const EXPOSED = ['X-Request-Id', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'Retry-After', 'Idempotent-Replayed', 'Allow'];
+const EXPOSED = [
+  'X-Request-Id',
+  'RateLimit-Limit',
+  'RateLimit-Remaining',
+  'RateLimit-Reset',
+  'Retry-After',
+  'Idempotent-Replayed',
+  'Allow',
+];
 
 /**
  * Browsers may call the API from any origin: it uses bearer credentials, never cookies, so no

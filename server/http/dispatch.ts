@@ -4,7 +4,10 @@ import type { RequestContext } from '../core/request-context.ts';
 import { stateOf } from './request-state.ts';
 import { sendJson } from './send.ts';
 
-type AnyHandler = (request: unknown, context: RequestContext) => Promise<{ status: number; body?: unknown; headers?: Record<string, string> }>;
+type AnyHandler = (
+  request: unknown,
+  context: RequestContext,
+) => Promise<{ status: number; body?: unknown; headers?: Record<string, string> }>;
 
 /**
  * The last stage of the pipeline: calls the handler of the operation the router matched

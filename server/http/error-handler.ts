@@ -31,7 +31,10 @@ export function errorHandler(pool: Pool) {
     } else if (error instanceof TransientBackendError || error instanceof PermanentBackendError) {
       // A backend the request itself needed failed: nothing was changed, and a retry may work.
       log?.warn({ reason: error.message }, 'a backend call of the request failed');
-      apiError = serviceUnavailable(5, `The ${error.backend} could not be reached; nothing was changed. Retry after the Retry-After delay.`);
+      apiError = serviceUnavailable(
+        5,
+        `The ${error.backend} could not be reached; nothing was changed. Retry after the Retry-After delay.`,
+      );
     } else if (isDatabaseUnavailable(error)) {
       log?.warn({ reason: (error as Error).message }, 'the database is unavailable; answered 503');
       apiError = serviceUnavailable(DATABASE_RETRY_AFTER_SECONDS);
@@ -41,7 +44,9 @@ export function errorHandler(pool: Pool) {
     }
     const problem = apiError.toProblem(state.requestId ?? 'req_unknown');
     // Bounded: with the database down or frozen, the answer goes without waiting for the record.
-    const recorded = bookkeeping(pool, req, res, apiError, problem).catch((bookkeepingError: unknown) => log?.warn({ err: bookkeepingError }, 'recording a failed request failed'));
+    const recorded = bookkeeping(pool, req, res, apiError, problem).catch((bookkeepingError: unknown) =>
+      log?.warn({ err: bookkeepingError }, 'recording a failed request failed'),
+    );
     await withinMs(BOOKKEEPING_WAIT_MS, recorded);
     if (res.headersSent) return void res.end();
     for (const [name, value] of Object.entries(apiError.headers)) res.setHeader(name, value);

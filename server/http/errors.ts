@@ -1,5 +1,5 @@
 import type { components } from '../../generated/openapi.ts';
-import type { DomainError} from '../core/errors.ts';
+import type { DomainError } from '../core/errors.ts';
 import { MAX_FIELD_ERRORS, type FieldError, type RefusalKind } from '../core/errors.ts';
 
 export type Problem = components['schemas']['Problem'];
@@ -45,9 +45,9 @@ export class ApiError extends Error {
   }
 }
 
-
 const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f]/g;
-const visible = (text: string): string => text.replace(CONTROL_CHARACTERS, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`);
+const visible = (text: string): string =>
+  text.replace(CONTROL_CHARACTERS, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`);
 
 /** One line of at most `maxLength` characters, never empty. */
 function boundedText(text: string, maxLength: number): string {
@@ -66,59 +66,102 @@ function boundedPointer(pointer: string): string {
 }
 
 /** The status of each kind of refusal the rules know: the one place a domain error meets HTTP. */
-const STATUS_OF: Record<RefusalKind, number> = { invalid: 400, forbidden: 403, not_found: 404, conflict: 409, unprocessable: 422, unavailable: 503 };
+const STATUS_OF: Record<RefusalKind, number> = {
+  invalid: 400,
+  forbidden: 403,
+  not_found: 404,
+  conflict: 409,
+  unprocessable: 422,
+  unavailable: 503,
+};
 
 /** How long a client waits before retrying what is unavailable now. */
 const UNAVAILABLE_RETRY_AFTER_SECONDS = 5;
 
 /** The problem a refusal of the rules (core/errors.ts) is answered with. */
 export const problemOf = (error: DomainError): ApiError =>
-  new ApiError(STATUS_OF[error.kind], error.code, error.title, error.detail, error.fieldErrors, error.kind === 'unavailable' ? { 'Retry-After': String(UNAVAILABLE_RETRY_AFTER_SECONDS) } : {});
+  new ApiError(
+    STATUS_OF[error.kind],
+    error.code,
+    error.title,
+    error.detail,
+    error.fieldErrors,
+    error.kind === 'unavailable' ? { 'Retry-After': String(UNAVAILABLE_RETRY_AFTER_SECONDS) } : {},
+  );
 
 // Errors of the HTTP exchange itself (credentials, methods, media types, limits, availability).
 
-
-
-export const malformedJson = (detail: string) => new ApiError(400, 'malformed_json', 'Malformed JSON body', `The request body is not valid JSON: ${detail}.`);
-
+export const malformedJson = (detail: string) =>
+  new ApiError(400, 'malformed_json', 'Malformed JSON body', `The request body is not valid JSON: ${detail}.`);
 
 export const unauthenticated = (detail = 'Send a valid API key or access token as Authorization Bearer.') =>
-  new ApiError(401, 'unauthenticated', 'Authentication required', detail, undefined, { 'WWW-Authenticate': 'Bearer realm="cloud-platform"' });
-
-
-
-export const methodNotAllowed = (method: string, allowed: string[]) =>
-  new ApiError(405, 'method_not_allowed', 'Method not allowed', `${method} is not allowed on this path; it allows ${allowed.join(', ')}.`, undefined, {
-    Allow: allowed.join(', '),
+  new ApiError(401, 'unauthenticated', 'Authentication required', detail, undefined, {
+    'WWW-Authenticate': 'Bearer realm="cloud-platform"',
   });
 
-
-
+export const methodNotAllowed = (method: string, allowed: string[]) =>
+  new ApiError(
+    405,
+    'method_not_allowed',
+    'Method not allowed',
+    `${method} is not allowed on this path; it allows ${allowed.join(', ')}.`,
+    undefined,
+    {
+      Allow: allowed.join(', '),
+    },
+  );
 
 /** The connection closes after this answer: the rest of the body is not read. */
 export const payloadTooLarge = (limit: string) =>
-  new ApiError(413, 'payload_too_large', 'Payload too large', `The request body is larger than ${limit}.`, undefined, { Connection: 'close' });
-
-export const unsupportedMediaType = (mediaType: string) =>
-  new ApiError(415, 'unsupported_media_type', 'Unsupported media type', `The request body must be application/json, not ${mediaType || 'absent'}.`);
-
-export const rateLimited = (retryAfterSeconds: number) =>
-  new ApiError(429, 'rate_limited', 'Rate limit exceeded', `Too many requests for this credential; retry after ${retryAfterSeconds} seconds.`, undefined, {
-    'Retry-After': String(retryAfterSeconds),
+  new ApiError(413, 'payload_too_large', 'Payload too large', `The request body is larger than ${limit}.`, undefined, {
+    Connection: 'close',
   });
 
+export const unsupportedMediaType = (mediaType: string) =>
+  new ApiError(
+    415,
+    'unsupported_media_type',
+    'Unsupported media type',
+    `The request body must be application/json, not ${mediaType || 'absent'}.`,
+  );
+
+export const rateLimited = (retryAfterSeconds: number) =>
+  new ApiError(
+    429,
+    'rate_limited',
+    'Rate limit exceeded',
+    `Too many requests for this credential; retry after ${retryAfterSeconds} seconds.`,
+    undefined,
+    {
+      'Retry-After': String(retryAfterSeconds),
+    },
+  );
+
 export const idempotencyKeyInUse = () =>
-  new ApiError(409, 'idempotency_key_in_use', 'Idempotency key in use', 'A request with this Idempotency-Key is still being processed; retry in a moment.');
+  new ApiError(
+    409,
+    'idempotency_key_in_use',
+    'Idempotency key in use',
+    'A request with this Idempotency-Key is still being processed; retry in a moment.',
+  );
 
 export const idempotencyKeyReused = () =>
-  new ApiError(422, 'idempotency_key_reused', 'Idempotency key reused', 'This Idempotency-Key was used with a different request; use a new key for a new request.');
+  new ApiError(
+    422,
+    'idempotency_key_reused',
+    'Idempotency key reused',
+    'This Idempotency-Key was used with a different request; use a new key for a new request.',
+  );
 
 /**
  * The platform cannot reach its database, or a backend it must call during the request: worth
  * retrying after `Retry-After` seconds (the typed client does). Never a 500.
  */
-export const serviceUnavailable = (retryAfterSeconds: number, detail = 'The service cannot complete this request right now; retry after the Retry-After delay.') =>
-  new ApiError(503, 'service_unavailable', 'Service unavailable', detail, undefined, { 'Retry-After': String(retryAfterSeconds) });
+export const serviceUnavailable = (
+  retryAfterSeconds: number,
+  detail = 'The service cannot complete this request right now; retry after the Retry-After delay.',
+) => new ApiError(503, 'service_unavailable', 'Service unavailable', detail, undefined, { 'Retry-After': String(retryAfterSeconds) });
 
 /** The fixed answer to anything unexpected: nothing internal is disclosed. */
-export const internalError = () => new ApiError(500, 'internal_error', 'Internal server error', 'An unexpected error occurred. Quote the request id to support.');
+export const internalError = () =>
+  new ApiError(500, 'internal_error', 'Internal server error', 'An unexpected error occurred. Quote the request id to support.');

@@ -11,10 +11,7 @@
  * - anything else (`1e-400`, `1.0000000000000000001`): refused here, since no double says what
  *   was sent.
  */
-export type JsonNumber =
-  | { kind: 'number'; value: number }
-  | { kind: 'bigint'; value: bigint }
-  | { kind: 'refused'; detail: string };
+export type JsonNumber = { kind: 'number'; value: number } | { kind: 'bigint'; value: bigint } | { kind: 'refused'; detail: string };
 
 const INT64_MAX = 2n ** 63n - 1n;
 const INT64_MIN = -(2n ** 63n);

@@ -19,7 +19,10 @@ interface ContractParameter {
 /** The names of each operation's integer query parameters, read once from the contract. */
 const integerQueryParameters: Map<string, string[]> = (() => {
   const byOperation = new Map<string, string[]>();
-  const contract = loadContract() as { paths?: Record<string, Record<string, unknown>>; components?: { parameters?: Record<string, ContractParameter> } };
+  const contract = loadContract() as {
+    paths?: Record<string, Record<string, unknown>>;
+    components?: { parameters?: Record<string, ContractParameter> };
+  };
   const resolve = (parameter: ContractParameter & { $ref?: string }): ContractParameter =>
     parameter.$ref ? (contract.components?.parameters?.[parameter.$ref.split('/').pop()!] ?? {}) : parameter;
   for (const pathItem of Object.values(contract.paths ?? {})) {

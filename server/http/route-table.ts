@@ -15,10 +15,12 @@ interface CompiledRoute {
 
 const compiled: CompiledRoute[] = Object.entries(operationRoutes).map(([operationId, route]) => {
   const names: string[] = [];
-  const source = route.path.replace(/[.*+?^${}()|[\]\\]/g, (char) => (char === '{' || char === '}' ? char : `\\${char}`)).replace(/\{(\w+)\}/g, (_match, name: string) => {
-    names.push(name);
-    return '([^/]+)';
-  });
+  const source = route.path
+    .replace(/[.*+?^${}()|[\]\\]/g, (char) => (char === '{' || char === '}' ? char : `\\${char}`))
+    .replace(/\{(\w+)\}/g, (_match, name: string) => {
+      names.push(name);
+      return '([^/]+)';
+    });
   return { operationId: operationId as OperationId, route, pattern: new RegExp(`^${source}/?$`), names };
 });
 

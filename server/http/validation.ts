@@ -64,7 +64,8 @@ interface ValidatorError {
  */
 export const translateValidatorErrors: ErrorRequestHandler = (error: unknown, _req, _res, next) => {
   const candidate = error as ValidatorError & Error;
-  if (!candidate || typeof candidate !== 'object' || !Array.isArray(candidate.errors) || typeof candidate.status !== 'number') return next(error);
+  if (!candidate || typeof candidate !== 'object' || !Array.isArray(candidate.errors) || typeof candidate.status !== 'number')
+    return next(error);
   if (candidate.status === 500 || candidate.errors.some((item) => item.path?.startsWith('/response'))) {
     return next(new ResponseContractError(candidate.message));
   }

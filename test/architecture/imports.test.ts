@@ -14,7 +14,10 @@ const serverDir = path.join(root, 'server');
  * engine and drivers they use; the core (rules shared by every area) above the database.
  */
 const LAYERS: Array<{ name: string; matches: (file: string) => boolean }> = [
-  { name: 'foundation', matches: (file) => ['server/logging.ts', 'server/config.ts', 'server/metrics.ts'].includes(file) || file.startsWith('server/db/') },
+  {
+    name: 'foundation',
+    matches: (file) => ['server/logging.ts', 'server/config.ts', 'server/metrics.ts'].includes(file) || file.startsWith('server/db/'),
+  },
   { name: 'core', matches: (file) => file.startsWith('server/core/') },
   { name: 'drivers', matches: (file) => file.startsWith('server/drivers/') },
   { name: 'engine', matches: (file) => file.startsWith('server/engine/') },
@@ -95,7 +98,9 @@ describe('the structure of the server', () => {
 
   test('no module imports from a higher layer', () => {
     const violations = [...graph].flatMap(([file, targets]) =>
-      targets.filter((target) => layerOf(target) > layerOf(file)).map((target) => `${file} (${LAYERS[layerOf(file)]!.name}) imports ${target} (${LAYERS[layerOf(target)]!.name})`),
+      targets
+        .filter((target) => layerOf(target) > layerOf(file))
+        .map((target) => `${file} (${LAYERS[layerOf(file)]!.name}) imports ${target} (${LAYERS[layerOf(target)]!.name})`),
     );
     expect(violations).toEqual([]);
   });
@@ -103,7 +108,9 @@ describe('the structure of the server', () => {
   test('an area imports no other area (they meet through AreaDependencies and the platform)', () => {
     const areaOf = (file: string) => /^server\/areas\/([^/]+)\//.exec(file)?.[1];
     const violations = [...graph].flatMap(([file, targets]) =>
-      targets.filter((target) => areaOf(file) && areaOf(target) && areaOf(file) !== areaOf(target)).map((target) => `${file} imports ${target}`),
+      targets
+        .filter((target) => areaOf(file) && areaOf(target) && areaOf(file) !== areaOf(target))
+        .map((target) => `${file} imports ${target}`),
     );
     expect(violations).toEqual([]);
   });

@@ -17,19 +17,40 @@ const vm_id = 'b8a3c5d7-2e4f-4a6b-9c8d-1e3f5a7b9c20';
 
 function fakeClient(steps: Step[], options: Partial<PlatformClientOptions> = {}) {
   const { fetch, sent } = scriptedFetch(...steps);
-  const client = createPlatformClient({ baseUrl: 'http://api.test', org: exampleOrg, credential: 'cpk_test', fetch, retry: fast, ...options });
+  const client = createPlatformClient({
+    baseUrl: 'http://api.test',
+    org: exampleOrg,
+    credential: 'cpk_test',
+    fetch,
+    retry: fast,
+    ...options,
+  });
   return { client, sent };
 }
 
 const operation = (state: string, finished = false) => ({
-  id: 'c1d2e3f4-a5b6-4c7d-8e9f-0a1b2c3d4e51', type: 'vm.create', resource_type: 'vm', resource_id: vm_id, state,
-  attempt: state === 'queued' ? 0 : 1, max_attempts: 5, created_at: '2026-11-20T09:15:00Z',
-  finished_at: finished ? '2026-11-20T09:15:42Z' : null, error_class: state === 'failed' ? 'backend_rejected' : null,
+  id: 'c1d2e3f4-a5b6-4c7d-8e9f-0a1b2c3d4e51',
+  type: 'vm.create',
+  resource_type: 'vm',
+  resource_id: vm_id,
+  state,
+  attempt: state === 'queued' ? 0 : 1,
+  max_attempts: 5,
+  created_at: '2026-11-20T09:15:00Z',
+  finished_at: finished ? '2026-11-20T09:15:42Z' : null,
+  error_class: state === 'failed' ? 'backend_rejected' : null,
   error_detail: state === 'failed' ? 'The compute backend refused the request. [vm.create]' : null,
 });
 const accepted = { vm: { id: vm_id }, operation: operation('queued') };
 const createBody = {
-  name: 'web-1', image: 'ubuntu-24.04', region: 'fra1', vcpus: 2, memory_mb: 4096, disk_gb: 40, storage_pool: 'fra1-ssd', network_profile: 'fra1-standard',
+  name: 'web-1',
+  image: 'ubuntu-24.04',
+  region: 'fra1',
+  vcpus: 2,
+  memory_mb: 4096,
+  disk_gb: 40,
+  storage_pool: 'fra1-ssd',
+  network_profile: 'fra1-standard',
 };
 
 describe('retries', () => {
@@ -60,7 +81,10 @@ describe('retries', () => {
   });
 
   test('429 waits the Retry-After seconds', async () => {
-    const { client, sent } = fakeClient([problemResponse(429, 'rate_limited', { 'Retry-After': '1' }), jsonResponse({ items: [], next_cursor: null })]);
+    const { client, sent } = fakeClient([
+      problemResponse(429, 'rate_limited', { 'Retry-After': '1' }),
+      jsonResponse({ items: [], next_cursor: null }),
+    ]);
     const started = Date.now();
     await client.call('listVms');
     expect(sent).toHaveLength(2);
@@ -68,7 +92,11 @@ describe('retries', () => {
   });
 
   test('400, 409 and 500 are not retried', async () => {
-    for (const [status, code] of [[400, 'validation_failed'], [409, 'idempotency_key_in_use'], [500, 'internal_error']] as const) {
+    for (const [status, code] of [
+      [400, 'validation_failed'],
+      [409, 'idempotency_key_in_use'],
+      [500, 'internal_error'],
+    ] as const) {
       const { client, sent } = fakeClient([problemResponse(status, code), jsonResponse(accepted, 202)]);
       await expect(client.call('createVm', { body: createBody })).rejects.toMatchObject({ status, code });
       expect(sent).toHaveLength(1);
@@ -124,12 +152,18 @@ describe('retries', () => {
 describe('errors', () => {
   test('the request id comes from the problem, else the response header, else the one sent', async () => {
     const withHeader = fakeClient([
-      new Response(JSON.stringify({ type: 'about:blank', title: 'Not found', status: 404, detail: 'No such instance', code: 'not_found' }), {
-        status: 404,
-        headers: { 'Content-Type': 'application/problem+json', 'X-Request-Id': 'req_fromHeader' },
-      }),
+      new Response(
+        JSON.stringify({ type: 'about:blank', title: 'Not found', status: 404, detail: 'No such instance', code: 'not_found' }),
+        {
+          status: 404,
+          headers: { 'Content-Type': 'application/problem+json', 'X-Request-Id': 'req_fromHeader' },
+        },
+      ),
     ]);
-    await expect(withHeader.client.call('getVm', { path: { vm_id } })).rejects.toMatchObject({ code: 'not_found', requestId: 'req_fromHeader' });
+    await expect(withHeader.client.call('getVm', { path: { vm_id } })).rejects.toMatchObject({
+      code: 'not_found',
+      requestId: 'req_fromHeader',
+    });
 
     const bare = fakeClient([new Response(null, { status: 404 })]);
     const error = (await bare.client.call('getVm', { path: { vm_id } }).catch((caught: unknown) => caught)) as ProblemError;
@@ -138,9 +172,12 @@ describe('errors', () => {
   });
 
   test('a body that is not a problem document is a ProblemError unexpected_response with the raw response', async () => {
-    const { client } = fakeClient([new Response('<html>Bad Gateway</html>', { status: 502, statusText: 'Bad Gateway', headers: { 'Content-Type': 'text/html' } })], {
-      retry: { maxAttempts: 1 },
-    });
+    const { client } = fakeClient(
+      [new Response('<html>Bad Gateway</html>', { status: 502, statusText: 'Bad Gateway', headers: { 'Content-Type': 'text/html' } })],
+      {
+        retry: { maxAttempts: 1 },
+      },
+    );
     const error = (await client.call('getBilling').catch((caught: unknown) => caught)) as ProblemError;
     expect(error).toBeInstanceOf(ProblemError);
     expect(error).toMatchObject({ status: 502, code: 'unexpected_response', title: 'Bad Gateway', fieldErrors: [] });
@@ -156,8 +193,12 @@ describe('errors', () => {
 
   test('field errors of a validation failure', async () => {
     const problem = {
-      type: 'https://docs.cloudplatform.dev/errors/validation_failed', title: 'Request validation failed', status: 400,
-      detail: 'The request has 1 invalid field; see errors.', code: 'validation_failed', request_id: 'req_1',
+      type: 'https://docs.cloudplatform.dev/errors/validation_failed',
+      title: 'Request validation failed',
+      status: 400,
+      detail: 'The request has 1 invalid field; see errors.',
+      code: 'validation_failed',
+      request_id: 'req_1',
       errors: [{ pointer: '/spend_budget_cents', detail: 'must be an integer between 1 and 9223372036854775807, or null' }],
     };
     const { client } = fakeClient([jsonResponse(problem, 400)]);
@@ -191,7 +232,11 @@ describe('paginate', () => {
     const ids: string[] = [];
     for await (const vm of client.paginate('listVms', { query: { state: 'running', limit: 2 } })) ids.push(vm.id);
     expect(ids).toEqual(['a', 'b', 'c', 'd']);
-    expect(sent.map((request) => request.url.search)).toEqual(['?state=running&limit=2', '?state=running&limit=2&cursor=c1', '?state=running&limit=2&cursor=c2']);
+    expect(sent.map((request) => request.url.search)).toEqual([
+      '?state=running&limit=2',
+      '?state=running&limit=2&cursor=c1',
+      '?state=running&limit=2&cursor=c2',
+    ]);
   });
 
   test('an error on a later page rejects the iteration', async () => {
@@ -213,7 +258,10 @@ describe('waitForOperation', () => {
       jsonResponse(operation('succeeded', true)),
     ]);
     const states: string[] = [];
-    const result = await client.waitForOperation(accepted.operation as never, { initialIntervalMs: 10, onProgress: (op) => states.push(op.state) });
+    const result = await client.waitForOperation(accepted.operation as never, {
+      initialIntervalMs: 10,
+      onProgress: (op) => states.push(op.state),
+    });
     expect(result.state).toBe('succeeded');
     expect(states).toEqual(['queued', 'running', 'succeeded']);
     expect(sent.every((request) => request.url.pathname.endsWith(`/operations/${accepted.operation.id}`))).toBe(true);
@@ -244,7 +292,13 @@ describe('big integers', () => {
 
   test('parseJson draws the line at ±(2^53-1)', () => {
     expect(parseJson('[9007199254740991, 9007199254740992, -9007199254740991, -9223372036854775808, 1e3, 1.5, 0]')).toEqual([
-      9007199254740991, 9007199254740992n, -9007199254740991, -9223372036854775808n, 1000, 1.5, 0,
+      9007199254740991,
+      9007199254740992n,
+      -9007199254740991,
+      -9223372036854775808n,
+      1000,
+      1.5,
+      0,
     ]);
   });
 

@@ -10,8 +10,16 @@ const example = (name: string) => examples[name]!.value;
 const vm_id = 'b8a3c5d7-2e4f-4a6b-9c8d-1e3f5a7b9c20';
 const operation_id = 'c1d2e3f4-a5b6-4c7d-8e9f-0a1b2c3d4e51';
 const createVmBody = {
-  name: 'web-1', image: 'ubuntu-24.04', region: 'fra1', vcpus: 2, memory_mb: 4096, disk_gb: 40,
-  storage_pool: 'fra1-ssd', network_profile: 'fra1-standard', ssh_keys: ['alice-laptop'], labels: { env: 'production', team: 'web' },
+  name: 'web-1',
+  image: 'ubuntu-24.04',
+  region: 'fra1',
+  vcpus: 2,
+  memory_mb: 4096,
+  disk_gb: 40,
+  storage_pool: 'fra1-ssd',
+  network_profile: 'fra1-standard',
+  ssh_keys: ['alice-laptop'],
+  labels: { env: 'production', team: 'web' },
 };
 
 let target: ApiTarget;
@@ -84,7 +92,12 @@ describe('errors', () => {
     const client = clientFor(target, { headers: { Prefer: 'code=409' } });
     const error = await client.call('cancelOperation', { path: { operation_id } }).catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(ProblemError);
-    expect(error).toMatchObject({ status: 409, code: 'operation_not_cancellable', title: 'Operation cannot be cancelled', requestId: 'req_7Hq2xV9kLm3Pz' });
+    expect(error).toMatchObject({
+      status: 409,
+      code: 'operation_not_cancellable',
+      title: 'Operation cannot be cancelled',
+      requestId: 'req_7Hq2xV9kLm3Pz',
+    });
     expect((error as Error).message).toMatch(/^409 operation_not_cancellable: .* \(request req_7Hq2xV9kLm3Pz\)$/);
   });
 
@@ -161,7 +174,7 @@ describe('paginate', () => {
     expect(regions).toEqual(['ams1', 'fra1', 'nbg-sc1']);
   });
 
-  test("follows next_cursor (the mock serves the same page forever, so stop after two pages)", async () => {
+  test('follows next_cursor (the mock serves the same page forever, so stop after two pages)', async () => {
     const { fetch, sent } = recordingFetch();
     const client = clientFor(target, { fetch });
     const ids: string[] = [];

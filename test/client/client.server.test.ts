@@ -75,7 +75,10 @@ describe('the client against the server', () => {
       const pausedClient = clientFor({ baseUrl: paused.url, org: org.orgId, credential: org.ownerKey, stop: async () => {} });
       const accepted = await pausedClient.call('createBucket', { body: { name: `wait-${randomUUID().slice(0, 8)}` } });
       await pausedClient.call('cancelOperation', { path: { operation_id: accepted.operation.id } });
-      await expect(pausedClient.waitForOperation(accepted.operation, { timeoutMs: 5000 })).rejects.toMatchObject({ name: 'OperationFailedError', state: 'cancelled' });
+      await expect(pausedClient.waitForOperation(accepted.operation, { timeoutMs: 5000 })).rejects.toMatchObject({
+        name: 'OperationFailedError',
+        state: 'cancelled',
+      });
     } finally {
       await paused.close();
     }

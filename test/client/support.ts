@@ -44,7 +44,12 @@ export interface Sent {
 export function recordingFetch(inner: (request: Request) => Promise<Response> = (request) => fetch(request)) {
   const sent: Sent[] = [];
   const recorder = async (request: Request) => {
-    sent.push({ method: request.method, url: new URL(request.url), headers: new Headers(request.headers), body: await request.clone().text() });
+    sent.push({
+      method: request.method,
+      url: new URL(request.url),
+      headers: new Headers(request.headers),
+      body: await request.clone().text(),
+    });
     return inner(request);
   };
   return { fetch: recorder, sent };
@@ -69,7 +74,14 @@ export function jsonResponse(body: unknown, status = 200, headers: Record<string
 }
 
 export function problemResponse(status: number, code: string, headers: Record<string, string> = {}): Response {
-  const problem = { type: `https://docs.cloudplatform.dev/errors/${code}`, title: code, status, detail: `a ${code} problem`, code, request_id: 'req_fromProblem' };
+  const problem = {
+    type: `https://docs.cloudplatform.dev/errors/${code}`,
+    title: code,
+    status,
+    detail: `a ${code} problem`,
+    code,
+    request_id: 'req_fromProblem',
+  };
   return new Response(JSON.stringify(problem), { status, headers: { 'Content-Type': 'application/problem+json', ...headers } });
 }
 

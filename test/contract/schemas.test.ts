@@ -346,7 +346,33 @@ const schemas: Record<string, Row[]> = {
 /** Enumerations the interface document or decisions.md name, in their order where order matters. */
 const enums: Array<[schema: string, field: string, values: unknown[]]> = [
   ['OperationRef', 'state', ['queued', 'running', 'succeeded', 'failed', 'cancelled']],
-  ['OperationRef', 'type', ['vm.create', 'vm.start', 'vm.stop', 'vm.reboot', 'vm.resize', 'vm.rebuild', 'vm.rescue', 'vm.unrescue', 'vm.delete', 'vm.firewall', 'vm.console', 'ip.allocate', 'ip.associate', 'ip.disassociate', 'ip.release', 'bucket.create', 'bucket.delete', 'bucket.restore', 'bucket.quota', 'access_key.create', 'access_key.revoke']],
+  [
+    'OperationRef',
+    'type',
+    [
+      'vm.create',
+      'vm.start',
+      'vm.stop',
+      'vm.reboot',
+      'vm.resize',
+      'vm.rebuild',
+      'vm.rescue',
+      'vm.unrescue',
+      'vm.delete',
+      'vm.firewall',
+      'vm.console',
+      'ip.allocate',
+      'ip.associate',
+      'ip.disassociate',
+      'ip.release',
+      'bucket.create',
+      'bucket.delete',
+      'bucket.restore',
+      'bucket.quota',
+      'access_key.create',
+      'access_key.revoke',
+    ],
+  ],
   ['VmOut', 'state', ['creating', 'running', 'stopped', 'rebooting', 'resizing', 'rebuilding', 'rescue', 'deleting', 'error']],
   ['VmOut', 'desired_state', ['running', 'stopped', 'rescue', 'deleted']],
   ['PublicIpOut', 'state', ['pending', 'allocated', 'associating', 'associated', 'disassociating', 'releasing', 'error']],
@@ -393,7 +419,12 @@ describe.each(Object.entries(schemas))('%s', (schemaName, rows) => {
 
   test('lists exactly the required fields', () => {
     const required = [...((schemaNamed(schemaName).required as string[]) ?? [])].sort();
-    expect(required).toEqual(rows.filter(([, , isRequired]) => isRequired).map(([field]) => field).sort());
+    expect(required).toEqual(
+      rows
+        .filter(([, , isRequired]) => isRequired)
+        .map(([field]) => field)
+        .sort(),
+    );
   });
 
   test('refuses unknown fields', () => {
@@ -423,7 +454,20 @@ describe('enumerations', () => {
 
   test('VmOut.allowed_actions uses the vocabulary, in its order', () => {
     const items = property('VmOut', 'allowed_actions').items as JsonSchema;
-    expect(items.enum).toEqual(['start', 'stop', 'reboot', 'console', 'resize', 'rebuild', 'rescue', 'unrescue', 'delete', 'firewall', 'public_ip', 'protection']);
+    expect(items.enum).toEqual([
+      'start',
+      'stop',
+      'reboot',
+      'console',
+      'resize',
+      'rebuild',
+      'rescue',
+      'unrescue',
+      'delete',
+      'firewall',
+      'public_ip',
+      'protection',
+    ]);
   });
 
   test('API key scopes are read and write', () => {

@@ -46,7 +46,11 @@ describe('the generator', () => {
           const typed = schema.type === 'integer' ? Number(value) : schema.type === 'array' ? [value] : value;
           expect(schemas.check(parameter.schema, typed).errors, `${where}: query ${name} = ${value}`).toEqual([]);
         }
-        if (spec.body) expect(schemas.check(spec.body.schema, toPlainJson(draft.body!)).errors, `${where}: ${encodeJson(draft.body!).toString()}`).toEqual([]);
+        if (spec.body)
+          expect(
+            schemas.check(spec.body.schema, toPlainJson(draft.body!)).errors,
+            `${where}: ${encodeJson(draft.body!).toString()}`,
+          ).toEqual([]);
       }
     }
   });
@@ -54,11 +58,15 @@ describe('the generator', () => {
   test('gets values right from the schemas alone, without retries, examples or hints, nearly always', () => {
     // `valid` retries and falls back to the contract's examples; this measures the generator itself.
     for (const spec of contract.operations) {
-      const schemasOf = [...(spec.body ? [['body', spec.body.schema] as const] : []), ...spec.parameters.map((parameter) => [parameter.name, parameter.schema] as const)];
+      const schemasOf = [
+        ...(spec.body ? [['body', spec.body.schema] as const] : []),
+        ...spec.parameters.map((parameter) => [parameter.name, parameter.schema] as const),
+      ];
       for (const [name, schema] of schemasOf) {
         const random = new Random(`${spec.operationId}/${name}`);
         let validCount = 0;
-        for (let index = 0; index < 100; index++) if (values.isValid(schema, values.generate(schema, random, new Map(), name))) validCount++;
+        for (let index = 0; index < 100; index++)
+          if (values.isValid(schema, values.generate(schema, random, new Map(), name))) validCount++;
         expect(validCount, `${spec.operationId} ${name}: ${validCount} of 100 valid`).toBeGreaterThanOrEqual(90);
       }
     }
@@ -67,7 +75,8 @@ describe('the generator', () => {
   test('makes the same bytes for the same seed and case, and other bytes for another seed', () => {
     const generator = new CaseGenerator(contract, schemas, target);
     for (const spec of [operation('createVm'), operation('listAuditEvents'), operation('setBillingBudget')]) {
-      const bytes = (seed: number, index: number) => JSON.stringify(generator.generate(seed, spec, index), (_key, value) => (typeof value === 'bigint' ? `${value}n` : value));
+      const bytes = (seed: number, index: number) =>
+        JSON.stringify(generator.generate(seed, spec, index), (_key, value) => (typeof value === 'bigint' ? `${value}n` : value));
       const first = Array.from({ length: 30 }, (_, index) => bytes(5, index));
       // Regenerated alone and out of order: each case depends on nothing generated before it.
       for (const index of [29, 3, 17, 0]) expect(bytes(5, index)).toBe(first[index]);
@@ -77,8 +86,19 @@ describe('the generator', () => {
 
   test('gives every mutator that applies a turn within the first cases of an operation', () => {
     const generator = new CaseGenerator(contract, schemas, target);
-    const kinds = new Set(Array.from({ length: 40 }, (_, index) => generator.generate(3, operation('setBillingBudget'), index).mutation.kind));
-    for (const kind of ['valid', 'body.number-literal', 'body.deep-nesting', 'body.invalid-utf8', 'body.absent', 'body.many-errors', 'path.percent-encoding', 'header.content-type']) {
+    const kinds = new Set(
+      Array.from({ length: 40 }, (_, index) => generator.generate(3, operation('setBillingBudget'), index).mutation.kind),
+    );
+    for (const kind of [
+      'valid',
+      'body.number-literal',
+      'body.deep-nesting',
+      'body.invalid-utf8',
+      'body.absent',
+      'body.many-errors',
+      'path.percent-encoding',
+      'header.content-type',
+    ]) {
       expect(kinds).toContain(kind);
     }
   });
@@ -126,10 +146,27 @@ describe('the oracle', () => {
     mutation,
     request: { method, target: `/v1/orgs/${target.orgId}${path}`, headers: [], body: undefined },
   });
-  const answer = (status: number, body: unknown, contentType = status >= 400 ? 'application/problem+json; charset=utf-8' : 'application/json'): { answer: Answer } => ({
-    answer: { status, headers: { 'content-type': contentType, 'x-request-id': 'req_1' }, body: Buffer.from(JSON.stringify(body)), elapsedMs: 1 },
+  const answer = (
+    status: number,
+    body: unknown,
+    contentType = status >= 400 ? 'application/problem+json; charset=utf-8' : 'application/json',
+  ): { answer: Answer } => ({
+    answer: {
+      status,
+      headers: { 'content-type': contentType, 'x-request-id': 'req_1' },
+      body: Buffer.from(JSON.stringify(body)),
+      elapsedMs: 1,
+    },
   });
-  const problem = (status: number, code: string, extra: object = {}) => ({ type: `https://docs.cloudplatform.dev/errors/${code}`, title: 'A title', status, detail: 'A detail.', code, request_id: 'req_1', ...extra });
+  const problem = (status: number, code: string, extra: object = {}) => ({
+    type: `https://docs.cloudplatform.dev/errors/${code}`,
+    title: 'A title',
+    status,
+    detail: 'A detail.',
+    code,
+    request_id: 'req_1',
+    ...extra,
+  });
   const kinds = (failures: Array<{ kind: string }>) => failures.map((failure) => failure.kind);
 
   test('matches paths to operations as the contract templates them', () => {
@@ -141,8 +178,15 @@ describe('the oracle', () => {
 
   test('passes a declared problem and a valid success body', () => {
     const billing = operation('setBillingBudget');
-    expect(oracle.judge(fuzzCase(billing, '/billing'), answer(400, problem(400, 'validation_failed', { errors: [{ pointer: '/spend_budget_cents', detail: 'must be integer' }] })))).toEqual([]);
-    expect(oracle.judge(fuzzCase(operation('listSshKeys'), '/compute/ssh-keys'), answer(200, { items: [], next_cursor: null }))).toEqual([]);
+    expect(
+      oracle.judge(
+        fuzzCase(billing, '/billing'),
+        answer(400, problem(400, 'validation_failed', { errors: [{ pointer: '/spend_budget_cents', detail: 'must be integer' }] })),
+      ),
+    ).toEqual([]);
+    expect(oracle.judge(fuzzCase(operation('listSshKeys'), '/compute/ssh-keys'), answer(200, { items: [], next_cursor: null }))).toEqual(
+      [],
+    );
   });
 
   test('fails a 5xx, an undeclared status, a broken problem, a broken success body and a 2xx to an invalid request', () => {
@@ -150,32 +194,55 @@ describe('the oracle', () => {
     expect(kinds(oracle.judge(fuzzCase(billing, '/billing'), answer(500, problem(500, 'internal_error'))))).toEqual(['server-error']);
     expect(kinds(oracle.judge(fuzzCase(billing, '/billing'), answer(418, problem(418, 'teapot'))))).toEqual(['undeclared-status']);
     const tooMany = Array.from({ length: 101 }, (_, index) => ({ pointer: `/f${index}`, detail: 'unknown field' }));
-    expect(kinds(oracle.judge(fuzzCase(billing, '/billing'), answer(400, problem(400, 'validation_failed', { errors: tooMany }))))).toEqual(['problem-schema']);
+    expect(kinds(oracle.judge(fuzzCase(billing, '/billing'), answer(400, problem(400, 'validation_failed', { errors: tooMany }))))).toEqual(
+      ['problem-schema'],
+    );
     const longPointer = [{ pointer: `/${'x'.repeat(600)}`, detail: 'unknown field' }];
-    expect(kinds(oracle.judge(fuzzCase(billing, '/billing'), answer(400, problem(400, 'validation_failed', { errors: longPointer }))))).toEqual(['problem-schema']);
-    expect(kinds(oracle.judge(fuzzCase(billing, '/billing'), answer(400, problem(400, 'x'), 'application/json')))).toEqual(['problem-media-type']);
-    expect(kinds(oracle.judge(fuzzCase(operation('listSshKeys'), '/compute/ssh-keys'), answer(200, { items: [], next_cursor: null, extra: 1 })))).toEqual(['success-schema']);
+    expect(
+      kinds(oracle.judge(fuzzCase(billing, '/billing'), answer(400, problem(400, 'validation_failed', { errors: longPointer })))),
+    ).toEqual(['problem-schema']);
+    expect(kinds(oracle.judge(fuzzCase(billing, '/billing'), answer(400, problem(400, 'x'), 'application/json')))).toEqual([
+      'problem-media-type',
+    ]);
+    expect(
+      kinds(oracle.judge(fuzzCase(operation('listSshKeys'), '/compute/ssh-keys'), answer(200, { items: [], next_cursor: null, extra: 1 }))),
+    ).toEqual(['success-schema']);
     const invalid: Mutation = { kind: 'body.number-literal', description: '/spend_budget_cents ← 1e-400', mustRefuse: true };
-    const budget = { state: 'active', billing_exempt: false, month_to_date: { egress_gb: '0', estimated_cents: 0, storage_gb_month: '0' }, prices: [], spend_budget_cents: 0 };
+    const budget = {
+      state: 'active',
+      billing_exempt: false,
+      month_to_date: { egress_gb: '0', estimated_cents: 0, storage_gb_month: '0' },
+      prices: [],
+      spend_budget_cents: 0,
+    };
     expect(kinds(oracle.judge(fuzzCase(billing, '/billing', invalid), answer(200, budget)))).toContain('accepted-invalid');
     expect(kinds(oracle.judge(fuzzCase(billing, '/billing', valid, 'PATCH'), answer(405, problem(405, 'method_not_allowed'))))).toEqual([]);
-    expect(kinds(oracle.judge(fuzzCase(billing, '/billing'), { error: 'ECONNRESET: socket hang up', elapsedMs: 3 }))).toEqual(['no-answer']);
+    expect(kinds(oracle.judge(fuzzCase(billing, '/billing'), { error: 'ECONNRESET: socket hang up', elapsedMs: 3 }))).toEqual([
+      'no-answer',
+    ]);
   });
 
   test('fails a 400 that refuses a valid parameter, not one that refuses a rule of the body its schema cannot say', () => {
     const getVm = operation('getVm');
     const refusedPath = problem(400, 'validation_failed', { errors: [{ pointer: '/path/vm_id', detail: 'must be a uuid' }] });
-    expect(kinds(oracle.judge(fuzzCase(getVm, '/compute/vms/B8A3C5D7-2E4F-4A6B-9C8D-1E3F5A7B9C20'), answer(400, refusedPath)))).toEqual(['refused-valid']);
+    expect(kinds(oracle.judge(fuzzCase(getVm, '/compute/vms/B8A3C5D7-2E4F-4A6B-9C8D-1E3F5A7B9C20'), answer(400, refusedPath)))).toEqual([
+      'refused-valid',
+    ]);
     const firewall = operation('setVmFirewall');
     const hostBits = problem(400, 'validation_failed', { errors: [{ pointer: '/inbound/0/sources/0', detail: 'has host bits set' }] });
-    expect(oracle.judge(fuzzCase(firewall, '/compute/vms/b8a3c5d7-2e4f-4a6b-9c8d-1e3f5a7b9c20/firewall'), answer(400, hostBits))).toEqual([]);
+    expect(oracle.judge(fuzzCase(firewall, '/compute/vms/b8a3c5d7-2e4f-4a6b-9c8d-1e3f5a7b9c20/firewall'), answer(400, hostBits))).toEqual(
+      [],
+    );
   });
 });
 
 describe('the report', () => {
   test('prints the exact request, with invalid UTF-8 as hex and the owner key redacted', () => {
     const body = encodeJson({ name: new RawStringBytes(Buffer.from([0x61, 0xff])) });
-    const text = formatRequest({ method: 'POST', target: '/v1/orgs/x/api-tokens', headers: [['Authorization', `Bearer ${target.ownerKey}`]], body }, target.ownerKey);
+    const text = formatRequest(
+      { method: 'POST', target: '/v1/orgs/x/api-tokens', headers: [['Authorization', `Bearer ${target.ownerKey}`]], body },
+      target.ownerKey,
+    );
     expect(text).toContain('Authorization: Bearer <owner key>');
     expect(text).not.toContain(target.ownerKey);
     expect(text).toContain('not UTF-8, hex: 7b 22 6e 61 6d 65 22 3a 22 61 ff 22 7d');

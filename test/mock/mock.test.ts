@@ -95,8 +95,15 @@ describe('the mock', () => {
       method: 'POST',
       headers: { ...auth, 'Content-Type': 'application/json', Prefer: 'code=422, example=user_data_unsupported' },
       body: JSON.stringify({
-        name: 'web-2', image: 'ubuntu-24.04', region: 'fra1', vcpus: 2, memory_mb: 4096, disk_gb: 40,
-        storage_pool: 'fra1-ssd', network_profile: 'fra1-standard', user_data: '',
+        name: 'web-2',
+        image: 'ubuntu-24.04',
+        region: 'fra1',
+        vcpus: 2,
+        memory_mb: 4096,
+        disk_gb: 40,
+        storage_pool: 'fra1-ssd',
+        network_profile: 'fra1-standard',
+        user_data: '',
       }),
     });
     expect(response.status).toBe(422);

@@ -31,7 +31,10 @@ describe('audit events', () => {
     expect(JSON.stringify(event)).not.toContain(created.body.secret);
     const owner = await server.pool.query('SELECT subject FROM members WHERE id = $1', [org.ownerMemberId]);
     expect(event.actor_sub).toBe(owner.rows[0].subject);
-    const tokenId = await server.pool.query('SELECT id FROM api_tokens WHERE member_id = $1 AND name = $2', [org.ownerMemberId, 'owner key']);
+    const tokenId = await server.pool.query('SELECT id FROM api_tokens WHERE member_id = $1 AND name = $2', [
+      org.ownerMemberId,
+      'owner key',
+    ]);
     expect(event.actor_token_id).toBe(tokenId.rows[0].id);
   });
 
@@ -79,7 +82,12 @@ describe('audit events', () => {
     const all = (await fresh.call('GET', '/audit-events')).body.items.map((event: { id: string }) => event.id);
     expect([...page1.body.items, ...page2.body.items].map((event: { id: string }) => event.id)).toEqual(all.slice(0, 4));
     const since = budgets[1].ts;
-    const window = (await fresh.call('GET', `/audit-events?resource_type=billing&since=${encodeURIComponent(since)}&until=${encodeURIComponent(budgets[0].ts)}`)).body.items;
+    const window = (
+      await fresh.call(
+        'GET',
+        `/audit-events?resource_type=billing&since=${encodeURIComponent(since)}&until=${encodeURIComponent(budgets[0].ts)}`,
+      )
+    ).body.items;
     expect(window.map((event: { id: string }) => event.id)).toEqual([budgets[1].id]);
     const byResource = (await fresh.call('GET', `/audit-events?resource_id=${fresh.orgId}`)).body.items;
     expect(byResource).toHaveLength(3);

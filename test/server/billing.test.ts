@@ -32,7 +32,11 @@ describe('setBillingBudget', () => {
     expect(response.status, response.text).toBe(400);
     expect(response.body.code).toBe('validation_failed');
     expect(response.body.errors.length).toBeGreaterThan(0);
-    expect(response.body.errors.every((error: { pointer: string }) => error.pointer === '/spend_budget_cents' || error.pointer === '' || error.pointer === '/currency')).toBe(true);
+    expect(
+      response.body.errors.every(
+        (error: { pointer: string }) => error.pointer === '/spend_budget_cents' || error.pointer === '' || error.pointer === '/currency',
+      ),
+    ).toBe(true);
     // Nothing was lost or changed by the refused request.
     expect((await server.org.call('GET', '/billing')).body.spend_budget_cents).toBe(4242);
   });
@@ -49,7 +53,9 @@ describe('setBillingBudget', () => {
     expect(set.body.spend_budget_cents).toBe(MAX);
     const read = await server.org.call('GET', '/billing');
     expect(read.text).toContain('"spend_budget_cents":9223372036854775807');
-    const stored = await server.pool.query('SELECT spend_budget_cents::text AS cents FROM billing_accounts WHERE org_id = $1', [server.org.orgId]);
+    const stored = await server.pool.query('SELECT spend_budget_cents::text AS cents FROM billing_accounts WHERE org_id = $1', [
+      server.org.orgId,
+    ]);
     expect(stored.rows[0].cents).toBe('9223372036854775807');
   });
 
@@ -92,7 +98,12 @@ describe('getBilling', () => {
     const response = await server.org.call('GET', '/billing');
     expect(response.status).toBe(200);
     expect(response.body.prices.map((price: { meter: string }) => price.meter)).toEqual([
-      'vcpu_hour', 'memory_gb_hour', 'disk_gb_hour', 'public_ip_hour', 'storage_gb_month', 'egress_gb',
+      'vcpu_hour',
+      'memory_gb_hour',
+      'disk_gb_hour',
+      'public_ip_hour',
+      'storage_gb_month',
+      'egress_gb',
     ]);
     expect(response.body.plan).toEqual({ slug: 'standard', display_name: 'Standard' });
     const now = new Date();
@@ -103,7 +114,10 @@ describe('getBilling', () => {
   test('prices metered usage of the month: 10 vCPU-hours at 6000 µEUR are 6 cents', async () => {
     const other = await server.createOrg('Metered');
     const month = `${new Date().toISOString().slice(0, 7)}-01`;
-    await server.pool.query("INSERT INTO usage_totals (org_id, month, meter, quantity) VALUES ($1, $2, 'vcpu_hour', 10), ($1, $2, 'egress_gb', 2.5)", [other.orgId, month]);
+    await server.pool.query(
+      "INSERT INTO usage_totals (org_id, month, meter, quantity) VALUES ($1, $2, 'vcpu_hour', 10), ($1, $2, 'egress_gb', 2.5)",
+      [other.orgId, month],
+    );
     const response = await other.call('GET', '/billing');
     expect(response.body.month_to_date).toEqual({ egress_gb: '2.500000', estimated_cents: 6 + 3, storage_gb_month: '0.000000' });
   });
@@ -112,7 +126,10 @@ describe('getBilling', () => {
 /** An organization with a demo history, once the billing run (the metering loop) has issued its invoices. */
 async function demoOrg(name: string): Promise<TestOrg> {
   const org = await server.createOrg(name, { demoHistory: true });
-  await eventually(async () => ((await org.call('GET', '/invoices')).body.items.length === 3 ? true : undefined), 'the billing run to issue three invoices');
+  await eventually(
+    async () => ((await org.call('GET', '/invoices')).body.items.length === 3 ? true : undefined),
+    'the billing run to issue three invoices',
+  );
   return org;
 }
 
@@ -128,7 +145,8 @@ describe('invoices', () => {
 
   test('reading invoices issues none: the billing run does, in the background', async () => {
     const org = await server.createOrg('Unread', { demoHistory: true });
-    const countInvoices = async () => (await server.pool.query('SELECT count(*)::int AS n FROM invoices WHERE org_id = $1', [org.orgId])).rows[0].n as number;
+    const countInvoices = async () =>
+      (await server.pool.query('SELECT count(*)::int AS n FROM invoices WHERE org_id = $1', [org.orgId])).rows[0].n as number;
     // Straight after creation the run has not passed yet: a read must not issue them itself.
     const before = await countInvoices();
     await org.call('GET', '/invoices');
@@ -152,14 +170,21 @@ describe('invoices', () => {
     }
   });
 
-  test('an invoice total is its month\'s metered usage priced by the price list', async () => {
+  test("an invoice total is its month's metered usage priced by the price list", async () => {
     const org = await demoOrg('Priced');
     const [latest] = (await org.call('GET', '/invoices?limit=1')).body.items;
     const usage = await server.pool.query<{ meter: string; quantity: string }>(
-      "SELECT meter, quantity::text FROM usage_totals WHERE org_id = $1 AND month = $2::date",
+      'SELECT meter, quantity::text FROM usage_totals WHERE org_id = $1 AND month = $2::date',
       [org.orgId, latest.period_start.slice(0, 10)],
     );
-    const prices: Record<string, number> = { vcpu_hour: 6000, memory_gb_hour: 3000, disk_gb_hour: 60, public_ip_hour: 1000, storage_gb_month: 20000, egress_gb: 10000 };
+    const prices: Record<string, number> = {
+      vcpu_hour: 6000,
+      memory_gb_hour: 3000,
+      disk_gb_hour: 60,
+      public_ip_hour: 1000,
+      storage_gb_month: 20000,
+      egress_gb: 10000,
+    };
     const expected = usage.rows.reduce((sum, row) => sum + Math.round((Number(row.quantity) * prices[row.meter]!) / 10000), 0);
     expect(latest.total_cents).toBe(expected);
   });
@@ -169,7 +194,10 @@ describe('invoices', () => {
     const seen: string[] = [];
     let cursor: string | null = null;
     do {
-      const response: { body: { items: Array<{ id: string }>; next_cursor: string | null } } = await org.call('GET', `/invoices?limit=1${cursor ? `&cursor=${cursor}` : ''}`);
+      const response: { body: { items: Array<{ id: string }>; next_cursor: string | null } } = await org.call(
+        'GET',
+        `/invoices?limit=1${cursor ? `&cursor=${cursor}` : ''}`,
+      );
       seen.push(...response.body.items.map((invoice) => invoice.id));
       cursor = response.body.next_cursor;
     } while (cursor);
@@ -177,7 +205,7 @@ describe('invoices', () => {
     expect(new Set(seen).size).toBe(3);
   });
 
-  test('getInvoice returns one invoice; another organization\'s invoice is 404', async () => {
+  test("getInvoice returns one invoice; another organization's invoice is 404", async () => {
     const org = await demoOrg('Reader');
     const [first] = (await org.call('GET', '/invoices')).body.items;
     expect((await org.call('GET', `/invoices/${first.id}`)).body).toEqual(first);

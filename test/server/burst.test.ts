@@ -76,7 +76,9 @@ describe('a burst of 200 concurrent requests to each write operation', () => {
     const [toRelease, toAssociate] = [await allocated(), await allocated()];
     const publicKey = sshPublicKey();
     const sshKey = (await org.call('POST', '/compute/ssh-keys', { body: { name: 'burst-delete', public_key: publicKey } })).body;
-    const schedule = (await org.call('POST', `/compute/vms/${vm.id}/scheduled-actions`, { body: { kind: 'weekly', day_of_week: 6, time_of_day: '03:00' } })).body;
+    const schedule = (
+      await org.call('POST', `/compute/vms/${vm.id}/scheduled-actions`, { body: { kind: 'weekly', day_of_week: 6, time_of_day: '03:00' } })
+    ).body;
     const accessKey = await org.call('POST', '/s3/access-keys');
     await server.waitForOperation(org, accessKey.body.operation.id);
     const token = (await org.call('POST', '/api-tokens', { body: { name: 'burst-revoke' } })).body;
@@ -84,7 +86,9 @@ describe('a burst of 200 concurrent requests to each write operation', () => {
     // issues (some queued, some started or done by the time the cancels come: 409s).
     const queued = await Promise.all(
       Array.from({ length: BURST / 4 }, (_, index) =>
-        org.call('PUT', `/compute/vms/${queueVm.id}/firewall`, { body: { inbound: [{ protocol: 'tcp', ports: String(2000 + index), sources: ['0.0.0.0/0'] }] } }),
+        org.call('PUT', `/compute/vms/${queueVm.id}/firewall`, {
+          body: { inbound: [{ protocol: 'tcp', ports: String(2000 + index), sources: ['0.0.0.0/0'] }] },
+        }),
       ),
     );
     const issued = await Promise.all(Array.from({ length: BURST / 4 }, () => org.call('POST', '/s3/access-keys')));
@@ -94,7 +98,18 @@ describe('a burst of 200 concurrent requests to each write operation', () => {
     // Every write operation of the contract, in an order that keeps each one meaningful.
     const requests: Record<WriteOperation, BurstRequest> = {
       cancelOperation: (index) => ({ params: { operation_id: toCancel[index % toCancel.length]! } }),
-      createVm: (index) => ({ body: { name: `burst-${index}`, image: 'ubuntu-24.04', region: 'fra1', vcpus: 1, memory_mb: 1024, disk_gb: 20, storage_pool: 'fra1-ssd', network_profile: 'fra1-standard' } }),
+      createVm: (index) => ({
+        body: {
+          name: `burst-${index}`,
+          image: 'ubuntu-24.04',
+          region: 'fra1',
+          vcpus: 1,
+          memory_mb: 1024,
+          disk_gb: 20,
+          storage_pool: 'fra1-ssd',
+          network_profile: 'fra1-standard',
+        },
+      }),
       startVm: () => ({ params: { vm_id: vm.id } }),
       stopVm: () => ({ params: { vm_id: vm.id } }),
       rebootVm: () => ({ params: { vm_id: vm.id } }),
@@ -103,9 +118,15 @@ describe('a burst of 200 concurrent requests to each write operation', () => {
       rescueVm: () => ({ params: { vm_id: vm.id } }),
       unrescueVm: () => ({ params: { vm_id: vm.id } }),
       setVmProtection: (index) => ({ params: { vm_id: vm.id }, body: { protected: index % 2 === 0 } }),
-      setVmFirewall: (index) => ({ params: { vm_id: vm.id }, body: { inbound: [{ protocol: 'udp', ports: String(3000 + index), sources: ['::/0'] }] } }),
+      setVmFirewall: (index) => ({
+        params: { vm_id: vm.id },
+        body: { inbound: [{ protocol: 'udp', ports: String(3000 + index), sources: ['::/0'] }] },
+      }),
       requestConsole: () => ({ params: { vm_id: vm.id } }),
-      scheduleVmRestart: (index) => ({ params: { vm_id: vm.id }, body: { kind: 'monthly', day_of_month: 1 + (index % 28), time_of_day: '04:00' } }),
+      scheduleVmRestart: (index) => ({
+        params: { vm_id: vm.id },
+        body: { kind: 'monthly', day_of_month: 1 + (index % 28), time_of_day: '04:00' },
+      }),
       cancelScheduledAction: () => ({ params: { schedule_id: schedule.id } }),
       allocatePublicIp: () => ({ body: { region: 'fra1' } }),
       associatePublicIp: () => ({ params: { public_ip_id: toAssociate }, body: { vm_id: vm.id } }),
@@ -136,7 +157,9 @@ describe('a burst of 200 concurrent requests to each write operation', () => {
         // The queued firewall changes can be cancelled, at least those still queued; once each.
         expect(answers.filter((answer) => answer.status === 200).length).toBeGreaterThan(0);
         expect(answers.filter((answer) => answer.status === 200).length).toBeLessThanOrEqual(toCancel.length);
-        expect(answers.every((answer) => answer.status === 200 || answer.body.code === 'operation_not_cancellable' || answer.status === 503)).toBe(true);
+        expect(
+          answers.every((answer) => answer.status === 200 || answer.body.code === 'operation_not_cancellable' || answer.status === 503),
+        ).toBe(true);
       }
       const after = await timedGet();
       expect(after.status, operationId).toBe(200);
@@ -161,7 +184,9 @@ describe('a pool with no connection free', () => {
   afterAll(() => small?.close());
 
   test('connections carry the statement and idle-in-transaction timeouts', async () => {
-    const { rows } = await small.pool.query("SELECT current_setting('statement_timeout') AS statement, current_setting('idle_in_transaction_session_timeout') AS idle");
+    const { rows } = await small.pool.query(
+      "SELECT current_setting('statement_timeout') AS statement, current_setting('idle_in_transaction_session_timeout') AS idle",
+    );
     expect(rows[0]).toEqual({ statement: '4s', idle: '6s' });
   });
 

@@ -61,7 +61,13 @@ function scriptedExecutor(behaviour: (operation: OperationRow) => Promise<string
 }
 
 async function startEngine(executors: Partial<ExecutorRegistry>, overrides: Partial<EngineConfig> = {}): Promise<OperationEngine> {
-  const engine = new OperationEngine(pool, executors, { ...config, ...overrides }, createLogger('silent'), `worker-${randomUUID().slice(0, 6)}`);
+  const engine = new OperationEngine(
+    pool,
+    executors,
+    { ...config, ...overrides },
+    createLogger('silent'),
+    `worker-${randomUUID().slice(0, 6)}`,
+  );
   await engine.start();
   engines.push(engine);
   return engine;
@@ -116,7 +122,12 @@ describe('the operations engine', () => {
     });
     const operation = await enqueue('vm.reboot');
     const done = await finished(operation.id);
-    expect(done).toMatchObject({ state: 'failed', attempt: 1, error_class: 'backend_rejected', error_detail: 'The compute backend refused the request. [vm.reboot]' });
+    expect(done).toMatchObject({
+      state: 'failed',
+      attempt: 1,
+      error_class: 'backend_rejected',
+      error_detail: 'The compute backend refused the request. [vm.reboot]',
+    });
     expect(await appliedOutcomes(operation.id)).toEqual(['failed:backend_rejected']);
     await engine.stop();
   });
@@ -143,7 +154,10 @@ describe('the operations engine', () => {
   test("a crashed worker's operation is attempted again once its lease expires, and applied once", async () => {
     const operation = await enqueue('vm.rescue');
     // What a worker that died mid-attempt leaves behind: running, attempt 1, a lease that lapsed.
-    await pool.query("UPDATE operations SET state = 'running', attempt = 1, started_at = now(), lease_owner = 'dead-worker', lease_expires_at = now() - interval '1 second' WHERE id = $1", [operation.id]);
+    await pool.query(
+      "UPDATE operations SET state = 'running', attempt = 1, started_at = now(), lease_owner = 'dead-worker', lease_expires_at = now() - interval '1 second' WHERE id = $1",
+      [operation.id],
+    );
     const engine = await startEngine({ 'vm.rescue': scriptedExecutor(async () => 'rescued') });
     const done = await finished(operation.id);
     expect(done).toMatchObject({ state: 'succeeded', attempt: 2 });
@@ -153,7 +167,10 @@ describe('the operations engine', () => {
 
   test('an operation whose lease is still held by a live worker is left alone', async () => {
     const operation = await enqueue('vm.unrescue');
-    await pool.query("UPDATE operations SET state = 'running', attempt = 1, lease_owner = 'busy-worker', lease_expires_at = now() + interval '1 hour' WHERE id = $1", [operation.id]);
+    await pool.query(
+      "UPDATE operations SET state = 'running', attempt = 1, lease_owner = 'busy-worker', lease_expires_at = now() + interval '1 hour' WHERE id = $1",
+      [operation.id],
+    );
     const engine = await startEngine({ 'vm.unrescue': scriptedExecutor(async () => 'unrescued') });
     await new Promise((resolve) => setTimeout(resolve, 300));
     const { rows } = await pool.query('SELECT state, attempt FROM operations WHERE id = $1', [operation.id]);
@@ -168,15 +185,25 @@ describe('the operations engine', () => {
     first.kick();
     second.kick();
     for (const operation of operations) await finished(operation.id);
-    const { rows } = await pool.query<{ n: number }>('SELECT count(*)::int AS n FROM executions WHERE operation_id = ANY($1)', [operations.map((operation) => operation.id)]);
+    const { rows } = await pool.query<{ n: number }>('SELECT count(*)::int AS n FROM executions WHERE operation_id = ANY($1)', [
+      operations.map((operation) => operation.id),
+    ]);
     expect(rows[0]!.n).toBe(40);
-    const applied = await pool.query<{ n: number }>('SELECT count(*)::int AS n FROM applied WHERE operation_id = ANY($1)', [operations.map((operation) => operation.id)]);
+    const applied = await pool.query<{ n: number }>('SELECT count(*)::int AS n FROM applied WHERE operation_id = ANY($1)', [
+      operations.map((operation) => operation.id),
+    ]);
     expect(applied.rows[0]!.n).toBe(40);
     await Promise.all([first.stop(), second.stop()]);
   });
 
   test('a queued operation can be cancelled; a started one cannot', async () => {
-    const engine = new OperationEngine(pool, { 'vm.rebuild': scriptedExecutor(async () => 'rebuilt') }, config, createLogger('silent'), 'cancel-tests');
+    const engine = new OperationEngine(
+      pool,
+      { 'vm.rebuild': scriptedExecutor(async () => 'rebuilt') },
+      config,
+      createLogger('silent'),
+      'cancel-tests',
+    );
     const queued = await enqueue('vm.rebuild');
     const cancelled = await withTransaction(pool, (tx) => engine.cancelQueued(tx, orgId, queued.id));
     expect(cancelled?.operation).toMatchObject({ state: 'cancelled' });
@@ -193,7 +220,9 @@ describe('the operations engine', () => {
       ...scriptedExecutor(async () => 'never'),
       async perform(operation, context) {
         await pool.query('INSERT INTO executions (operation_id, attempt) VALUES ($1, $2)', [operation.id, operation.attempt]);
-        return new Promise<string>((_resolve, reject) => context.signal.addEventListener('abort', () => reject(new Error('shutting down'))));
+        return new Promise<string>((_resolve, reject) =>
+          context.signal.addEventListener('abort', () => reject(new Error('shutting down'))),
+        );
       },
     };
     const engine = await startEngine({ 'vm.delete': blocking });
@@ -203,7 +232,10 @@ describe('the operations engine', () => {
       await new Promise((resolve) => setTimeout(resolve, 10));
     }
     await engine.stop();
-    const { rows } = await pool.query('SELECT state, attempt, lease_owner, lease_expires_at <= now() AS lapsed FROM operations WHERE id = $1', [operation.id]);
+    const { rows } = await pool.query(
+      'SELECT state, attempt, lease_owner, lease_expires_at <= now() AS lapsed FROM operations WHERE id = $1',
+      [operation.id],
+    );
     expect(rows[0]).toEqual({ state: 'running', attempt: 1, lease_owner: null, lapsed: true });
     const next = await startEngine({ 'vm.delete': scriptedExecutor(async () => 'deleted') }, { leaseMs: 60_000 });
     next.kick();

@@ -43,18 +43,29 @@ describe('problem documents', () => {
     expect(missing.headers.get('www-authenticate')).toMatch(/^Bearer/);
     expectProblem(await server.org.call('GET', '/billing', { key: 'cpk_' + 'x'.repeat(43) }), 401, 'unauthenticated');
     expectProblem(await server.org.call('GET', '/billing', { key: 'not-a-key' }), 401, 'unauthenticated');
-    expectProblem(await server.org.call('GET', '/billing', { headers: { Authorization: 'Basic dXNlcjpwYXNz' }, key: null }), 401, 'unauthenticated');
+    expectProblem(
+      await server.org.call('GET', '/billing', { headers: { Authorization: 'Basic dXNlcjpwYXNz' }, key: null }),
+      401,
+      'unauthenticated',
+    );
   });
 
   test('malformed JSON is 400 malformed_json, and says where', async () => {
     const response = await server.org.call('PUT', '/billing', { rawBody: '{"spend_budget_cents": 100' });
     expectProblem(response, 400, 'malformed_json');
     expect(response.body.detail).toMatch(/position|end/i);
-    expectProblem(await server.org.call('PUT', '/billing', { rawBody: '{"spend_budget_cents": 1, "spend_budget_cents": 2}' }), 400, 'malformed_json');
+    expectProblem(
+      await server.org.call('PUT', '/billing', { rawBody: '{"spend_budget_cents": 1, "spend_budget_cents": 2}' }),
+      400,
+      'malformed_json',
+    );
   });
 
   test('a body that is not JSON is 415', async () => {
-    const response = await server.org.call('PUT', '/billing', { rawBody: 'spend_budget_cents=100', headers: { 'Content-Type': 'application/x-www-form-urlencoded' } });
+    const response = await server.org.call('PUT', '/billing', {
+      rawBody: 'spend_budget_cents=100',
+      headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+    });
     expectProblem(response, 415, 'unsupported_media_type');
   });
 
@@ -95,7 +106,7 @@ describe('problem documents', () => {
     expect(apiTokens.status).toBe(200);
   });
 
-  test('the request id is the caller\'s when well-formed, else one of ours', async () => {
+  test("the request id is the caller's when well-formed, else one of ours", async () => {
     const mine = await server.org.call('GET', '/billing', { headers: { 'X-Request-Id': 'trace-123.abc_DEF' } });
     expect(mine.headers.get('x-request-id')).toBe('trace-123.abc_DEF');
     const ours = await server.org.call('GET', '/billing', { headers: { 'X-Request-Id': 'not ok!' } });
@@ -105,7 +116,11 @@ describe('problem documents', () => {
   test('a CORS preflight is answered without a credential', async () => {
     const response = await fetch(`${server.url}/v1/orgs/${server.org.orgId}/billing`, {
       method: 'OPTIONS',
-      headers: { Origin: 'https://app.example', 'Access-Control-Request-Method': 'PUT', 'Access-Control-Request-Headers': 'authorization, content-type' },
+      headers: {
+        Origin: 'https://app.example',
+        'Access-Control-Request-Method': 'PUT',
+        'Access-Control-Request-Headers': 'authorization, content-type',
+      },
     });
     expect(response.status).toBe(204);
     expect(response.headers.get('access-control-allow-origin')).toBe('*');
@@ -160,7 +175,10 @@ describe('an unexpected exception', () => {
 
 describe('a backend the request needs fails', () => {
   test('is 503 service_unavailable with Retry-After, and says nothing of the backend', async () => {
-    for (const error of [new TransientBackendError('object store', 'connection reset by vault-7.internal'), new PermanentBackendError('object store', 'HTTP 500 from vault')]) {
+    for (const error of [
+      new TransientBackendError('object store', 'connection reset by vault-7.internal'),
+      new PermanentBackendError('object store', 'HTTP 500 from vault'),
+    ]) {
       await withScriptedApp(
         async () => {
           throw error;
@@ -191,7 +209,9 @@ describe('security headers', () => {
       await server.org.call('POST', '/api-tokens', { body: { name: 'shown-once' } }),
       await server.org.call('GET', '/no-such-thing'),
       await server.org.call('GET', '/billing', { key: null }),
-      await call(server.url, 'OPTIONS', `/v1/orgs/${server.org.orgId}/billing`, { headers: { Origin: 'https://app.example', 'Access-Control-Request-Method': 'PUT' } }),
+      await call(server.url, 'OPTIONS', `/v1/orgs/${server.org.orgId}/billing`, {
+        headers: { Origin: 'https://app.example', 'Access-Control-Request-Method': 'PUT' },
+      }),
     ];
     expect(answers[1]!.body.secret).toMatch(/^cpk_/);
     for (const answer of answers) {

@@ -12,7 +12,11 @@ beforeAll(async () => {
 });
 afterAll(() => server?.close());
 
-function expectProblem(response: { status: number; text: string; headers: { get?(name: string): string | null } | Record<string, unknown> }, status: number, code: string): any {
+function expectProblem(
+  response: { status: number; text: string; headers: { get?(name: string): string | null } | Record<string, unknown> },
+  status: number,
+  code: string,
+): any {
   expect(response.status, response.text).toBe(status);
   const body = JSON.parse(response.text);
   expect(body.code, response.text).toBe(code);
@@ -52,7 +56,9 @@ describe('JSON bodies', () => {
   });
 
   test('brackets inside strings do not count as nesting', async () => {
-    const response = await server.org.call('POST', '/api-tokens', { rawBody: JSON.stringify({ name: `[{${'['.repeat(90)}`, scopes: ['read'] }) });
+    const response = await server.org.call('POST', '/api-tokens', {
+      rawBody: JSON.stringify({ name: `[{${'['.repeat(90)}`, scopes: ['read'] }),
+    });
     expect(response.status, response.text).toBe(201);
   });
 
@@ -65,7 +71,11 @@ describe('JSON bodies', () => {
 
   test('a body that is not UTF-8 is 400 malformed_json', async () => {
     const bytes = Buffer.concat([Buffer.from('{"name": "'), Buffer.from([0xc3, 0x28, 0xff]), Buffer.from('"}')]);
-    const body = expectProblem(await rawRequest(server.url, 'POST', orgPath('/api-tokens'), { ...auth(), 'Content-Type': 'application/json' }, bytes), 400, 'malformed_json');
+    const body = expectProblem(
+      await rawRequest(server.url, 'POST', orgPath('/api-tokens'), { ...auth(), 'Content-Type': 'application/json' }, bytes),
+      400,
+      'malformed_json',
+    );
     expect(body.detail).toMatch(/UTF-8/);
   });
 
@@ -79,7 +89,11 @@ describe('JSON bodies', () => {
       expect(body.errors[0].pointer, literal).toBe('/day_of_week');
     }
     expectProblem(await server.org.call('PUT', '/billing', { rawBody: '{"spend_budget_cents": 0.5}' }), 400, 'validation_failed');
-    const huge = expectProblem(await server.org.call('PUT', '/billing', { rawBody: '{"spend_budget_cents": 1e400}' }), 400, 'validation_failed');
+    const huge = expectProblem(
+      await server.org.call('PUT', '/billing', { rawBody: '{"spend_budget_cents": 1e400}' }),
+      400,
+      'validation_failed',
+    );
     expect(huge.errors).toEqual([{ pointer: '/spend_budget_cents', detail: 'must be at most 9223372036854775807' }]);
   });
 
@@ -101,17 +115,37 @@ describe('JSON bodies', () => {
       expect(body.errors).toEqual([{ pointer: '', detail: 'a JSON body is required' }]);
     }
     // An empty body with a JSON content type is missing too.
-    expectProblem(await rawRequest(server.url, 'PUT', orgPath('/billing'), { ...auth(), 'Content-Type': 'application/json' }, ''), 400, 'validation_failed');
+    expectProblem(
+      await rawRequest(server.url, 'PUT', orgPath('/billing'), { ...auth(), 'Content-Type': 'application/json' }, ''),
+      400,
+      'validation_failed',
+    );
     // So is an empty chunked body without any content type.
     const chunked = await rawExchange(server.url, [
-      [`PUT ${orgPath('/billing')} HTTP/1.1`, 'Host: 127.0.0.1', `Authorization: Bearer ${server.org.ownerKey}`, 'Transfer-Encoding: chunked', 'Connection: close', '', '0', '', ''].join('\r\n'),
+      [
+        `PUT ${orgPath('/billing')} HTTP/1.1`,
+        'Host: 127.0.0.1',
+        `Authorization: Bearer ${server.org.ownerKey}`,
+        'Transfer-Encoding: chunked',
+        'Connection: close',
+        '',
+        '0',
+        '',
+        '',
+      ].join('\r\n'),
     ]);
     expect(chunked.received).toMatch(/^HTTP\/1\.1 400 /);
     expect(chunked.received).toContain('a JSON body is required');
   });
 
   test('a body sent to an operation that takes none is not read', async () => {
-    const response = await rawRequest(server.url, 'GET', orgPath('/billing'), { ...auth(), 'Content-Type': 'text/plain', 'Content-Length': '15' }, 'anything at all');
+    const response = await rawRequest(
+      server.url,
+      'GET',
+      orgPath('/billing'),
+      { ...auth(), 'Content-Type': 'text/plain', 'Content-Length': '15' },
+      'anything at all',
+    );
     expect(response.status, response.text).toBe(200);
   });
 });
@@ -119,14 +153,27 @@ describe('JSON bodies', () => {
 describe('query parameters', () => {
   test('a number that is not a finite integer is 400 validation_failed on the parameter', async () => {
     for (const value of ['Infinity', '-Infinity', 'NaN', '1e400', '2.5', '0x10', '']) {
-      const body = expectProblem(await server.org.call('GET', `/compute/ssh-keys?limit=${encodeURIComponent(value)}`), 400, 'validation_failed');
+      const body = expectProblem(
+        await server.org.call('GET', `/compute/ssh-keys?limit=${encodeURIComponent(value)}`),
+        400,
+        'validation_failed',
+      );
       expect(body.errors[0].pointer, value).toBe('/query/limit');
     }
   });
 
   test('a forged cursor is 400 invalid_cursor whatever it holds, never a database error', async () => {
-    const cursor = (key: unknown, id = '00000000-0000-4000-8000-000000000000') => Buffer.from(JSON.stringify(['api-tokens', key, id])).toString('base64url');
-    for (const key of ['0', '1', '2026-02-30T00:00:00Z', '+275760-09-13T00:00:00.000Z', '0000-01-01T00:00:00Z', '2026-01-01', 'Tue, 01 Jan 2026 00:00:00 GMT']) {
+    const cursor = (key: unknown, id = '00000000-0000-4000-8000-000000000000') =>
+      Buffer.from(JSON.stringify(['api-tokens', key, id])).toString('base64url');
+    for (const key of [
+      '0',
+      '1',
+      '2026-02-30T00:00:00Z',
+      '+275760-09-13T00:00:00.000Z',
+      '0000-01-01T00:00:00Z',
+      '2026-01-01',
+      'Tue, 01 Jan 2026 00:00:00 GMT',
+    ]) {
       expectProblem(await server.org.call('GET', `/api-tokens?cursor=${cursor(key)}`), 400, 'invalid_cursor');
     }
     // A well-formed position is still accepted.
@@ -144,7 +191,9 @@ describe('query parameters', () => {
 
 describe('malformed HTTP', () => {
   test('a request Node cannot parse is answered with a 400 malformed_request problem, not a bare status', async () => {
-    const { received } = await rawExchange(server.url, [Buffer.concat([Buffer.from(`GET ${orgPath('/billing')}`), Buffer.from([0xe9]), Buffer.from(' HTTP/1.1\r\nHost: x\r\n\r\n')])]);
+    const { received } = await rawExchange(server.url, [
+      Buffer.concat([Buffer.from(`GET ${orgPath('/billing')}`), Buffer.from([0xe9]), Buffer.from(' HTTP/1.1\r\nHost: x\r\n\r\n')]),
+    ]);
     expect(received).toMatch(/^HTTP\/1\.1 400 /);
     expect(received).toMatch(/content-type: application\/problem\+json/i);
     expect(received).toContain('"code":"malformed_request"');
@@ -152,7 +201,9 @@ describe('malformed HTTP', () => {
   });
 
   test('a request head above 16 KiB is 431 request_headers_too_large as a problem', async () => {
-    const { received } = await rawExchange(server.url, [`GET ${orgPath('/billing')} HTTP/1.1\r\nHost: x\r\nX-Padding: ${'a'.repeat(20_000)}\r\n\r\n`]);
+    const { received } = await rawExchange(server.url, [
+      `GET ${orgPath('/billing')} HTTP/1.1\r\nHost: x\r\nX-Padding: ${'a'.repeat(20_000)}\r\n\r\n`,
+    ]);
     expect(received).toMatch(/^HTTP\/1\.1 431 /);
     expect(received).toMatch(/content-type: application\/problem\+json/i);
     expect(received).toContain('"code":"request_headers_too_large"');
@@ -171,9 +222,17 @@ describe('problem documents stay within the Problem schema', () => {
 
   test('a pointer longer than 512 characters is cut at a segment; control characters are written visibly', async () => {
     const longKey = 'k'.repeat(700);
-    const long = expectProblem(await server.org.call('PUT', '/billing', { rawBody: `{"spend_budget_cents": 1, "${longKey}": 1}` }), 400, 'validation_failed');
+    const long = expectProblem(
+      await server.org.call('PUT', '/billing', { rawBody: `{"spend_budget_cents": 1, "${longKey}": 1}` }),
+      400,
+      'validation_failed',
+    );
     expect(long.errors.every((error: { pointer: string }) => error.pointer.length <= 512)).toBe(true);
-    const control = expectProblem(await server.org.call('PUT', '/billing', { rawBody: '{"spend_budget_cents": 1, "a\\u0001b\\u001fc": 1}' }), 400, 'validation_failed');
+    const control = expectProblem(
+      await server.org.call('PUT', '/billing', { rawBody: '{"spend_budget_cents": 1, "a\\u0001b\\u001fc": 1}' }),
+      400,
+      'validation_failed',
+    );
     expect(JSON.stringify(control.errors)).toContain('\\\\u0001');
   });
 });

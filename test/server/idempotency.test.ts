@@ -15,7 +15,10 @@ const create = (name: string, key: string, extra: object = {}) =>
   server.org.call('POST', '/api-tokens', { body: { name, ...extra }, headers: { 'Idempotency-Key': key } });
 
 async function tokensNamed(name: string): Promise<number> {
-  const { rows } = await server.pool.query('SELECT count(*)::int AS n FROM api_tokens WHERE org_id = $1 AND name = $2', [server.org.orgId, name]);
+  const { rows } = await server.pool.query('SELECT count(*)::int AS n FROM api_tokens WHERE org_id = $1 AND name = $2', [
+    server.org.orgId,
+    name,
+  ]);
   return rows[0].n;
 }
 
@@ -36,7 +39,10 @@ describe('Idempotency-Key', () => {
   test('key order in the body does not make another request', async () => {
     const key = randomUUID();
     await server.org.call('POST', '/api-tokens', { rawBody: '{"name":"ordered","scopes":["read"]}', headers: { 'Idempotency-Key': key } });
-    const again = await server.org.call('POST', '/api-tokens', { rawBody: '{"scopes":["read"],"name":"ordered"}', headers: { 'Idempotency-Key': key } });
+    const again = await server.org.call('POST', '/api-tokens', {
+      rawBody: '{"scopes":["read"],"name":"ordered"}',
+      headers: { 'Idempotency-Key': key },
+    });
     expect(again.headers.get('idempotent-replayed')).toBe('true');
   });
 

@@ -28,7 +28,13 @@ describe('API keys', () => {
     const created = await createKey({ name: 'ci-deployer', scopes: ['read', 'write'] });
     expect(created.status).toBe(201);
     expect(created.body.secret).toMatch(/^cpk_[A-Za-z0-9_-]{43}$/);
-    expect(created.body.token).toMatchObject({ name: 'ci-deployer', scopes: ['read', 'write'], expires_at: null, last_used_at: null, revoked_at: null });
+    expect(created.body.token).toMatchObject({
+      name: 'ci-deployer',
+      scopes: ['read', 'write'],
+      expires_at: null,
+      last_used_at: null,
+      revoked_at: null,
+    });
     const stored = await server.pool.query('SELECT * FROM api_tokens WHERE id = $1', [created.body.token.id]);
     expect(JSON.stringify(stored.rows[0])).not.toContain(created.body.secret);
     expect(Buffer.from(stored.rows[0].secret_hash).equals(createHash('sha256').update(created.body.secret).digest())).toBe(true);
@@ -65,7 +71,9 @@ describe('API keys', () => {
   test('act with the role of the member who created them', async () => {
     const memberKey = await server.org.memberKey('member');
     const created = await createKey({ name: 'member-made', scopes: ['read', 'write'] }, memberKey);
-    const row = await server.pool.query('SELECT m.role FROM api_tokens t JOIN members m ON m.id = t.member_id WHERE t.id = $1', [created.body.token.id]);
+    const row = await server.pool.query('SELECT m.role FROM api_tokens t JOIN members m ON m.id = t.member_id WHERE t.id = $1', [
+      created.body.token.id,
+    ]);
     expect(row.rows[0].role).toBe('member');
   });
 
@@ -99,7 +107,9 @@ describe('API keys', () => {
     const created = await createKey({ name: 'used' });
     await server.org.call('GET', '/billing', { key: created.body.secret });
     await new Promise((resolve) => setTimeout(resolve, 200));
-    const token = (await server.org.call('GET', '/api-tokens')).body.items.find((item: { id: string }) => item.id === created.body.token.id);
+    const token = (await server.org.call('GET', '/api-tokens')).body.items.find(
+      (item: { id: string }) => item.id === created.body.token.id,
+    );
     expect(Date.now() - Date.parse(token.last_used_at)).toBeLessThan(60_000);
   });
 
@@ -127,7 +137,10 @@ describe('organizations are isolated', () => {
     const response = await call(server.url, 'GET', `/v1/orgs/${other.orgId}/billing`, { defaultKey: server.org.ownerKey });
     expect(response.status).toBe(403);
     expect(response.body.code).toBe('forbidden');
-    const write = await call(server.url, 'PUT', `/v1/orgs/${other.orgId}/billing`, { defaultKey: server.org.ownerKey, body: { spend_budget_cents: 1 } });
+    const write = await call(server.url, 'PUT', `/v1/orgs/${other.orgId}/billing`, {
+      defaultKey: server.org.ownerKey,
+      body: { spend_budget_cents: 1 },
+    });
     expect(write.status).toBe(403);
     expect((await other.call('GET', '/billing')).body.spend_budget_cents).toBeNull();
   });
@@ -145,7 +158,12 @@ describe('organizations are isolated', () => {
 
 describe('OIDC access tokens', () => {
   async function member(role: 'owner' | 'member', subject: string) {
-    await server.pool.query("INSERT INTO members (id, org_id, subject, issuer, role) VALUES (gen_random_uuid(), $1, $2, $3, $4)", [server.org.orgId, subject, issuer.issuer, role]);
+    await server.pool.query('INSERT INTO members (id, org_id, subject, issuer, role) VALUES (gen_random_uuid(), $1, $2, $3, $4)', [
+      server.org.orgId,
+      subject,
+      issuer.issuer,
+      role,
+    ]);
   }
 
   test('a valid token of a member works, with read and write, and is audited with the issuer as realm', async () => {
@@ -163,8 +181,22 @@ describe('OIDC access tokens', () => {
     ['another audience', async () => issuer.token('alice', { claims: { aud: 'https://elsewhere.example' } })],
     ['another issuer', async () => issuer.token('alice', { claims: { iss: 'https://evil.example' } })],
     ['a key the issuer does not publish', async () => issuer.token('alice', { key: await issuer.foreignKey() })],
-    ['an HMAC-signed token', async () => new SignJWT({}).setProtectedHeader({ alg: 'HS256' }).setIssuer(issuer.issuer).setAudience(issuer.audience).setSubject('alice').setExpirationTime('5m').sign(new TextEncoder().encode('x'.repeat(32)))],
-    ['an unsigned token (alg none)', async () => `${Buffer.from('{"alg":"none"}').toString('base64url')}.${Buffer.from(JSON.stringify({ iss: issuer.issuer, aud: issuer.audience, sub: 'alice', exp: Math.floor(Date.now() / 1000) + 300 })).toString('base64url')}.`],
+    [
+      'an HMAC-signed token',
+      async () =>
+        new SignJWT({})
+          .setProtectedHeader({ alg: 'HS256' })
+          .setIssuer(issuer.issuer)
+          .setAudience(issuer.audience)
+          .setSubject('alice')
+          .setExpirationTime('5m')
+          .sign(new TextEncoder().encode('x'.repeat(32))),
+    ],
+    [
+      'an unsigned token (alg none)',
+      async () =>
+        `${Buffer.from('{"alg":"none"}').toString('base64url')}.${Buffer.from(JSON.stringify({ iss: issuer.issuer, aud: issuer.audience, sub: 'alice', exp: Math.floor(Date.now() / 1000) + 300 })).toString('base64url')}.`,
+    ],
   ])('%s is 401', async (_case, makeToken) => {
     const response = await server.org.call('GET', '/billing', { key: await makeToken() });
     expect(response.status).toBe(401);

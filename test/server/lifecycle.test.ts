@@ -18,13 +18,20 @@ afterAll(async () => {
   await Promise.all(running.map((process) => process.stop()));
 });
 
-
 function exited(started: Started): Promise<number | null> {
-  return started.child.exitCode !== null ? Promise.resolve(started.child.exitCode) : new Promise((resolve) => started.child.once('exit', (code) => resolve(code)));
+  return started.child.exitCode !== null
+    ? Promise.resolve(started.child.exitCode)
+    : new Promise((resolve) => started.child.once('exit', (code) => resolve(code)));
 }
 
 async function startEmbedded(dataDir: string, port: number): Promise<Started> {
-  const started = startProcess(bin('tsx'), [path.join(repoRoot, 'server', 'main.ts')], { ...TEST_ENV, LOG_LEVEL: 'info', DATA_DIR: dataDir, PORT: String(port), DATABASE_URL: '' });
+  const started = startProcess(bin('tsx'), [path.join(repoRoot, 'server', 'main.ts')], {
+    ...TEST_ENV,
+    LOG_LEVEL: 'info',
+    DATA_DIR: dataDir,
+    PORT: String(port),
+    DATABASE_URL: '',
+  });
   running.push(started);
   await waitForHttp(`http://127.0.0.1:${port}/v1/orgs/00000000-0000-0000-0000-000000000000`, started, 90_000);
   return started;
@@ -32,7 +39,9 @@ async function startEmbedded(dataDir: string, port: number): Promise<Started> {
 
 function admin(dataDir: string, args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(bin('tsx'), [path.join(repoRoot, 'server', 'admin', 'main.ts'), ...args], { env: { ...process.env, DATA_DIR: dataDir, DATABASE_URL: '' } });
+    const child = spawn(bin('tsx'), [path.join(repoRoot, 'server', 'admin', 'main.ts'), ...args], {
+      env: { ...process.env, DATA_DIR: dataDir, DATABASE_URL: '' },
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
@@ -60,12 +69,24 @@ describe('the embedded default', () => {
     expect(created.code, created.stderr).toBe(0);
     const second = JSON.parse(created.stdout.trim());
     expect(second.org_id).toMatch(/^[0-9a-f-]{36}$/);
-    expect((await call(credentials.base_url, 'GET', `/v1/orgs/${second.org_id}`, { defaultKey: second.api_key })).body.name).toBe('Second Org');
+    expect((await call(credentials.base_url, 'GET', `/v1/orgs/${second.org_id}`, { defaultKey: second.api_key })).body.name).toBe(
+      'Second Org',
+    );
 
     // JSON log lines carry request id, org, route, status and duration, and never a credential.
-    const logLines = server.output().split('\n').filter((line) => line.startsWith('{'));
-    const requestLog = logLines.map((line) => JSON.parse(line)).find((entry) => entry.msg === 'request' && entry.org_id === credentials.org_id);
-    expect(requestLog).toMatchObject({ route: '/v1/orgs/{org}/billing', status: 200, method: 'GET', request_id: expect.stringMatching(/^req_/) });
+    const logLines = server
+      .output()
+      .split('\n')
+      .filter((line) => line.startsWith('{'));
+    const requestLog = logLines
+      .map((line) => JSON.parse(line))
+      .find((entry) => entry.msg === 'request' && entry.org_id === credentials.org_id);
+    expect(requestLog).toMatchObject({
+      route: '/v1/orgs/{org}/billing',
+      status: 200,
+      method: 'GET',
+      request_id: expect.stringMatching(/^req_/),
+    });
     expect(requestLog.duration_ms).toEqual(expect.any(Number));
     expect(logLines.some((line) => line.includes('cpk_'))).toBe(false);
 
@@ -95,16 +116,34 @@ describe('start-up', () => {
     const first = await startServerProcess(databaseUrl);
     running.push(first);
     const port = new URL(first.url).port;
-    const busy = startProcess(bin('tsx'), [path.join(repoRoot, 'server', 'main.ts')], { ...TEST_ENV, DATABASE_URL: databaseUrl, PORT: port, HOST: '127.0.0.1', DATA_DIR: first.dataDir });
+    const busy = startProcess(bin('tsx'), [path.join(repoRoot, 'server', 'main.ts')], {
+      ...TEST_ENV,
+      DATABASE_URL: databaseUrl,
+      PORT: port,
+      HOST: '127.0.0.1',
+      DATA_DIR: first.dataDir,
+    });
     running.push(busy);
     expect(await exited(busy)).toBe(1);
-    const stderrLines = busy.output().trim().split('\n').filter((line) => !line.startsWith('{'));
-    expect(stderrLines).toEqual([`cloud-platform: cannot listen on 127.0.0.1:${port}: the port is already in use; stop the other process or choose another port (PORT, METRICS_PORT).`]);
+    const stderrLines = busy
+      .output()
+      .trim()
+      .split('\n')
+      .filter((line) => !line.startsWith('{'));
+    expect(stderrLines).toEqual([
+      `cloud-platform: cannot listen on 127.0.0.1:${port}: the port is already in use; stop the other process or choose another port (PORT, METRICS_PORT).`,
+    ]);
 
     first.child.kill('SIGTERM');
     expect(await exited(first)).toBe(0);
     const otherPort = await freePort();
-    const moved = startProcess(bin('tsx'), [path.join(repoRoot, 'server', 'main.ts')], { ...TEST_ENV, DATABASE_URL: databaseUrl, PORT: String(otherPort), HOST: '127.0.0.1', DATA_DIR: first.dataDir });
+    const moved = startProcess(bin('tsx'), [path.join(repoRoot, 'server', 'main.ts')], {
+      ...TEST_ENV,
+      DATABASE_URL: databaseUrl,
+      PORT: String(otherPort),
+      HOST: '127.0.0.1',
+      DATA_DIR: first.dataDir,
+    });
     running.push(moved);
     await waitForHttp(`http://127.0.0.1:${otherPort}/v1/orgs/00000000-0000-0000-0000-000000000000`, moved);
     // Rewritten once the server listens (it may answer a moment before).
@@ -112,7 +151,9 @@ describe('start-up', () => {
       const saved = await readBootstrap(first.dataDir);
       return saved.base_url === `http://127.0.0.1:${otherPort}` ? saved : undefined;
     }, 'bootstrap.json to name the new port');
-    expect((await call(credentials.base_url, 'GET', `/v1/orgs/${credentials.org_id}/billing`, { defaultKey: credentials.api_key })).status).toBe(200);
+    expect(
+      (await call(credentials.base_url, 'GET', `/v1/orgs/${credentials.org_id}/billing`, { defaultKey: credentials.api_key })).status,
+    ).toBe(200);
   });
 });
 
@@ -123,7 +164,11 @@ describe('logs', () => {
     const credentials = await readBootstrap(server.dataDir);
     await call(server.url, 'GET', `/v1/orgs/${credentials.org_id}/billing`, { defaultKey: credentials.api_key });
     // pino-pretty: the message on one line, its fields indented below it.
-    const entry = await eventually(() => /INFO.*request\n(?:\s+.*\n)*?\s+route: "\/v1\/orgs\/\{org\}\/billing"/.exec(server.output())?.[0], 'a request entry', 15_000);
+    const entry = await eventually(
+      () => /INFO.*request\n(?:\s+.*\n)*?\s+route: "\/v1\/orgs\/\{org\}\/billing"/.exec(server.output())?.[0],
+      'a request entry',
+      15_000,
+    );
     expect(entry).not.toMatch(/^\{/m);
     const logPart = server.output().slice(server.output().indexOf('The key is not shown again.'));
     expect(logPart).not.toContain(credentials.api_key);
@@ -139,11 +184,22 @@ describe('graceful shutdown', () => {
     const url = new URL(`${server.url}/v1/orgs/${credentials.org_id}/api-tokens`);
     const body = JSON.stringify({ name: 'created-during-shutdown' });
     const inFlight = new Promise<{ status: number; body: string }>((resolve, reject) => {
-      const req = request(url, { method: 'POST', headers: { Authorization: `Bearer ${credentials.api_key}`, 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) } }, (res) => {
-        let text = '';
-        res.on('data', (chunk: Buffer) => (text += chunk.toString()));
-        res.on('end', () => resolve({ status: res.statusCode!, body: text }));
-      });
+      const req = request(
+        url,
+        {
+          method: 'POST',
+          headers: {
+            Authorization: `Bearer ${credentials.api_key}`,
+            'Content-Type': 'application/json',
+            'Content-Length': Buffer.byteLength(body),
+          },
+        },
+        (res) => {
+          let text = '';
+          res.on('data', (chunk: Buffer) => (text += chunk.toString()));
+          res.on('end', () => resolve({ status: res.statusCode!, body: text }));
+        },
+      );
       req.on('error', reject);
       // Half the body now, half after the server was told to stop.
       req.write(body.slice(0, 10));
@@ -169,11 +225,22 @@ describe('Ctrl-C in a terminal', () => {
     const body = JSON.stringify({ name: 'created-during-ctrl-c' });
     const inFlight = new Promise<{ status: number; body: string }>((resolve, reject) => {
       const url = new URL(`${credentials.base_url}/v1/orgs/${credentials.org_id}/api-tokens`);
-      const req = request(url, { method: 'POST', headers: { Authorization: `Bearer ${credentials.api_key}`, 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) } }, (res) => {
-        let text = '';
-        res.on('data', (chunk: Buffer) => (text += chunk.toString()));
-        res.on('end', () => resolve({ status: res.statusCode!, body: text }));
-      });
+      const req = request(
+        url,
+        {
+          method: 'POST',
+          headers: {
+            Authorization: `Bearer ${credentials.api_key}`,
+            'Content-Type': 'application/json',
+            'Content-Length': Buffer.byteLength(body),
+          },
+        },
+        (res) => {
+          let text = '';
+          res.on('data', (chunk: Buffer) => (text += chunk.toString()));
+          res.on('end', () => resolve({ status: res.statusCode!, body: text }));
+        },
+      );
       req.on('error', reject);
       req.write(body.slice(0, 10));
       setTimeout(() => {
@@ -186,7 +253,10 @@ describe('Ctrl-C in a terminal', () => {
     expect(response.status, response.body).toBe(201);
     expect(await exited(server)).toBe(0);
     // PostgreSQL was stopped by the server, after the request: its pid file is gone.
-    await eventually(() => (existsSync(path.join(dataDir, 'postgres', 'postmaster.pid')) ? undefined : true), 'the embedded PostgreSQL to stop');
+    await eventually(
+      () => (existsSync(path.join(dataDir, 'postgres', 'postmaster.pid')) ? undefined : true),
+      'the embedded PostgreSQL to stop',
+    );
   });
 });
 
@@ -229,7 +299,9 @@ describe('a worker killed mid-operation', () => {
       expect(bucket).toMatchObject({ state: 'active', observed_exists: true });
       const held = await probe.query('SELECT count(*)::int AS n FROM sim_objectstore_buckets WHERE name = $1', ['survives-a-crash']);
       expect(held.rows[0].n).toBe(1);
-      const finishes = await probe.query("SELECT count(*)::int AS n FROM operations WHERE resource_id = $1 AND type = 'bucket.create'", [accepted.body.bucket.id]);
+      const finishes = await probe.query("SELECT count(*)::int AS n FROM operations WHERE resource_id = $1 AND type = 'bucket.create'", [
+        accepted.body.bucket.id,
+      ]);
       expect(finishes.rows[0].n).toBe(1);
     } finally {
       await probe.end();

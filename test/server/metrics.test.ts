@@ -50,7 +50,10 @@ describe('metrics', () => {
   });
 
   test('background loops are counted by outcome', async () => {
-    const runs = await eventually(async () => sample(await scrape(), 'cloud_background_runs_total{task="compute-reconciler",outcome="succeeded"}'), 'the reconciler to run');
+    const runs = await eventually(
+      async () => sample(await scrape(), 'cloud_background_runs_total{task="compute-reconciler",outcome="succeeded"}'),
+      'the reconciler to run',
+    );
     expect(runs).toBeGreaterThanOrEqual(1);
   });
 

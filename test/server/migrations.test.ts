@@ -30,12 +30,16 @@ test('concurrent starts apply every migration exactly once, and a restart applie
   }
 });
 
-test('without a simulator chosen, none of the simulators\' tables exist; choosing one later adds them', async () => {
+test("without a simulator chosen, none of the simulators' tables exist; choosing one later adds them", async () => {
   const pool = createPool(await createTestDatabase(), 2);
   try {
     expect((await migrate(pool)).sort()).toEqual([...platformFiles].sort());
     const simulatorTables = async () =>
-      (await pool.query<{ n: number }>("SELECT count(*)::int AS n FROM information_schema.tables WHERE table_schema = 'public' AND table_name LIKE 'sim\\_%'")).rows[0]!.n;
+      (
+        await pool.query<{ n: number }>(
+          "SELECT count(*)::int AS n FROM information_schema.tables WHERE table_schema = 'public' AND table_name LIKE 'sim\\_%'",
+        )
+      ).rows[0]!.n;
     expect(await simulatorTables()).toBe(0);
     expect((await pendingMigrations(pool, simulators)).sort()).toEqual([...simulatorFiles].sort());
     expect((await migrate(pool, simulators)).sort()).toEqual([...simulatorFiles].sort());
@@ -45,7 +49,7 @@ test('without a simulator chosen, none of the simulators\' tables exist; choosin
   }
 });
 
-test('the simulators\' migrations and the platform\'s share no name (a name is what a database records)', () => {
+test("the simulators' migrations and the platform's share no name (a name is what a database records)", () => {
   expect(simulatorFiles.length).toBeGreaterThan(0);
   expect(simulatorFiles.filter((name) => platformFiles.includes(name))).toEqual([]);
 });

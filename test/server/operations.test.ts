@@ -14,7 +14,13 @@ const createBucket = async (name: string) => (await server.org.call('POST', '/s3
 describe('operations', () => {
   test('a queued operation is listed, read, and can be cancelled; its change is undone', async () => {
     const accepted = await createBucket('cancel-me');
-    expect(accepted.operation).toMatchObject({ type: 'bucket.create', resource_type: 'bucket', state: 'queued', attempt: 0, finished_at: null });
+    expect(accepted.operation).toMatchObject({
+      type: 'bucket.create',
+      resource_type: 'bucket',
+      state: 'queued',
+      attempt: 0,
+      finished_at: null,
+    });
     const read = await server.org.call('GET', `/operations/${accepted.operation.id}`);
     expect(read.body).toEqual(accepted.operation);
     const cancelled = await server.org.call('POST', `/operations/${accepted.operation.id}/cancel`);
@@ -26,7 +32,9 @@ describe('operations', () => {
 
   test('an operation that has started or finished cannot be cancelled: 409 operation_not_cancellable', async () => {
     const accepted = await createBucket('too-late');
-    await server.pool.query("UPDATE operations SET state = 'running', attempt = 1, started_at = now() WHERE id = $1", [accepted.operation.id]);
+    await server.pool.query("UPDATE operations SET state = 'running', attempt = 1, started_at = now() WHERE id = $1", [
+      accepted.operation.id,
+    ]);
     const started = await server.org.call('POST', `/operations/${accepted.operation.id}/cancel`);
     expect(started.status).toBe(409);
     expect(started.body.code).toBe('operation_not_cancellable');
@@ -41,7 +49,9 @@ describe('operations', () => {
     await org.call('POST', `/operations/${ids[0]}/cancel`);
     const queued = (await org.call('GET', '/operations?state=queued')).body.items.map((operation: { id: string }) => operation.id);
     expect(queued).toEqual([ids[2], ids[1]]);
-    expect((await org.call('GET', '/operations?state=cancelled')).body.items.map((operation: { id: string }) => operation.id)).toEqual([ids[0]]);
+    expect((await org.call('GET', '/operations?state=cancelled')).body.items.map((operation: { id: string }) => operation.id)).toEqual([
+      ids[0],
+    ]);
     expect((await org.call('GET', '/operations?resource=vm')).body.items).toEqual([]);
     const first = await org.call('GET', '/operations?resource=bucket&limit=2');
     const second = await org.call('GET', `/operations?resource=bucket&limit=2&cursor=${first.body.next_cursor}`);

@@ -29,7 +29,9 @@ afterAll(() => server?.close());
 
 /** Waits for every operation the accepted answers carry; each must succeed. */
 async function allSucceed(answers: ApiResponse[]): Promise<void> {
-  const operations = await Promise.all(answers.filter((answer) => answer.status === 202).map((answer) => server.waitForOperation(server.org, answer.body.operation.id)));
+  const operations = await Promise.all(
+    answers.filter((answer) => answer.status === 202).map((answer) => server.waitForOperation(server.org, answer.body.operation.id)),
+  );
   for (const operation of operations) expect(operation.state, JSON.stringify(operation)).toBe('succeeded');
 }
 
@@ -42,7 +44,9 @@ describe('operations on one resource run in the order they were accepted', () =>
     const vm = await runningVm(server, server.org);
     for (let round = 0; round < ROUNDS; round++) {
       const answers = await Promise.all(
-        Array.from({ length: CHANGES_PER_ROUND }, (_, change) => server.org.call('PUT', `/compute/vms/${vm.id}/firewall`, { body: firewallOf(round, change) })),
+        Array.from({ length: CHANGES_PER_ROUND }, (_, change) =>
+          server.org.call('PUT', `/compute/vms/${vm.id}/firewall`, { body: firewallOf(round, change) }),
+        ),
       );
       for (const answer of answers) expect(answer.status, answer.text).toBe(202);
       await allSucceed(answers);
@@ -60,9 +64,13 @@ describe('operations on one resource run in the order they were accepted', () =>
       // firewall changes queue behind it and must not overtake it, nor each other.
       const stateChanges = [
         server.org.call('POST', `/compute/vms/${vm.id}/${current.state === 'running' ? 'stop' : 'start'}`),
-        server.org.call('POST', `/compute/vms/${vm.id}/resize`, { body: { vcpus: 1 + (round % 3), memory_mb: 1024 * (1 + (round % 2)), disk_gb: 20 + round } }),
+        server.org.call('POST', `/compute/vms/${vm.id}/resize`, {
+          body: { vcpus: 1 + (round % 3), memory_mb: 1024 * (1 + (round % 2)), disk_gb: 20 + round },
+        }),
       ];
-      const firewall = Array.from({ length: CHANGES_PER_ROUND / 2 }, (_, change) => server.org.call('PUT', `/compute/vms/${vm.id}/firewall`, { body: firewallOf(round, change) }));
+      const firewall = Array.from({ length: CHANGES_PER_ROUND / 2 }, (_, change) =>
+        server.org.call('PUT', `/compute/vms/${vm.id}/firewall`, { body: firewallOf(round, change) }),
+      );
       const answers = await Promise.all([...stateChanges, ...firewall]);
       for (const answer of answers) {
         if (answer.status !== 202) expect(answer.body.code, answer.text).toBe('vm_state_conflict');
@@ -72,8 +80,13 @@ describe('operations on one resource run in the order they were accepted', () =>
 
       const shown = (await server.org.call('GET', `/compute/vms/${vm.id}`)).body;
       const rules = (await server.org.call('GET', `/compute/vms/${vm.id}/firewall`)).body;
-      const { rows } = await server.pool.query('SELECT power, vcpus, memory_mb, disk_gb, firewall FROM sim_servers WHERE server_id = $1', [vm.id]);
-      expect({ power: rows[0].power, vcpus: rows[0].vcpus, memory_mb: rows[0].memory_mb, disk_gb: rows[0].disk_gb, firewall: rows[0].firewall }, `round ${round}`).toEqual({
+      const { rows } = await server.pool.query('SELECT power, vcpus, memory_mb, disk_gb, firewall FROM sim_servers WHERE server_id = $1', [
+        vm.id,
+      ]);
+      expect(
+        { power: rows[0].power, vcpus: rows[0].vcpus, memory_mb: rows[0].memory_mb, disk_gb: rows[0].disk_gb, firewall: rows[0].firewall },
+        `round ${round}`,
+      ).toEqual({
         power: shown.state,
         vcpus: shown.vcpus,
         memory_mb: shown.memory_mb,
@@ -88,13 +101,20 @@ describe('operations on one resource run in the order they were accepted', () =>
     for (let round = 0; round < ROUNDS; round++) {
       const answers = await Promise.all(
         Array.from({ length: CHANGES_PER_ROUND }, (_, change) =>
-          server.org.call('PUT', `/s3/buckets/${bucket.id}/quota`, { body: { max_objects: 1000 * (round + 1) + change, max_size_bytes: change % 2 === 0 ? null : (round + 1) * 1_048_576 * (change + 1) } }),
+          server.org.call('PUT', `/s3/buckets/${bucket.id}/quota`, {
+            body: {
+              max_objects: 1000 * (round + 1) + change,
+              max_size_bytes: change % 2 === 0 ? null : (round + 1) * 1_048_576 * (change + 1),
+            },
+          }),
         ),
       );
       for (const answer of answers) expect(answer.status, answer.text).toBe(202);
       await allSucceed(answers);
       const shown = (await server.org.call('GET', `/s3/buckets/${bucket.id}`)).body;
-      const { rows } = await server.pool.query('SELECT max_objects, max_size_bytes FROM sim_objectstore_buckets WHERE id = $1', [bucket.id]);
+      const { rows } = await server.pool.query('SELECT max_objects, max_size_bytes FROM sim_objectstore_buckets WHERE id = $1', [
+        bucket.id,
+      ]);
       expect({ max_objects: rows[0].max_objects, max_size_bytes: rows[0].max_size_bytes }, `round ${round}`).toEqual(shown.quota);
     }
   });
@@ -116,8 +136,15 @@ describe('the claim', () => {
       failed: async () => {},
       cancelled: async () => {},
     };
-    const engine = new OperationEngine(pool, { 'vm.start': executor }, { concurrency: 4, pollIntervalMs: 10, leaseMs: 2000, maxAttempts: 5, retryBaseMs: 150, retryMaxMs: 150 }, createLogger('silent'), 'claim-order');
-    const enqueue = (resourceId: string, payload = {}) => enqueueOperation(pool, { orgId, type: 'vm.start', resourceType: 'vm', resourceId, maxAttempts: 5, payload });
+    const engine = new OperationEngine(
+      pool,
+      { 'vm.start': executor },
+      { concurrency: 4, pollIntervalMs: 10, leaseMs: 2000, maxAttempts: 5, retryBaseMs: 150, retryMaxMs: 150 },
+      createLogger('silent'),
+      'claim-order',
+    );
+    const enqueue = (resourceId: string, payload = {}) =>
+      enqueueOperation(pool, { orgId, type: 'vm.start', resourceType: 'vm', resourceId, maxAttempts: 5, payload });
     try {
       const [one, other] = [randomUUID(), randomUUID()];
       const first = await enqueue(one, { flaky: true });
@@ -125,7 +152,9 @@ describe('the claim', () => {
       const elsewhere = await enqueue(other);
       await engine.start();
       const done = await eventually(async () => {
-        const { rows } = await pool.query<OperationRow>('SELECT * FROM operations WHERE id = ANY($1)', [[first.id, second.id, elsewhere.id]]);
+        const { rows } = await pool.query<OperationRow>('SELECT * FROM operations WHERE id = ANY($1)', [
+          [first.id, second.id, elsewhere.id],
+        ]);
         return rows.every((row) => row.state === 'succeeded') ? new Map(rows.map((row) => [row.id, row])) : undefined;
       }, 'the operations to succeed');
       expect(done.get(first.id)!.attempt).toBe(3);

@@ -82,7 +82,9 @@ async function stopOrKill(started: Started): Promise<void> {
 /** A request that gets no answer in `ms` fails the test, rather than hanging it. */
 function answeredWithin<T>(ms: number, what: string, answer: Promise<T>): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_resolve, reject) => (timer = setTimeout(() => reject(new Error(`${what}: no answer within ${ms} ms`)), ms)));
+  const late = new Promise<never>(
+    (_resolve, reject) => (timer = setTimeout(() => reject(new Error(`${what}: no answer within ${ms} ms`)), ms)),
+  );
   return Promise.race([answer, late]).finally(() => clearTimeout(timer));
 }
 
@@ -172,10 +174,19 @@ async function queueWork({ servers, api }: Cluster, round: string): Promise<stri
   for (const [index, server] of servers.entries()) {
     for (let vm = 0; vm < 3; vm++) {
       const created = await api(server, 'POST', '/compute/vms', {
-        name: `${round}-${index}-${vm}`, image: 'ubuntu-24.04', region: 'fra1', vcpus: 1, memory_mb: 1024, disk_gb: 20, storage_pool: 'fra1-ssd', network_profile: 'fra1-standard',
+        name: `${round}-${index}-${vm}`,
+        image: 'ubuntu-24.04',
+        region: 'fra1',
+        vcpus: 1,
+        memory_mb: 1024,
+        disk_gb: 20,
+        storage_pool: 'fra1-ssd',
+        network_profile: 'fra1-standard',
       });
       expect(created.status, created.text).toBe(202);
-      const firewall = await api(server, 'PUT', `/compute/vms/${created.body.vm.id}/firewall`, { inbound: [{ protocol: 'tcp', ports: '22', sources: ['0.0.0.0/0'] }] });
+      const firewall = await api(server, 'PUT', `/compute/vms/${created.body.vm.id}/firewall`, {
+        inbound: [{ protocol: 'tcp', ports: '22', sources: ['0.0.0.0/0'] }],
+      });
       expect(firewall.status, firewall.text).toBe(202);
       operations.push(created.body.operation.id, firewall.body.operation.id);
     }
@@ -228,7 +239,10 @@ async function expectRecovered(cluster: Cluster, operations: string[]): Promise<
   operations.push(...(await queueWork(cluster, `after-${randomUUID().slice(0, 4)}`)));
   await eventually(
     async () => {
-      const { rows } = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM operations WHERE id = ANY($1) AND finished_at IS NOT NULL', [operations]);
+      const { rows } = await db.query<{ n: number }>(
+        'SELECT count(*)::int AS n FROM operations WHERE id = ANY($1) AND finished_at IS NOT NULL',
+        [operations],
+      );
       return rows[0]!.n === operations.length ? true : undefined;
     },
     'every operation to finish',
@@ -290,7 +304,10 @@ describe('a database outage', () => {
       const response = await answeredWithin(ANSWER_WITHIN_MS, path, fetch(`${server.url}${path}`));
       return { status: response.status, body: (await response.json()) as { code?: string; detail?: string; status?: string } };
     };
-    expect(await probe('/readyz')).toEqual({ status: 200, body: { status: 'ready', checks: { database: 'ok', migrations: 'ok', engine: 'ok' } } });
+    expect(await probe('/readyz')).toEqual({
+      status: 200,
+      body: { status: 'ready', checks: { database: 'ok', migrations: 'ok', engine: 'ok' } },
+    });
     await postgres.stop();
     try {
       const down = await probe('/readyz');

@@ -1,7 +1,15 @@
 // Rate limits: per verified credential whatever the spelling of its header, per client address
 // for everything without one, and counted by each server process on its own (README).
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { call, createTestDatabase, readBootstrap, startServerProcess, startTestServer, type ApiResponse, type TestServer } from '../support/server.ts';
+import {
+  call,
+  createTestDatabase,
+  readBootstrap,
+  startServerProcess,
+  startTestServer,
+  type ApiResponse,
+  type TestServer,
+} from '../support/server.ts';
 
 function expectLimited(response: ApiResponse): void {
   expect(response.status, response.text).toBe(429);
@@ -14,7 +22,12 @@ function expectLimited(response: ApiResponse): void {
 describe('one server process', () => {
   let server: TestServer;
   beforeAll(async () => {
-    server = await startTestServer({ RATE_LIMIT: '3', RATE_LIMIT_ANONYMOUS: '4', RATE_LIMIT_WINDOW_SECONDS: '60', BACKGROUND_WORK: 'false' });
+    server = await startTestServer({
+      RATE_LIMIT: '3',
+      RATE_LIMIT_ANONYMOUS: '4',
+      RATE_LIMIT_WINDOW_SECONDS: '60',
+      BACKGROUND_WORK: 'false',
+    });
   });
   afterAll(() => server?.close());
 
@@ -39,7 +52,8 @@ describe('one server process', () => {
     const url = `/v1/orgs/${org.orgId}/billing`;
     const spellings = [`Bearer ${org.ownerKey}`, `bearer ${org.ownerKey}`, `BEARER   ${org.ownerKey}`, `Bearer ${org.ownerKey}  `];
     const statuses = [];
-    for (const authorization of spellings) statuses.push((await call(server.url, 'GET', url, { headers: { Authorization: authorization } })).status);
+    for (const authorization of spellings)
+      statuses.push((await call(server.url, 'GET', url, { headers: { Authorization: authorization } })).status);
     expect(statuses).toEqual([200, 200, 200, 429]);
   });
 
@@ -48,7 +62,9 @@ describe('one server process', () => {
     const statuses = [];
     for (let attempt = 0; attempt < 6; attempt++) {
       const junk = `cpk_${String(attempt).repeat(43).slice(0, 43)}`;
-      statuses.push((await call(server.url, 'GET', `/v1/orgs/${org.orgId}/billing`, { headers: { Authorization: `Bearer ${junk}` } })).status);
+      statuses.push(
+        (await call(server.url, 'GET', `/v1/orgs/${org.orgId}/billing`, { headers: { Authorization: `Bearer ${junk}` } })).status,
+      );
     }
     expect(statuses).toEqual([401, 401, 401, 401, 429, 429]);
     // Unknown routes count against the address as well.

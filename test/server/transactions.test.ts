@@ -32,14 +32,21 @@ describe('inside a transaction', () => {
   });
 
   test('a nested transaction (a second connection) is refused, even from a timer the transaction started', async () => {
-    await expect(withTransaction(pool, () => withTransaction(pool, async () => 'nested'))).rejects.toThrow(/pool\.connect inside a transaction/);
-    const later = withTransaction(pool, () => new Promise((resolve, reject) => setTimeout(() => pool.query('SELECT 1').then(resolve, reject), 10)));
+    await expect(withTransaction(pool, () => withTransaction(pool, async () => 'nested'))).rejects.toThrow(
+      /pool\.connect inside a transaction/,
+    );
+    const later = withTransaction(
+      pool,
+      () => new Promise((resolve, reject) => setTimeout(() => pool.query('SELECT 1').then(resolve, reject), 10)),
+    );
     await expect(later).rejects.toBeInstanceOf(InsideTransactionError);
   });
 
   test('a backend call is refused', async () => {
     const store = createObjectStoreSimulator({ pool, latencyMs: [0, 0], faults: new FaultInjector(pool, []) });
-    await expect(withTransaction(pool, () => store.secrets.destroy('orgs/x/s3-access-keys/y'))).rejects.toThrow(/a backend call inside a transaction/);
+    await expect(withTransaction(pool, () => store.secrets.destroy('orgs/x/s3-access-keys/y'))).rejects.toThrow(
+      /a backend call inside a transaction/,
+    );
     // Outside a transaction, the same call works.
     await expect(store.secrets.destroy('orgs/x/s3-access-keys/y')).resolves.toBeUndefined();
   });

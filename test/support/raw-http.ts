@@ -10,13 +10,21 @@ export interface RawResponse {
 }
 
 /** One request with node:http, the path sent as given. */
-export function rawRequest(baseUrl: string, method: string, path: string, headers: Record<string, string> = {}, body?: Buffer | string): Promise<RawResponse> {
+export function rawRequest(
+  baseUrl: string,
+  method: string,
+  path: string,
+  headers: Record<string, string> = {},
+  body?: Buffer | string,
+): Promise<RawResponse> {
   const url = new URL(baseUrl);
   return new Promise((resolve, reject) => {
     const outgoing = request({ host: url.hostname, port: url.port, method, path, headers, agent: false }, (response) => {
       const chunks: Buffer[] = [];
       response.on('data', (chunk: Buffer) => chunks.push(chunk));
-      response.on('end', () => resolve({ status: response.statusCode ?? 0, headers: response.headers, text: Buffer.concat(chunks).toString('utf8') }));
+      response.on('end', () =>
+        resolve({ status: response.statusCode ?? 0, headers: response.headers, text: Buffer.concat(chunks).toString('utf8') }),
+      );
       response.on('error', reject);
     });
     outgoing.on('error', reject);
@@ -28,7 +36,11 @@ export function rawRequest(baseUrl: string, method: string, path: string, header
  * Writes `text` to a new TCP connection and collects everything the server sends until it closes
  * the connection or `idleMs` pass without data. For keep-alive and pipelining behaviour.
  */
-export function rawExchange(baseUrl: string, chunks: Array<string | Buffer>, idleMs = 1500): Promise<{ received: string; closedByServer: boolean }> {
+export function rawExchange(
+  baseUrl: string,
+  chunks: Array<string | Buffer>,
+  idleMs = 1500,
+): Promise<{ received: string; closedByServer: boolean }> {
   const url = new URL(baseUrl);
   return new Promise((resolve, reject) => {
     const socket = connect(Number(url.port), url.hostname);
@@ -52,6 +64,8 @@ export function rawExchange(baseUrl: string, chunks: Array<string | Buffer>, idl
       arm();
     });
     socket.on('end', () => finish(true));
-    socket.on('error', (error: NodeJS.ErrnoException) => (error.code === 'ECONNRESET' || error.code === 'EPIPE' ? finish(true) : reject(error)));
+    socket.on('error', (error: NodeJS.ErrnoException) =>
+      error.code === 'ECONNRESET' || error.code === 'EPIPE' ? finish(true) : reject(error),
+    );
   });
 }

@@ -88,13 +88,19 @@ export interface TestServer {
 /** Reads a JSON body as the typed client does (its own parser): integers beyond 2^53 as bigint. */
 export const parseExact = (text: string): any => parseJson(text);
 
-export async function call(baseUrl: string, method: string, urlPath: string, options: CallOptions & { defaultKey?: string } = {}): Promise<ApiResponse> {
+export async function call(
+  baseUrl: string,
+  method: string,
+  urlPath: string,
+  options: CallOptions & { defaultKey?: string } = {},
+): Promise<ApiResponse> {
   const headers: Record<string, string> = { ...(options.headers ?? {}) };
   const key = options.key === undefined ? options.defaultKey : options.key;
   if (key) headers.Authorization = `Bearer ${key}`;
   let body: string | undefined = options.rawBody;
   if (options.body !== undefined) body = stringify(options.body) ?? undefined;
-  if (body !== undefined && !Object.keys(headers).some((name) => name.toLowerCase() === 'content-type')) headers['Content-Type'] = 'application/json';
+  if (body !== undefined && !Object.keys(headers).some((name) => name.toLowerCase() === 'content-type'))
+    headers['Content-Type'] = 'application/json';
   const response = await fetch(`${baseUrl}${urlPath}`, { method, headers, body });
   const text = await response.text();
   return { status: response.status, headers: response.headers, text, body: text ? parseExact(text) : undefined };
@@ -127,7 +133,14 @@ async function newOrg(url: string, pool: pg.Pool, name: string, options: { demoH
 /** The real platform in this test process, on its own database. */
 export async function startTestServer(env: Record<string, string> = {}, options: { clock?: Clock } = {}): Promise<TestServer> {
   const databaseUrl = await createTestDatabase();
-  const config = loadConfig({ ...TEST_ENV, ...env, DATABASE_URL: databaseUrl, PORT: '0', HOST: '127.0.0.1', DATA_DIR: mkdtempSync(path.join(tmpdir(), 'cloud-platform-test-')) });
+  const config = loadConfig({
+    ...TEST_ENV,
+    ...env,
+    DATABASE_URL: databaseUrl,
+    PORT: '0',
+    HOST: '127.0.0.1',
+    DATA_DIR: mkdtempSync(path.join(tmpdir(), 'cloud-platform-test-')),
+  });
   const platform: Platform = await startPlatform(config, createLogger(config.logLevel), { clock: options.clock });
   const pool = platform.pool;
   const org = await newOrg(platform.url, pool, 'Acme Robotics');
@@ -155,7 +168,10 @@ export async function waitForOperation(org: TestOrg, operationId: string, timeou
 }
 
 /** `npm start` as a child process (for crash and shutdown tests), on the given database. */
-export async function startServerProcess(databaseUrl: string, env: Record<string, string> = {}): Promise<Started & { url: string; dataDir: string }> {
+export async function startServerProcess(
+  databaseUrl: string,
+  env: Record<string, string> = {},
+): Promise<Started & { url: string; dataDir: string }> {
   const port = await freePort();
   const dataDir = mkdtempSync(path.join(tmpdir(), 'cloud-platform-proc-'));
   const started = startProcess(bin('tsx'), [path.join(repoRoot, 'server', 'main.ts')], {

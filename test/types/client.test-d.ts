@@ -1,23 +1,22 @@
 // The client's types follow the contract: wrong calls do not compile (tsc and `vitest --typecheck`
 // check every `@ts-expect-error` below is an error).
 import { describe, expectTypeOf, test } from 'vitest';
-import type {
-  ProblemError} from '../../client/index.ts';
-import {
-  createPlatformClient,
-  type ItemOf,
-  type Operation,
-  type PaginatedOperationId,
-  type PlatformClient
-} from '../../client/index.ts';
+import type { ProblemError } from '../../client/index.ts';
+import { createPlatformClient, type ItemOf, type Operation, type PaginatedOperationId, type PlatformClient } from '../../client/index.ts';
 import type { components } from '../../generated/index.ts';
 
 type Schemas = components['schemas'];
 const client: PlatformClient = createPlatformClient({ baseUrl: 'http://127.0.0.1:8080', org: 'org', credential: 'cpk_x' });
 const vm_id = 'b8a3c5d7-2e4f-4a6b-9c8d-1e3f5a7b9c20';
 const createBody: Schemas['VmCreateRequest'] = {
-  name: 'web-1', image: 'ubuntu-24.04', region: 'fra1', vcpus: 2, memory_mb: 4096, disk_gb: 40,
-  storage_pool: 'fra1-ssd', network_profile: 'fra1-standard',
+  name: 'web-1',
+  image: 'ubuntu-24.04',
+  region: 'fra1',
+  vcpus: 2,
+  memory_mb: 4096,
+  disk_gb: 40,
+  storage_pool: 'fra1-ssd',
+  network_profile: 'fra1-standard',
 };
 
 describe('client.call', () => {
@@ -76,7 +75,9 @@ describe('client.call', () => {
     // @ts-expect-error a string is refused by the contract
     void client.call('setBillingBudget', { body: { spend_budget_cents: '100' } });
     expectTypeOf<Schemas['BillingBudgetRequest']['spend_budget_cents']>().toEqualTypeOf<number | bigint | null>();
-    expectTypeOf(client.call('getBilling')).resolves.toHaveProperty('spend_budget_cents').toEqualTypeOf<number | bigint | null | undefined>();
+    expectTypeOf(client.call('getBilling'))
+      .resolves.toHaveProperty('spend_budget_cents')
+      .toEqualTypeOf<number | bigint | null | undefined>();
   });
 });
 

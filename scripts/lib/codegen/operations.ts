@@ -51,10 +51,12 @@ export function collectOperations(document: Document): OperationInfo[] {
       const operation = item[method] as OperationObject | undefined;
       if (!operation) continue;
       const scope = operation['x-required-scope'];
-      if (scope !== 'read' && scope !== 'write' && scope !== 'none') throw new Error(`${operation.operationId}: x-required-scope must be read, write or none`);
+      if (scope !== 'read' && scope !== 'write' && scope !== 'none')
+        throw new Error(`${operation.operationId}: x-required-scope must be read, write or none`);
       // `none` only where the contract itself takes no credential (`security: []`), and the reverse.
       const isPublic = Array.isArray(operation.security) && operation.security.length === 0;
-      if ((scope === 'none') !== isPublic) throw new Error(`${operation.operationId}: x-required-scope none goes with security: [] and only with it`);
+      if ((scope === 'none') !== isPublic)
+        throw new Error(`${operation.operationId}: x-required-scope none goes with security: [] and only with it`);
       const responses = Object.entries(operation.responses).map(([status, response]) => {
         const resolved = response.$ref ? document.components.responses![response.$ref.split('/').pop()!]! : response;
         return { status: Number(status), mediaType: Object.keys(resolved.content ?? {})[0] };
@@ -89,9 +91,9 @@ export function generateOperationsModule(document: Document): string {
     "  readonly method: 'get' | 'put' | 'post' | 'delete' | 'patch';",
     '  /** The OpenAPI path template. */',
     '  readonly path: string;',
-    "  /** The API key scope the operation requires: `read` for GET, `write` otherwise; `none`: no credential (health probes). */",
+    '  /** The API key scope the operation requires: `read` for GET, `write` otherwise; `none`: no credential (health probes). */',
     "  readonly scope: 'read' | 'write' | 'none';",
-    "  /** Whether it takes a JSON request body: `required`, `optional` or `none`. */",
+    '  /** Whether it takes a JSON request body: `required`, `optional` or `none`. */',
     "  readonly requestBody: 'required' | 'optional' | 'none';",
     '  /** Whether it takes an `Idempotency-Key` header. */',
     '  readonly idempotencyKey: boolean;',
@@ -139,7 +141,12 @@ export function generateOperationsModule(document: Document): string {
       out.push(`  | { status: ${status}; body: ${body}; headers?: ResponseHeaders }`);
     }
     out.push(';', '');
-    out.push(`export type ${name}Success = Extract<${name}Response, { status: ${operation.responses.filter(({ status }) => status < 300).map(({ status }) => status).join(' | ')} }>;`);
+    out.push(
+      `export type ${name}Success = Extract<${name}Response, { status: ${operation.responses
+        .filter(({ status }) => status < 300)
+        .map(({ status }) => status)
+        .join(' | ')} }>;`,
+    );
     out.push(`export type ${name}Handler<Context> = (request: ${name}Request, context: Context) => Promise<${name}Response>;`, '');
   }
 
@@ -149,7 +156,10 @@ export function generateOperationsModule(document: Document): string {
     out.push(`  ${operation.operationId}: { request: ${name}Request; response: ${name}Response; success: ${name}Success };`);
   }
   out.push('}', '');
-  out.push('/** One handler for every operation: a missing or mistyped handler does not compile. */', 'export interface OperationHandlers<Context> {');
+  out.push(
+    '/** One handler for every operation: a missing or mistyped handler does not compile. */',
+    'export interface OperationHandlers<Context> {',
+  );
   for (const operation of operations) {
     out.push(`  ${operation.operationId}: ${pascal(operation.operationId)}Handler<Context>;`);
   }

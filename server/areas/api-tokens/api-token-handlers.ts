@@ -8,11 +8,21 @@ import type { ApiTokenService } from './api-token-service.ts';
 type ApiTokenOperations = 'createApiToken' | 'listApiTokens' | 'revokeApiToken';
 
 /** Handlers of API keys: read the request, call the service, answer. */
-export function apiTokenHandlers({ pool, tokens }: { pool: Pool; tokens: ApiTokenService }): Pick<OperationHandlers<RequestContext>, ApiTokenOperations> {
+export function apiTokenHandlers({
+  pool,
+  tokens,
+}: {
+  pool: Pool;
+  tokens: ApiTokenService;
+}): Pick<OperationHandlers<RequestContext>, ApiTokenOperations> {
   return {
     createApiToken: (request, context) =>
       performWrite(pool, context, async (tx) => {
-        const created = await tokens.create(tx, context.principal, { name: request.body.name, scopes: request.body.scopes, expiresAt: request.body.expires_at ?? null });
+        const created = await tokens.create(tx, context.principal, {
+          name: request.body.name,
+          scopes: request.body.scopes,
+          expiresAt: request.body.expires_at ?? null,
+        });
         const token = toApiTokenOut(created.token);
         return {
           response: { status: 201 as const, body: { token, secret: created.secret } },
@@ -28,7 +38,10 @@ export function apiTokenHandlers({ pool, tokens }: { pool: Pool; tokens: ApiToke
       performWrite(pool, context, async (tx) => {
         const { before, after } = await tokens.revoke(tx, context.principal.orgId, request.path.token_id);
         const token = toApiTokenOut(after);
-        return { response: { status: 200 as const, body: token }, audit: { resourceId: token.id, before: toApiTokenOut(before), after: token } };
+        return {
+          response: { status: 200 as const, body: token },
+          audit: { resourceId: token.id, before: toApiTokenOut(before), after: token },
+        };
       }),
   };
 }

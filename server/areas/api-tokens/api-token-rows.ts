@@ -38,10 +38,16 @@ export async function lockToken(db: Queryable, orgId: string, tokenId: string): 
 
 /** Revoked once: revoking again keeps the first revocation time. */
 export async function markRevoked(db: Queryable, tokenId: string): Promise<TokenRow> {
-  return (await db.query<TokenRow>('UPDATE api_tokens SET revoked_at = coalesce(revoked_at, now()) WHERE id = $1 RETURNING *', [tokenId])).rows[0]!;
+  return (await db.query<TokenRow>('UPDATE api_tokens SET revoked_at = coalesce(revoked_at, now()) WHERE id = $1 RETURNING *', [tokenId]))
+    .rows[0]!;
 }
 
 /** A page of the organization's keys, newest first. */
 export function tokensPage(db: Queryable, orgId: string, query: { cursor?: string; limit?: number }) {
-  return keysetPage(db, { name: 'api-tokens', from: 'api_tokens WHERE org_id = $1', params: [orgId], sortColumn: 'created_at', order: 'newest first' }, query, toApiTokenOut);
+  return keysetPage(
+    db,
+    { name: 'api-tokens', from: 'api_tokens WHERE org_id = $1', params: [orgId], sortColumn: 'created_at', order: 'newest first' },
+    query,
+    toApiTokenOut,
+  );
 }

@@ -8,16 +8,28 @@ import { lockToken, markRevoked, tokenById, type TokenRow } from './api-token-ro
 /** The rules of API keys: a key never holds a scope its creator lacks, and expires in the future. */
 export function createApiTokenService(clock: Clock) {
   return {
-    async create(tx: PoolClient, creator: Principal, request: { name: string; scopes?: Scope[]; expiresAt: string | null }): Promise<{ token: TokenRow; secret: string }> {
+    async create(
+      tx: PoolClient,
+      creator: Principal,
+      request: { name: string; scopes?: Scope[]; expiresAt: string | null },
+    ): Promise<{ token: TokenRow; secret: string }> {
       const scopes = [...new Set(request.scopes ?? ['read'])].sort() as Scope[];
       if (request.expiresAt !== null && Date.parse(request.expiresAt) <= clock.now().getTime()) {
         throw fieldInvalid('/expires_at', 'must be in the future');
       }
       const beyond = scopes.filter((scope) => !creator.scopes.has(scope));
       if (beyond.length > 0) {
-        throw forbidden(`This credential has the ${[...creator.scopes].join(' and ')} scope only; it cannot create a key with scopes: ${beyond.join(', ')}.`);
+        throw forbidden(
+          `This credential has the ${[...creator.scopes].join(' and ')} scope only; it cannot create a key with scopes: ${beyond.join(', ')}.`,
+        );
       }
-      const key = await createApiKeyRow(tx, { orgId: creator.orgId, memberId: creator.memberId, name: request.name, scopes, expiresAt: request.expiresAt });
+      const key = await createApiKeyRow(tx, {
+        orgId: creator.orgId,
+        memberId: creator.memberId,
+        name: request.name,
+        scopes,
+        expiresAt: request.expiresAt,
+      });
       return { token: (await tokenById(tx, key.id))!, secret: key.secret };
     },
 

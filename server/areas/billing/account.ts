@@ -22,7 +22,9 @@ async function monthToDate(db: Queryable, orgId: string, now: Date): Promise<Bil
 }
 
 export async function billingOf(db: Queryable, orgId: string, now: Date): Promise<BillingOut> {
-  const { rows } = await db.query<AccountRow>('SELECT state, billing_exempt, spend_budget_cents FROM billing_accounts WHERE org_id = $1', [orgId]);
+  const { rows } = await db.query<AccountRow>('SELECT state, billing_exempt, spend_budget_cents FROM billing_accounts WHERE org_id = $1', [
+    orgId,
+  ]);
   const account = rows[0];
   if (!account) throw notFound();
   return {
@@ -39,7 +41,10 @@ export async function billingOf(db: Queryable, orgId: string, now: Date): Promis
 export function createBudgetGuard(clock: { now(): Date }): BudgetGuard {
   return {
     async assertCanCreateBillable(db, orgId) {
-      const { rows } = await db.query<{ spend_budget_cents: number | bigint | null }>('SELECT spend_budget_cents FROM billing_accounts WHERE org_id = $1', [orgId]);
+      const { rows } = await db.query<{ spend_budget_cents: number | bigint | null }>(
+        'SELECT spend_budget_cents FROM billing_accounts WHERE org_id = $1',
+        [orgId],
+      );
       const budget = rows[0]?.spend_budget_cents;
       if (budget === null || budget === undefined) return;
       const { estimated_cents } = await monthToDate(db, orgId, clock.now());
@@ -49,9 +54,19 @@ export function createBudgetGuard(clock: { now(): Date }): BudgetGuard {
 }
 
 /** The spend budget as it was, locked for a change; then set (null: no budget). */
-export async function setSpendBudget(db: Queryable, orgId: string, budget: number | bigint | null): Promise<{ before: number | bigint | null }> {
-  const { rows } = await db.query<{ spend_budget_cents: number | bigint | null }>('SELECT spend_budget_cents FROM billing_accounts WHERE org_id = $1 FOR UPDATE', [orgId]);
+export async function setSpendBudget(
+  db: Queryable,
+  orgId: string,
+  budget: number | bigint | null,
+): Promise<{ before: number | bigint | null }> {
+  const { rows } = await db.query<{ spend_budget_cents: number | bigint | null }>(
+    'SELECT spend_budget_cents FROM billing_accounts WHERE org_id = $1 FOR UPDATE',
+    [orgId],
+  );
   if (!rows[0]) throw notFound();
-  await db.query('UPDATE billing_accounts SET spend_budget_cents = $2, updated_at = now() WHERE org_id = $1', [orgId, budget === null ? null : String(budget)]);
+  await db.query('UPDATE billing_accounts SET spend_budget_cents = $2, updated_at = now() WHERE org_id = $1', [
+    orgId,
+    budget === null ? null : String(budget),
+  ]);
   return { before: rows[0].spend_budget_cents };
 }

@@ -13,11 +13,16 @@ export { createBudgetGuard } from './account.ts';
  * Metering accrues the usage of every area's billable resources; finished months are invoiced
  * through the billing provider.
  */
-export function billingArea(deps: AreaDependencies, usageSources: UsageSource[]): Area<'getBilling' | 'setBillingBudget' | 'listInvoices' | 'getInvoice'> {
+export function billingArea(
+  deps: AreaDependencies,
+  usageSources: UsageSource[],
+): Area<'getBilling' | 'setBillingBudget' | 'listInvoices' | 'getInvoice'> {
   const { pool, clock, drivers, config, log } = deps;
 
   const issueQuietly = (orgId: string) =>
-    issueDueInvoices(pool, drivers.billing, orgId, clock.now()).catch((error: unknown) => log.warn({ err: error, org_id: orgId }, 'issuing invoices failed; retried later'));
+    issueDueInvoices(pool, drivers.billing, orgId, clock.now()).catch((error: unknown) =>
+      log.warn({ err: error, org_id: orgId }, 'issuing invoices failed; retried later'),
+    );
 
   const metering: BackgroundTask = {
     name: 'metering',
@@ -61,4 +66,3 @@ export function billingArea(deps: AreaDependencies, usageSources: UsageSource[])
     },
   };
 }
-

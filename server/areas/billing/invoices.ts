@@ -58,7 +58,18 @@ export async function issueDueInvoices(pool: Pool, provider: BillingProviderDriv
     await pool.query(
       `INSERT INTO invoices (id, org_id, status, currency, amount_due_cents, total_cents, hosted_invoice_url, invoice_pdf, period_start, period_end)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT DO NOTHING`,
-      [issued.id, orgId, issued.status, issued.currency, issued.amountDueCents, issued.totalCents, issued.hostedInvoiceUrl, issued.invoicePdf, periodStart, periodEnd],
+      [
+        issued.id,
+        orgId,
+        issued.status,
+        issued.currency,
+        issued.amountDueCents,
+        issued.totalCents,
+        issued.hostedInvoiceUrl,
+        issued.invoicePdf,
+        periodStart,
+        periodEnd,
+      ],
     );
   }
 }
@@ -80,7 +91,14 @@ export async function organizationsWithDueInvoices(db: Queryable, now: Date): Pr
 
 /** A page of the organization's invoices, newest period first. */
 export function invoicesPage(db: Queryable, orgId: string, query: { cursor?: string; limit?: number }) {
-  const list = { name: 'invoices', from: 'invoices WHERE org_id = $1', params: [orgId], sortColumn: 'period_start', order: 'newest first', idKind: 'text' } as const;
+  const list = {
+    name: 'invoices',
+    from: 'invoices WHERE org_id = $1',
+    params: [orgId],
+    sortColumn: 'period_start',
+    order: 'newest first',
+    idKind: 'text',
+  } as const;
   return keysetPage(db, list, query, toInvoiceOut);
 }
 

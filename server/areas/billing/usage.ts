@@ -86,7 +86,12 @@ export async function seedDemoHistory(tx: PoolClient, orgId: string, now: Date):
       egress_gb: 10 + variation / 10,
     };
     for (const [meter, quantity] of Object.entries(usage)) {
-      await tx.query('INSERT INTO usage_totals (org_id, month, meter, quantity, demo) VALUES ($1, $2, $3, $4, true)', [orgId, month, meter, quantity.toFixed(6)]);
+      await tx.query('INSERT INTO usage_totals (org_id, month, meter, quantity, demo) VALUES ($1, $2, $3, $4, true)', [
+        orgId,
+        month,
+        meter,
+        quantity.toFixed(6),
+      ]);
     }
   }
 }

@@ -60,7 +60,11 @@ export function computeArea(deps: AreaDependencies): Area<ComputeOperations, VmO
     },
     usage: computeUsage,
     background: [
-      { name: 'compute-reconciler', intervalMs: config.intervals.reconcileMs, run: async (signal) => void (await reconciler.reconcile(signal)) },
+      {
+        name: 'compute-reconciler',
+        intervalMs: config.intervals.reconcileMs,
+        run: async (signal) => void (await reconciler.reconcile(signal)),
+      },
       { name: 'compute-scheduler', intervalMs: config.intervals.schedulerMs, run: async (signal) => void (await scheduler.runDue(signal)) },
     ],
   };

@@ -5,7 +5,11 @@ import { regionNotFound } from './errors.ts';
 import { catalogueListPage, listName } from './lists.ts';
 
 /** Handlers of the catalogue: regions and their images, from the loaded catalogue (no database). */
-export function catalogueHandlers({ catalogue }: { catalogue: Catalogue }): Pick<OperationHandlers<RequestContext>, 'listRegions' | 'listImages'> {
+export function catalogueHandlers({
+  catalogue,
+}: {
+  catalogue: Catalogue;
+}): Pick<OperationHandlers<RequestContext>, 'listRegions' | 'listImages'> {
   return {
     async listRegions(request) {
       const body = catalogueListPage(listName('regions'), catalogue.regions, request.query, (region) => ({

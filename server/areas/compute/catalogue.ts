@@ -77,7 +77,11 @@ export function buildCatalogue(data: unknown): Catalogue {
   onlyKeys(root, ['regions'], 'the document');
   const regionsData = list(root.regions, 'regions', 1, 200);
   const regions = regionsData.map((value, index) => region(value, `regions[${index}]`));
-  unique(regions.map((entry) => entry.id), 'regions', 'region id');
+  unique(
+    regions.map((entry) => entry.id),
+    'regions',
+    'region id',
+  );
   regions.sort((a, b) => compare(a.id, b.id));
   const byId = new Map(regions.map((entry) => [entry.id, entry]));
   return {
@@ -90,15 +94,36 @@ export function buildCatalogue(data: unknown): Catalogue {
 function region(value: unknown, where: string): Region {
   const entry = object(value, where);
   onlyKeys(entry, ['id', 'name', 'disk_redundancy', 'console_type', 'storage_pools', 'network_profiles', 'images'], where);
-  const id = text(entry.id, `${where}.id`, REGION_ID, 'a region id: 2 to 32 lowercase letters, digits or hyphens, starting with a letter or digit');
+  const id = text(
+    entry.id,
+    `${where}.id`,
+    REGION_ID,
+    'a region id: 2 to 32 lowercase letters, digits or hyphens, starting with a letter or digit',
+  );
   // Further messages name the region too: `regions[2] (nbg-sc1).images[0].min_disk_gb …`.
   const at = `${where} (${id})`;
-  const storagePools = list(entry.storage_pools, `${at}.storage_pools`, 1, 32).map((pool, index) => reference(pool, `${at}.storage_pools[${index}]`, false));
-  const networkProfiles = list(entry.network_profiles, `${at}.network_profiles`, 1, 32).map((profile, index) => reference(profile, `${at}.network_profiles[${index}]`, true));
+  const storagePools = list(entry.storage_pools, `${at}.storage_pools`, 1, 32).map((pool, index) =>
+    reference(pool, `${at}.storage_pools[${index}]`, false),
+  );
+  const networkProfiles = list(entry.network_profiles, `${at}.network_profiles`, 1, 32).map((profile, index) =>
+    reference(profile, `${at}.network_profiles[${index}]`, true),
+  );
   const images = list(entry.images, `${at}.images`, 1, 200).map((image, index) => imageOf(image, `${at}.images[${index}]`));
-  unique(storagePools.map((pool) => pool.id), `${at}.storage_pools`, 'storage pool id');
-  unique(networkProfiles.map((profile) => profile.id), `${at}.network_profiles`, 'network profile id');
-  unique(images.map((image) => image.id), `${at}.images`, 'image id');
+  unique(
+    storagePools.map((pool) => pool.id),
+    `${at}.storage_pools`,
+    'storage pool id',
+  );
+  unique(
+    networkProfiles.map((profile) => profile.id),
+    `${at}.network_profiles`,
+    'network profile id',
+  );
+  unique(
+    images.map((image) => image.id),
+    `${at}.images`,
+    'image id',
+  );
   images.sort((a, b) => compare(a.id, b.id));
   return {
     id,
@@ -130,15 +155,32 @@ function imageOf(value: unknown, where: string): ImageOut {
   const entry = object(value, where);
   onlyKeys(entry, ['id', 'name', 'min_disk_gb', 'min_ram_mb', 'os_distro', 'os_version'], where);
   for (const key of ['os_distro', 'os_version']) {
-    if (!(key in entry)) throw new CatalogueError(`${where}.${key} is required (null for an image that is not a general-purpose operating system)`);
+    if (!(key in entry))
+      throw new CatalogueError(`${where}.${key} is required (null for an image that is not a general-purpose operating system)`);
   }
   return {
-    id: text(entry.id, `${where}.id`, IMAGE_ID, 'an image id of 1 to 63 lowercase letters, digits, dots or hyphens, starting with a letter or digit'),
+    id: text(
+      entry.id,
+      `${where}.id`,
+      IMAGE_ID,
+      'an image id of 1 to 63 lowercase letters, digits, dots or hyphens, starting with a letter or digit',
+    ),
     name: text(entry.name, `${where}.name`, DISPLAY_NAME, 'a display name of 1 to 100 characters'),
     min_disk_gb: integer(entry.min_disk_gb, `${where}.min_disk_gb`, 1, 4096),
     min_ram_mb: integer(entry.min_ram_mb, `${where}.min_ram_mb`, 128, 262144),
-    os_distro: entry.os_distro === null ? null : text(entry.os_distro, `${where}.os_distro`, OS_DISTRO, 'null or a lowercase distribution name of up to 32 characters'),
-    os_version: entry.os_version === null ? null : text(entry.os_version, `${where}.os_version`, OS_VERSION, 'null or a version of up to 32 letters, digits, dots, underscores or hyphens'),
+    os_distro:
+      entry.os_distro === null
+        ? null
+        : text(entry.os_distro, `${where}.os_distro`, OS_DISTRO, 'null or a lowercase distribution name of up to 32 characters'),
+    os_version:
+      entry.os_version === null
+        ? null
+        : text(
+            entry.os_version,
+            `${where}.os_version`,
+            OS_VERSION,
+            'null or a version of up to 32 letters, digits, dots, underscores or hyphens',
+          ),
   };
 }
 
@@ -149,11 +191,15 @@ function object(value: unknown, where: string): Record<string, unknown> {
 
 function onlyKeys(entry: Record<string, unknown>, keys: string[], where: string): void {
   const unknown = Object.keys(entry).filter((key) => !keys.includes(key));
-  if (unknown.length > 0) throw new CatalogueError(`${where} has unknown field${unknown.length === 1 ? '' : 's'} ${unknown.join(', ')} (allowed: ${keys.join(', ')})`);
+  if (unknown.length > 0)
+    throw new CatalogueError(
+      `${where} has unknown field${unknown.length === 1 ? '' : 's'} ${unknown.join(', ')} (allowed: ${keys.join(', ')})`,
+    );
 }
 
 function list(value: unknown, where: string, min: number, max: number): unknown[] {
-  if (!Array.isArray(value) || value.length < min || value.length > max) throw new CatalogueError(`${where} must be a list of ${min} to ${max} entries`);
+  if (!Array.isArray(value) || value.length < min || value.length > max)
+    throw new CatalogueError(`${where} must be a list of ${min} to ${max} entries`);
   return value;
 }
 

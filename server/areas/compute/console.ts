@@ -36,10 +36,12 @@ export async function collectConsole(tx: PoolClient, clock: Clock, orgId: string
   const now = clock.now();
   if (!session || now.getTime() - session.prepared_at.getTime() > COLLECT_WINDOW_MS) throw consoleNotFound(operationId);
   const token = `cs_${randomBytes(32).toString('base64url')}`;
-  await tx.query(
-    `UPDATE console_sessions SET collected_at = $2, token_hash = $3, token_expires_at = $4 WHERE operation_id = $1`,
-    [operationId, now, hashOf(token), new Date(now.getTime() + URL_LIFETIME_SECONDS * 1000)],
-  );
+  await tx.query(`UPDATE console_sessions SET collected_at = $2, token_hash = $3, token_expires_at = $4 WHERE operation_id = $1`, [
+    operationId,
+    now,
+    hashOf(token),
+    new Date(now.getTime() + URL_LIFETIME_SECONDS * 1000),
+  ]);
   return { console_type: session.console_type, expires_in_seconds: URL_LIFETIME_SECONDS, url: `${session.gateway_url}/${token}` };
 }
 
@@ -47,7 +49,11 @@ export async function collectConsole(tx: PoolClient, clock: Clock, orgId: string
  * What the console gateway does when a connection arrives with a URL: the token is accepted once,
  * before it expires; then the session is the instance's console. Undefined means refused.
  */
-export async function redeemConsoleToken(tx: PoolClient, clock: Clock, url: string): Promise<{ vmId: string; consoleType: ConsoleOut['console_type'] } | undefined> {
+export async function redeemConsoleToken(
+  tx: PoolClient,
+  clock: Clock,
+  url: string,
+): Promise<{ vmId: string; consoleType: ConsoleOut['console_type'] } | undefined> {
   const token = url.slice(url.lastIndexOf('/') + 1);
   const { rows } = await tx.query<{ vm_id: string; console_type: ConsoleOut['console_type'] }>(
     `UPDATE console_sessions SET redeemed_at = $2

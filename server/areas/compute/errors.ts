@@ -26,19 +26,30 @@ export const vmProtected = (vm: { id: string; name: string }, byOperator: boolea
   );
 
 export const vmNameTaken = (name: string, regionId: string) =>
-  conflict('vm_name_taken', 'Instance name taken', `A live instance named ${name} already exists in region ${regionId}; choose another name or delete that instance first.`);
+  conflict(
+    'vm_name_taken',
+    'Instance name taken',
+    `A live instance named ${name} already exists in region ${regionId}; choose another name or delete that instance first.`,
+  );
 
 export const userDataUnsupported = () =>
-  unprocessable('user_data_unsupported', 'User data not supported', 'User data is not supported for this organization; omit user_data or send null.', [
-    { pointer: '/user_data', detail: 'must be omitted or null' },
-  ]);
+  unprocessable(
+    'user_data_unsupported',
+    'User data not supported',
+    'User data is not supported for this organization; omit user_data or send null.',
+    [{ pointer: '/user_data', detail: 'must be omitted or null' }],
+  );
 
 export const workloadNotAllowed = () =>
-  unprocessable('workload_not_allowed', 'Workload type not allowed', 'A customer organization may only create customer workloads; leave workload_type unset.', [
-    { pointer: '/workload_type', detail: 'only customer is allowed' },
-  ]);
+  unprocessable(
+    'workload_not_allowed',
+    'Workload type not allowed',
+    'A customer organization may only create customer workloads; leave workload_type unset.',
+    [{ pointer: '/workload_type', detail: 'only customer is allowed' }],
+  );
 
-export const imageRequirementsNotMet = (detail: string, errors: FieldError[]) => unprocessable('image_requirements_not_met', 'Image requirements not met', detail, errors);
+export const imageRequirementsNotMet = (detail: string, errors: FieldError[]) =>
+  unprocessable('image_requirements_not_met', 'Image requirements not met', detail, errors);
 
 export const diskShrinkNotAllowed = (vm: { id: string; name: string; disk_gb: number }) =>
   unprocessable(
@@ -61,12 +72,20 @@ export const publicIpRegionMismatch = (ip: { id: string; region_id: string }, vm
   );
 
 export const sshKeyNameTaken = (name: string) =>
-  conflict('ssh_key_name_taken', 'SSH key name taken', `The organization already has an SSH key named ${name}; choose another name or delete that key first.`);
+  conflict(
+    'ssh_key_name_taken',
+    'SSH key name taken',
+    `The organization already has an SSH key named ${name}; choose another name or delete that key first.`,
+  );
 
 export const sshKeyNotFound = (sshKeyId: string) => notFound(`No SSH key ${sshKeyId} in this organization.`);
 
 export const schedulingDisabled = () =>
-  conflict('scheduling_disabled', 'Scheduling is disabled', 'Scheduled restarts are disabled for this organization; existing schedules can still be listed and cancelled.');
+  conflict(
+    'scheduling_disabled',
+    'Scheduling is disabled',
+    'Scheduled restarts are disabled for this organization; existing schedules can still be listed and cancelled.',
+  );
 
 export const scheduleNotFound = (scheduleId: string) => notFound(`No scheduled restart ${scheduleId} in this organization.`);
 
@@ -80,6 +99,8 @@ export const scheduledActionStateConflict = (scheduleId: string, state: 'complet
   );
 
 export const consoleNotFound = (operationId: string) =>
-  notFound(`No console to collect for operation ${operationId} on this instance: it is unknown, not succeeded yet, already collected, expired, or for another instance.`);
+  notFound(
+    `No console to collect for operation ${operationId} on this instance: it is unknown, not succeeded yet, already collected, expired, or for another instance.`,
+  );
 
 export const regionNotFound = (regionId: string) => notFound(`No region ${regionId}; list the regions with listRegions.`);

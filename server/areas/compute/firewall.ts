@@ -17,10 +17,14 @@ export function checkFirewallRules(rules: FirewallRule[]): FirewallRuleSpec[] {
     if (rule.protocol === 'icmp') {
       if (rule.ports !== null) errors.push({ pointer: `${pointer}/ports`, detail: 'must be null when protocol is icmp' });
     } else if (rule.ports === null) {
-      errors.push({ pointer: `${pointer}/ports`, detail: `is required for ${rule.protocol}: a port such as "22" or a range such as "8000-8080"` });
+      errors.push({
+        pointer: `${pointer}/ports`,
+        detail: `is required for ${rule.protocol}: a port such as "22" or a range such as "8000-8080"`,
+      });
     } else {
       const [first, last = first] = rule.ports.split('-').map(Number) as [number, number?];
-      if (first < 1 || first > 65535 || last < 1 || last > 65535) errors.push({ pointer: `${pointer}/ports`, detail: 'ports must be between 1 and 65535' });
+      if (first < 1 || first > 65535 || last < 1 || last > 65535)
+        errors.push({ pointer: `${pointer}/ports`, detail: 'ports must be between 1 and 65535' });
       else if (first > last) errors.push({ pointer: `${pointer}/ports`, detail: `the range ${rule.ports} starts above its end` });
     }
     rule.sources.forEach((source, sourceIndex) => {
@@ -38,7 +42,9 @@ function networkProblem(cidr: string): string | undefined {
   const prefix = Number(prefixText);
   if (isIPv4(address)) {
     const bits = address.split('.').reduce((value, octet) => (value << 8n) | BigInt(Number(octet)), 0n);
-    return hostBitsProblem(cidr, address, bits, 32, prefix, (value) => [24n, 16n, 8n, 0n].map((shift) => String((value >> shift) & 255n)).join('.'));
+    return hostBitsProblem(cidr, address, bits, 32, prefix, (value) =>
+      [24n, 16n, 8n, 0n].map((shift) => String((value >> shift) & 255n)).join('.'),
+    );
   }
   if (isIPv6(address)) {
     return hostBitsProblem(cidr, address, ipv6Bits(address), 128, prefix, formatIpv6);
@@ -46,7 +52,14 @@ function networkProblem(cidr: string): string | undefined {
   return `${cidr} is not an IPv4 or IPv6 network in CIDR notation`;
 }
 
-function hostBitsProblem(cidr: string, address: string, bits: bigint, width: number, prefix: number, format: (value: bigint) => string): string | undefined {
+function hostBitsProblem(
+  cidr: string,
+  address: string,
+  bits: bigint,
+  width: number,
+  prefix: number,
+  format: (value: bigint) => string,
+): string | undefined {
   const hostMask = (1n << BigInt(width - prefix)) - 1n;
   if ((bits & hostMask) === 0n) return undefined;
   return `${cidr} has host bits set; did you mean ${format(bits & ~hostMask)}/${prefix} or ${address}/${width}?`;
@@ -56,7 +69,8 @@ function ipv6Bits(address: string): bigint {
   const [head = '', tail] = address.split('::');
   const headGroups = head === '' ? [] : head.split(':');
   const tailGroups = tail === undefined || tail === '' ? [] : tail.split(':');
-  const groups = tail === undefined ? headGroups : [...headGroups, ...Array<string>(8 - headGroups.length - tailGroups.length).fill('0'), ...tailGroups];
+  const groups =
+    tail === undefined ? headGroups : [...headGroups, ...Array<string>(8 - headGroups.length - tailGroups.length).fill('0'), ...tailGroups];
   return groups.reduce((value, group) => (value << 16n) | BigInt(parseInt(group, 16)), 0n);
 }
 

@@ -11,7 +11,6 @@ import type { VmRow } from './vms.ts';
 // id order for the catalogue. A cursor names its list and filters, so that a cursor of another
 // list, or of the same list with other filters, is 400 invalid_cursor.
 
-
 /** The name a cursor carries: the list and a digest of its filters. */
 export function listName(list: string, filters: Record<string, unknown> = {}): string {
   const digest = createHash('sha256').update(JSON.stringify(filters)).digest('base64url').slice(0, 12);
@@ -26,7 +25,12 @@ function oldestFirst<Row extends { id: string }, Item>(
   from: { table: string; where: string; params: unknown[] },
   toItem: (row: Row) => Item,
 ) {
-  return keysetPage(db, { name, from: `${from.table} WHERE ${from.where}`, params: from.params, sortColumn: 'created_at', order: 'oldest first' }, query, toItem);
+  return keysetPage(
+    db,
+    { name, from: `${from.table} WHERE ${from.where}`, params: from.params, sortColumn: 'created_at', order: 'oldest first' },
+    query,
+    toItem,
+  );
 }
 
 export interface VmFilters {
@@ -36,8 +40,16 @@ export interface VmFilters {
   labels: string[];
 }
 
-export function listVms<Item>(db: Queryable, orgId: string, filters: VmFilters, query: { cursor?: string; limit?: number }, toItem: (row: VmRow) => Item) {
-  const labels = Object.fromEntries(filters.labels.map((label) => [label.slice(0, label.indexOf(':')), label.slice(label.indexOf(':') + 1)]));
+export function listVms<Item>(
+  db: Queryable,
+  orgId: string,
+  filters: VmFilters,
+  query: { cursor?: string; limit?: number },
+  toItem: (row: VmRow) => Item,
+) {
+  const labels = Object.fromEntries(
+    filters.labels.map((label) => [label.slice(0, label.indexOf(':')), label.slice(label.indexOf(':') + 1)]),
+  );
   const list = listName('vms', { region: filters.region ?? null, state: filters.state ?? null, labels: [...filters.labels].sort() });
   return oldestFirst<VmRow, Item>(
     db,
@@ -52,21 +64,48 @@ export function listVms<Item>(db: Queryable, orgId: string, filters: VmFilters, 
   );
 }
 
-export function listPublicIps<Item>(db: Queryable, orgId: string, region: string | undefined, query: { cursor?: string; limit?: number }, toItem: (row: PublicIpRow) => Item) {
+export function listPublicIps<Item>(
+  db: Queryable,
+  orgId: string,
+  region: string | undefined,
+  query: { cursor?: string; limit?: number },
+  toItem: (row: PublicIpRow) => Item,
+) {
   return oldestFirst<PublicIpRow, Item>(
     db,
     listName('public-ips', { region: region ?? null }),
     query,
-    { table: 'public_ips', where: 'org_id = $1 AND released_at IS NULL AND ($2::text IS NULL OR region_id = $2)', params: [orgId, region ?? null] },
+    {
+      table: 'public_ips',
+      where: 'org_id = $1 AND released_at IS NULL AND ($2::text IS NULL OR region_id = $2)',
+      params: [orgId, region ?? null],
+    },
     toItem,
   );
 }
 
-export function listSshKeys<Item>(db: Queryable, orgId: string, query: { cursor?: string; limit?: number }, toItem: (row: SshKeyRow) => Item) {
-  return oldestFirst<SshKeyRow, Item>(db, listName('ssh-keys'), query, { table: 'ssh_keys', where: 'org_id = $1', params: [orgId] }, toItem);
+export function listSshKeys<Item>(
+  db: Queryable,
+  orgId: string,
+  query: { cursor?: string; limit?: number },
+  toItem: (row: SshKeyRow) => Item,
+) {
+  return oldestFirst<SshKeyRow, Item>(
+    db,
+    listName('ssh-keys'),
+    query,
+    { table: 'ssh_keys', where: 'org_id = $1', params: [orgId] },
+    toItem,
+  );
 }
 
-export function listSchedules<Item>(db: Queryable, orgId: string, vmId: string, query: { cursor?: string; limit?: number }, toItem: (row: ScheduleRow) => Item) {
+export function listSchedules<Item>(
+  db: Queryable,
+  orgId: string,
+  vmId: string,
+  query: { cursor?: string; limit?: number },
+  toItem: (row: ScheduleRow) => Item,
+) {
   return oldestFirst<ScheduleRow, Item>(
     db,
     listName('scheduled-actions', { vm: vmId }),
@@ -80,7 +119,12 @@ export function listSchedules<Item>(db: Queryable, orgId: string, vmId: string, 
 const CATALOGUE_KEY = '1970-01-01T00:00:00.000000Z';
 
 /** A page of catalogue entries (already in id order) after the cursor's id. */
-export function catalogueListPage<Entry extends { id: string }, Item>(list: string, entries: Entry[], query: { cursor?: string; limit?: number }, toItem: (entry: Entry) => Item) {
+export function catalogueListPage<Entry extends { id: string }, Item>(
+  list: string,
+  entries: Entry[],
+  query: { cursor?: string; limit?: number },
+  toItem: (entry: Entry) => Item,
+) {
   const limit = query.limit ?? DEFAULT_PAGE_SIZE;
   const after = decodeCursor(list, query.cursor, 'text');
   const rest = after ? entries.filter((entry) => compare(entry.id, after.id) > 0) : entries;

@@ -12,11 +12,18 @@ import { findLiveVm, toVmOut, updateVm } from './vms.ts';
  * Throws 404 not_found for an instance that does not exist (or was deleted), and 409
  * vm_state_conflict for one being deleted.
  */
-export async function setProtectionByOperator(tx: PoolClient, input: { orgId: string; vmId: string; protected: boolean; actor: Actor }): Promise<VmOut> {
+export async function setProtectionByOperator(
+  tx: PoolClient,
+  input: { orgId: string; vmId: string; protected: boolean; actor: Actor },
+): Promise<VmOut> {
   const vm = await findLiveVm(tx, input.orgId, input.vmId, true);
   if (!vm) throw vmNotFound(input.vmId);
-  if (vm.state === 'deleting') throw vmStateConflict(`Instance ${vm.id} (${vm.name}) is deleting; its protection can no longer be changed.`);
-  const updated = vm.protected === input.protected ? vm : await updateVm(tx, vm.id, { protected: input.protected, protected_by: input.protected ? 'operator' : null });
+  if (vm.state === 'deleting')
+    throw vmStateConflict(`Instance ${vm.id} (${vm.name}) is deleting; its protection can no longer be changed.`);
+  const updated =
+    vm.protected === input.protected
+      ? vm
+      : await updateVm(tx, vm.id, { protected: input.protected, protected_by: input.protected ? 'operator' : null });
   const after = toVmOut(updated);
   await recordAudit(tx, {
     orgId: input.orgId,

@@ -7,7 +7,20 @@ export type DesiredState = VmOut['desired_state'];
 export type DiskRedundancy = components['schemas']['RegionOut']['disk_redundancy'];
 
 /** Rule 1: the vocabulary, in the order every list is returned in. */
-export const VOCABULARY: readonly VmAction[] = ['start', 'stop', 'reboot', 'console', 'resize', 'rebuild', 'rescue', 'unrescue', 'delete', 'firewall', 'public_ip', 'protection'];
+export const VOCABULARY: readonly VmAction[] = [
+  'start',
+  'stop',
+  'reboot',
+  'console',
+  'resize',
+  'rebuild',
+  'rescue',
+  'unrescue',
+  'delete',
+  'firewall',
+  'public_ip',
+  'protection',
+];
 
 /**
  * allowed_actions, the policy (not the state) of an instance:
@@ -22,7 +35,9 @@ export function allowedActions(vm: { disk_redundancy: DiskRedundancy; protected:
 /** Why an action is outside allowed_actions, for the message of vm_action_not_allowed. */
 export function policyReason(vm: { disk_redundancy: DiskRedundancy; protected: boolean; protected_by: string | null }): string {
   if (vm.disk_redundancy === 'single_copy') {
-    return vm.protected ? `it is in a single-copy region and protected${vm.protected_by === 'operator' ? ' by an operator' : ''}` : 'it is in a single-copy region';
+    return vm.protected
+      ? `it is in a single-copy region and protected${vm.protected_by === 'operator' ? ' by an operator' : ''}`
+      : 'it is in a single-copy region';
   }
   return vm.protected ? 'it is protected' : 'the policy does not grant it';
 }

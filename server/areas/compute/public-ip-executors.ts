@@ -74,7 +74,11 @@ export function publicIpExecutors(pool: Pool, hypervisor: HypervisorDriver): Exe
       // An instance deleted meanwhile has had its addresses detached by its vm.delete.
       const vm = ip.vm_id ? await vmById(tx, ip.vm_id) : undefined;
       const routed = attached && vm !== undefined && !vm.deleted_at && vm.state !== 'deleting';
-      await updatePublicIp(tx, operation.resource_id, routed ? { state: 'associated', error: null } : { state: 'allocated', vm_id: null, error: null });
+      await updatePublicIp(
+        tx,
+        operation.resource_id,
+        routed ? { state: 'associated', error: null } : { state: 'allocated', vm_id: null, error: null },
+      );
     },
     failed: failed('association'),
     async cancelled(tx, operation) {
@@ -119,7 +123,9 @@ export function publicIpExecutors(pool: Pool, hypervisor: HypervisorDriver): Exe
     failed: failed('release'),
     async cancelled(tx, operation) {
       await lockIp(tx, operation);
-      await updatePublicIp(tx, operation.resource_id, { state: (operation.payload.previous_state as PublicIpState | undefined) ?? 'allocated' });
+      await updatePublicIp(tx, operation.resource_id, {
+        state: (operation.payload.previous_state as PublicIpState | undefined) ?? 'allocated',
+      });
     },
   };
 

@@ -8,7 +8,8 @@ import { listPublicIps } from './lists.ts';
 import { toPublicIpOut } from './public-ip-rows.ts';
 import type { PublicIpChange, PublicIpService } from './public-ip-service.ts';
 
-type PublicIpOperations = 'listPublicIps' | 'allocatePublicIp' | 'getPublicIp' | 'releasePublicIp' | 'associatePublicIp' | 'disassociatePublicIp';
+type PublicIpOperations =
+  'listPublicIps' | 'allocatePublicIp' | 'getPublicIp' | 'releasePublicIp' | 'associatePublicIp' | 'disassociatePublicIp';
 
 /** Every change answers 202 with the public IP and the operation that carries it out. */
 function accepted(change: PublicIpChange) {
@@ -25,7 +26,13 @@ function accepted(change: PublicIpChange) {
 }
 
 /** Handlers of public IPs: read the request, call the service, answer. */
-export function publicIpHandlers({ pool, publicIps }: { pool: Pool; publicIps: PublicIpService }): Pick<OperationHandlers<RequestContext>, PublicIpOperations> {
+export function publicIpHandlers({
+  pool,
+  publicIps,
+}: {
+  pool: Pool;
+  publicIps: PublicIpService;
+}): Pick<OperationHandlers<RequestContext>, PublicIpOperations> {
   const orgOf = (context: RequestContext) => context.principal.orgId;
 
   return {

@@ -29,7 +29,6 @@ export const toPublicIpOut = (row: PublicIpRow): PublicIpOut => ({
   created_at: iso(row.created_at),
 });
 
-
 export async function findPublicIp(db: Queryable, orgId: string, publicIpId: string, lock = false): Promise<PublicIpRow | undefined> {
   const { rows } = await db.query<PublicIpRow>(
     `SELECT * FROM public_ips WHERE org_id = $1 AND id = $2 AND released_at IS NULL${lock ? ' FOR UPDATE' : ''}`,
@@ -38,6 +37,10 @@ export async function findPublicIp(db: Queryable, orgId: string, publicIpId: str
   return rows[0];
 }
 
-export async function updatePublicIp(db: Queryable, id: string, changes: Partial<Pick<PublicIpRow, 'address' | 'state' | 'vm_id' | 'error' | 'released_at'>>): Promise<PublicIpRow> {
+export async function updatePublicIp(
+  db: Queryable,
+  id: string,
+  changes: Partial<Pick<PublicIpRow, 'address' | 'state' | 'vm_id' | 'error' | 'released_at'>>,
+): Promise<PublicIpRow> {
   return (await updateRow<PublicIpRow>(db, 'public_ips', id, changes, ['address', 'state', 'vm_id', 'error', 'released_at']))!;
 }

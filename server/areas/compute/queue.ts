@@ -2,10 +2,27 @@ import type { Queryable } from '../../db/pool.ts';
 import { enqueueOperation, type OperationRow, type OperationType } from '../../engine/operation-record.ts';
 
 /** The operation types that change an instance's state (one at a time). */
-export const STATE_CHANGING_TYPES: readonly OperationType[] = ['vm.create', 'vm.start', 'vm.stop', 'vm.reboot', 'vm.resize', 'vm.rebuild', 'vm.rescue', 'vm.unrescue', 'vm.delete'];
+export const STATE_CHANGING_TYPES: readonly OperationType[] = [
+  'vm.create',
+  'vm.start',
+  'vm.stop',
+  'vm.reboot',
+  'vm.resize',
+  'vm.rebuild',
+  'vm.rescue',
+  'vm.unrescue',
+  'vm.delete',
+];
 
 /** Queues an operation on an instance or a public IP, in the transaction of the change. */
-export function queue(db: Queryable, maxAttempts: number, orgId: string, type: OperationType, resource: { type: 'vm' | 'public_ip'; id: string }, payload: Record<string, unknown> = {}): Promise<OperationRow> {
+export function queue(
+  db: Queryable,
+  maxAttempts: number,
+  orgId: string,
+  type: OperationType,
+  resource: { type: 'vm' | 'public_ip'; id: string },
+  payload: Record<string, unknown> = {},
+): Promise<OperationRow> {
   return enqueueOperation(db, { orgId, type, resourceType: resource.type, resourceId: resource.id, payload, maxAttempts });
 }
 

@@ -11,7 +11,15 @@ import { findAnyVm } from './vms.ts';
 export type ScheduleOperations = 'scheduleVmRestart' | 'listVmScheduledActions' | 'cancelScheduledAction';
 
 /** Handlers of scheduled restarts. */
-export function scheduleHandlers({ pool, clock, schedules }: { pool: Pool; clock: Clock; schedules: ReturnType<typeof createScheduleService> }): Pick<OperationHandlers<RequestContext>, ScheduleOperations> {
+export function scheduleHandlers({
+  pool,
+  clock,
+  schedules,
+}: {
+  pool: Pool;
+  clock: Clock;
+  schedules: ReturnType<typeof createScheduleService>;
+}): Pick<OperationHandlers<RequestContext>, ScheduleOperations> {
   const orgOf = (context: RequestContext) => context.principal.orgId;
 
   return {

@@ -64,7 +64,15 @@ export interface WallClock {
 export function wallClockInstant(zone: IANAZone, wall: WallClock): Date {
   const naive = Date.UTC(wall.year, wall.month - 1, wall.day, wall.hour, wall.minute, wall.second);
   const day = 86_400_000;
-  const offsets = [...new Set([zone.offset(naive - 2 * day), zone.offset(naive - day), zone.offset(naive), zone.offset(naive + day), zone.offset(naive + 2 * day)])];
+  const offsets = [
+    ...new Set([
+      zone.offset(naive - 2 * day),
+      zone.offset(naive - day),
+      zone.offset(naive),
+      zone.offset(naive + day),
+      zone.offset(naive + 2 * day),
+    ]),
+  ];
   const matches = offsets.map((offset) => naive - offset * 60_000).filter((instant) => zone.offset(instant) * 60_000 === naive - instant);
   if (matches.length > 0) return new Date(Math.min(...matches));
 

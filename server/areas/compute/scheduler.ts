@@ -33,7 +33,15 @@ export function createScheduler({ pool, clock, vms }: { pool: Pool; clock: Clock
       `UPDATE scheduled_actions SET last_run_at = $2, last_outcome = $3, last_outcome_detail = $4, last_operation_id = $5,
          state = $6, next_run_at = $7, updated_at = now()
        WHERE id = $1`,
-      [schedule.id, due, outcome.last_outcome, outcome.last_outcome_detail, outcome.last_operation_id, next ? 'scheduled' : 'completed', next],
+      [
+        schedule.id,
+        due,
+        outcome.last_outcome,
+        outcome.last_outcome_detail,
+        outcome.last_operation_id,
+        next ? 'scheduled' : 'completed',
+        next,
+      ],
     );
   }
 
@@ -54,7 +62,8 @@ export function createScheduler({ pool, clock, vms }: { pool: Pool; clock: Clock
     const vm = rows[0];
     if (!vm || vm.deleted_at) return refused('The instance was deleted, so nothing was restarted.');
     const allowed = allowedActions(vm);
-    if (!allowed.includes('reboot')) return refused(`reboot is no longer in the instance's allowed_actions (${allowed.join(', ')}), so nothing was restarted.`);
+    if (!allowed.includes('reboot'))
+      return refused(`reboot is no longer in the instance's allowed_actions (${allowed.join(', ')}), so nothing was restarted.`);
     if (changeInFlight(vm)) return refused(`The instance was ${vm.state} with another change in flight, so nothing was restarted.`);
     if (vm.state !== 'running') return refused(`The instance was ${vm.state}, not running, so nothing was restarted.`);
     try {

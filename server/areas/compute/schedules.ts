@@ -53,9 +53,12 @@ export const toScheduledActionOut = (row: ScheduleRow): ScheduledActionOut => ({
 });
 
 /** The wall-clock rule of a repeating schedule, as stored. */
-export function recurrenceOf(row: Pick<ScheduleRow, 'kind' | 'day_of_week' | 'day_of_month' | 'time_of_day' | 'timezone'>): Recurrence | undefined {
+export function recurrenceOf(
+  row: Pick<ScheduleRow, 'kind' | 'day_of_week' | 'day_of_month' | 'time_of_day' | 'timezone'>,
+): Recurrence | undefined {
   if (row.kind === 'weekly') return { kind: 'weekly', dayOfWeek: row.day_of_week!, timeOfDay: row.time_of_day!, timezone: row.timezone };
-  if (row.kind === 'monthly') return { kind: 'monthly', dayOfMonth: row.day_of_month!, timeOfDay: row.time_of_day!, timezone: row.timezone };
+  if (row.kind === 'monthly')
+    return { kind: 'monthly', dayOfMonth: row.day_of_month!, timeOfDay: row.time_of_day!, timezone: row.timezone };
   return undefined;
 }
 
@@ -67,17 +70,22 @@ const ALL_FIELDS = ['run_at', 'day_of_week', 'day_of_month', 'time_of_day'] as c
  * The rules of a schedule request beyond its shape (and the shape's per-kind rules again, so
  * that they hold whatever validates the request): every breach is one `errors` entry.
  */
-export function checkScheduleRequest(request: ScheduleRestartRequest, now: Date): { recurrence?: Recurrence; runAt?: Date; timeOfDay: string | null; timezone: string } {
+export function checkScheduleRequest(
+  request: ScheduleRestartRequest,
+  now: Date,
+): { recurrence?: Recurrence; runAt?: Date; timeOfDay: string | null; timezone: string } {
   const errors: FieldError[] = [];
   const required: readonly string[] = KIND_FIELDS[request.kind];
   for (const field of ALL_FIELDS) {
     const value = request[field];
     const present = value !== undefined && value !== null;
     if (required.includes(field) && !present) errors.push({ pointer: `/${field}`, detail: `is required for kind ${request.kind}` });
-    if (!required.includes(field) && present) errors.push({ pointer: `/${field}`, detail: `must be absent or null for kind ${request.kind}` });
+    if (!required.includes(field) && present)
+      errors.push({ pointer: `/${field}`, detail: `must be absent or null for kind ${request.kind}` });
   }
   const timezone = request.timezone ?? 'UTC';
-  if (!isKnownTimezone(timezone)) errors.push({ pointer: '/timezone', detail: 'is not a known IANA time zone, such as Europe/Berlin or UTC' });
+  if (!isKnownTimezone(timezone))
+    errors.push({ pointer: '/timezone', detail: 'is not a known IANA time zone, such as Europe/Berlin or UTC' });
   let timeOfDay: string | null = null;
   if (request.time_of_day !== undefined && request.time_of_day !== null) {
     timeOfDay = normaliseTimeOfDay(request.time_of_day) ?? null;
@@ -86,13 +94,20 @@ export function checkScheduleRequest(request: ScheduleRestartRequest, now: Date)
   let runAt: Date | undefined;
   if (request.kind === 'once' && request.run_at) {
     runAt = new Date(request.run_at);
-    if (!OFFSET.test(request.run_at)) errors.push({ pointer: '/run_at', detail: 'must be a date-time with its UTC offset, such as 2026-11-25T23:30:00+01:00' });
+    if (!OFFSET.test(request.run_at))
+      errors.push({ pointer: '/run_at', detail: 'must be a date-time with its UTC offset, such as 2026-11-25T23:30:00+01:00' });
     else if (Number.isNaN(runAt.getTime())) errors.push({ pointer: '/run_at', detail: 'must be a date-time' });
     else if (runAt.getTime() <= now.getTime()) errors.push({ pointer: '/run_at', detail: 'must be in the future' });
   }
   if (errors.length > 0) throw validationFailed(errors);
   if (request.kind === 'once') return { runAt, timeOfDay: null, timezone };
-  const recurrence = recurrenceOf({ kind: request.kind, day_of_week: request.day_of_week ?? null, day_of_month: request.day_of_month ?? null, time_of_day: timeOfDay, timezone });
+  const recurrence = recurrenceOf({
+    kind: request.kind,
+    day_of_week: request.day_of_week ?? null,
+    day_of_month: request.day_of_month ?? null,
+    time_of_day: timeOfDay,
+    timezone,
+  });
   return { recurrence, timeOfDay, timezone };
 }
 
@@ -115,13 +130,27 @@ export function createScheduleService(vms: VmService) {
       const { rows } = await tx.query<ScheduleRow>(
         `INSERT INTO scheduled_actions (id, org_id, vm_id, kind, run_at, day_of_week, day_of_month, time_of_day, timezone, state, next_run_at)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'scheduled', $10) RETURNING *`,
-        [randomUUID(), orgId, vm.id, request.kind, checked.runAt ?? null, request.day_of_week ?? null, request.day_of_month ?? null, checked.timeOfDay, checked.timezone, nextRun],
+        [
+          randomUUID(),
+          orgId,
+          vm.id,
+          request.kind,
+          checked.runAt ?? null,
+          request.day_of_week ?? null,
+          request.day_of_month ?? null,
+          checked.timeOfDay,
+          checked.timezone,
+          nextRun,
+        ],
       );
       return rows[0]!;
     },
 
     async cancel(tx: PoolClient, orgId: string, scheduleId: string): Promise<{ schedule: ScheduleRow; before: ScheduleRow }> {
-      const { rows } = await tx.query<ScheduleRow>('SELECT * FROM scheduled_actions WHERE org_id = $1 AND id = $2 FOR UPDATE', [orgId, scheduleId]);
+      const { rows } = await tx.query<ScheduleRow>('SELECT * FROM scheduled_actions WHERE org_id = $1 AND id = $2 FOR UPDATE', [
+        orgId,
+        scheduleId,
+      ]);
       const before = rows[0];
       if (!before) throw scheduleNotFound(scheduleId);
       if (before.state !== 'scheduled') throw scheduledActionStateConflict(scheduleId, before.state);

@@ -6,7 +6,11 @@ import { listSshKeys } from './lists.ts';
 import { createSshKey, deleteSshKey, fingerprintOf, toSshKeyOut } from './ssh-keys.ts';
 
 /** Handlers of SSH keys. */
-export function sshKeyHandlers({ pool }: { pool: Pool }): Pick<OperationHandlers<RequestContext>, 'listSshKeys' | 'createSshKey' | 'deleteSshKey'> {
+export function sshKeyHandlers({
+  pool,
+}: {
+  pool: Pool;
+}): Pick<OperationHandlers<RequestContext>, 'listSshKeys' | 'createSshKey' | 'deleteSshKey'> {
   const orgOf = (context: RequestContext) => context.principal.orgId;
 
   return {

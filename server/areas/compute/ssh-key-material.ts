@@ -53,7 +53,12 @@ export function parseSshPublicKey(line: string): ParsedSshKey {
     const point = reader.string();
     // An uncompressed point: 0x04, then X and Y.
     if (point.length !== 1 + 2 * curve.bytes || point[0] !== 0x04) throw undecodable;
-    jwk = { kty: 'EC', crv: curve.jwk, x: point.subarray(1, 1 + curve.bytes).toString('base64url'), y: point.subarray(1 + curve.bytes).toString('base64url') };
+    jwk = {
+      kty: 'EC',
+      crv: curve.jwk,
+      x: point.subarray(1, 1 + curve.bytes).toString('base64url'),
+      y: point.subarray(1 + curve.bytes).toString('base64url'),
+    };
   }
   if (!reader.done()) throw undecodable;
   try {

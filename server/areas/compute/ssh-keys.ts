@@ -18,7 +18,12 @@ export interface SshKeyRow {
 }
 
 /** Never the key material: only its name and fingerprint. */
-export const toSshKeyOut = (row: SshKeyRow): SshKeyOut => ({ id: row.id, name: row.name, fingerprint: row.fingerprint, created_at: iso(row.created_at) });
+export const toSshKeyOut = (row: SshKeyRow): SshKeyOut => ({
+  id: row.id,
+  name: row.name,
+  fingerprint: row.fingerprint,
+  created_at: iso(row.created_at),
+});
 
 /** Checks the key material (400 at /public_key) before anything else is looked at. */
 export function fingerprintOf(publicKey: string): string {
@@ -30,7 +35,13 @@ export function fingerprintOf(publicKey: string): string {
   }
 }
 
-export async function createSshKey(tx: PoolClient, orgId: string, name: string, publicKey: string, fingerprint: string): Promise<SshKeyRow> {
+export async function createSshKey(
+  tx: PoolClient,
+  orgId: string,
+  name: string,
+  publicKey: string,
+  fingerprint: string,
+): Promise<SshKeyRow> {
   const { rows: taken } = await tx.query('SELECT 1 FROM ssh_keys WHERE org_id = $1 AND name = $2', [orgId, name]);
   if (taken.length > 0) throw sshKeyNameTaken(name);
   try {

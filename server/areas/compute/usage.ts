@@ -11,9 +11,14 @@ import type { MeteredResource, UsageSource } from '../area.ts';
  */
 export const computeUsage: UsageSource = {
   async meteredResources(db: Queryable): Promise<MeteredResource[]> {
-    const { rows: vms } = await db.query<{ org_id: string; id: string; powered_since: Date; vcpus: number; memory_mb: number; disk_gb: number }>(
-      `SELECT org_id, id, powered_since, vcpus, memory_mb, disk_gb FROM vms WHERE deleted_at IS NULL AND powered_since IS NOT NULL`,
-    );
+    const { rows: vms } = await db.query<{
+      org_id: string;
+      id: string;
+      powered_since: Date;
+      vcpus: number;
+      memory_mb: number;
+      disk_gb: number;
+    }>(`SELECT org_id, id, powered_since, vcpus, memory_mb, disk_gb FROM vms WHERE deleted_at IS NULL AND powered_since IS NOT NULL`);
     const { rows: ips } = await db.query<{ org_id: string; id: string }>(
       `SELECT org_id, id FROM public_ips WHERE released_at IS NULL AND address IS NOT NULL`,
     );

@@ -48,7 +48,10 @@ function powerChange(pool: Pool, call: (vm: VmRow) => Promise<ServerReport>, rea
     },
     async failed(tx, operation, failure) {
       const vm = await lockVm(tx, operation);
-      await updateVm(tx, vm.id, { desired_state: vm.state === 'error' ? vm.desired_state : (vm.state as VmRow['desired_state']), ...failureFields(failure) });
+      await updateVm(tx, vm.id, {
+        desired_state: vm.state === 'error' ? vm.desired_state : (vm.state as VmRow['desired_state']),
+        ...failureFields(failure),
+      });
     },
     async cancelled(tx, operation) {
       const vm = await lockVm(tx, operation);
@@ -61,7 +64,12 @@ function powerChange(pool: Pool, call: (vm: VmRow) => Promise<ServerReport>, rea
  * A transitional change (reboot, resize, rebuild) has its own state while it runs. If the backend
  * fails it, the server's condition is unknown: the instance is `error` (a rebuild recovers it).
  */
-function transitional(pool: Pool, call: (vm: VmRow, operation: OperationRow) => Promise<ServerReport>, reachedOf: (operation: OperationRow) => VmState, undo: (operation: OperationRow, vm: VmRow) => Partial<VmRow>): Executor<ServerReport> {
+function transitional(
+  pool: Pool,
+  call: (vm: VmRow, operation: OperationRow) => Promise<ServerReport>,
+  reachedOf: (operation: OperationRow) => VmState,
+  undo: (operation: OperationRow, vm: VmRow) => Partial<VmRow>,
+): Executor<ServerReport> {
   return {
     perform: async (operation) => call(await loadVm(pool, operation), operation),
     async succeeded(tx, operation, report) {
@@ -91,7 +99,18 @@ async function recordSideOutcome(tx: PoolClient, operation: OperationRow, failur
 
 /** Executors of the instance operations, carried out by the hypervisor driver. */
 /** The operation types of instances. */
-export type VmOperationType = 'vm.create' | 'vm.start' | 'vm.stop' | 'vm.reboot' | 'vm.resize' | 'vm.rebuild' | 'vm.rescue' | 'vm.unrescue' | 'vm.delete' | 'vm.firewall' | 'vm.console';
+export type VmOperationType =
+  | 'vm.create'
+  | 'vm.start'
+  | 'vm.stop'
+  | 'vm.reboot'
+  | 'vm.resize'
+  | 'vm.rebuild'
+  | 'vm.rescue'
+  | 'vm.unrescue'
+  | 'vm.delete'
+  | 'vm.firewall'
+  | 'vm.console';
 
 export function vmExecutors(pool: Pool, hypervisor: HypervisorDriver, catalogue: Catalogue): Executors<VmOperationType> {
   /** What the hypervisor needs to make the instance's server, from the instance as it is now. */
@@ -221,7 +240,12 @@ export function vmExecutors(pool: Pool, hypervisor: HypervisorDriver, catalogue:
       (operation) => previousOf(operation).state ?? 'running',
       (operation, vm) => {
         const previous = previousOf(operation);
-        return { state: previous.state ?? 'running', vcpus: previous.vcpus ?? vm.vcpus, memory_mb: previous.memory_mb ?? vm.memory_mb, disk_gb: previous.disk_gb ?? vm.disk_gb };
+        return {
+          state: previous.state ?? 'running',
+          vcpus: previous.vcpus ?? vm.vcpus,
+          memory_mb: previous.memory_mb ?? vm.memory_mb,
+          disk_gb: previous.disk_gb ?? vm.disk_gb,
+        };
       },
     ),
     'vm.rebuild': transitional(

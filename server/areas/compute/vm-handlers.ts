@@ -30,11 +30,18 @@ export type VmOperations =
   | 'collectConsole';
 
 /** The 202 answer of an accepted change, with its audit event. */
-function accepted(change: VmChange): WriteOutcome<{ status: 202; body: { operation: ReturnType<typeof toOperationRef>; vm: ReturnType<typeof toVmOut> } }> {
+function accepted(
+  change: VmChange,
+): WriteOutcome<{ status: 202; body: { operation: ReturnType<typeof toOperationRef>; vm: ReturnType<typeof toVmOut> } }> {
   const vm = toVmOut(change.vm);
   return {
     response: { status: 202, body: { operation: toOperationRef(change.operation), vm } },
-    audit: { resourceId: vm.id, before: change.before === change.vm ? null : toVmOut(change.before), after: vm, operationId: change.operation.id },
+    audit: {
+      resourceId: vm.id,
+      before: change.before === change.vm ? null : toVmOut(change.before),
+      after: vm,
+      operationId: change.operation.id,
+    },
   };
 }
 
@@ -42,7 +49,15 @@ function accepted(change: VmChange): WriteOutcome<{ status: 202; body: { operati
 const many = (value: string | string[] | undefined): string[] => (value === undefined ? [] : Array.isArray(value) ? value : [value]);
 
 /** Handlers of instances, their actions, firewall, protection and console: parse, call the service, answer. */
-export function vmHandlers({ pool, clock, vms }: { pool: Pool; clock: Clock; vms: VmService }): Pick<OperationHandlers<RequestContext>, VmOperations> {
+export function vmHandlers({
+  pool,
+  clock,
+  vms,
+}: {
+  pool: Pool;
+  clock: Clock;
+  vms: VmService;
+}): Pick<OperationHandlers<RequestContext>, VmOperations> {
   const orgOf = (context: RequestContext) => context.principal.orgId;
 
   return {
@@ -60,15 +75,22 @@ export function vmHandlers({ pool, clock, vms }: { pool: Pool; clock: Clock; vms
       return { status: 200, body: toVmOut(vm) };
     },
 
-    deleteVm: (request, context) => performWrite(pool, context, async (tx) => accepted(await vms.delete(tx, orgOf(context), request.path.vm_id))),
-    startVm: (request, context) => performWrite(pool, context, async (tx) => accepted(await vms.start(tx, orgOf(context), request.path.vm_id))),
-    stopVm: (request, context) => performWrite(pool, context, async (tx) => accepted(await vms.stop(tx, orgOf(context), request.path.vm_id))),
-    rebootVm: (request, context) => performWrite(pool, context, async (tx) => accepted(await vms.reboot(tx, orgOf(context), request.path.vm_id))),
-    resizeVm: (request, context) => performWrite(pool, context, async (tx) => accepted(await vms.resize(tx, orgOf(context), request.path.vm_id, request.body))),
+    deleteVm: (request, context) =>
+      performWrite(pool, context, async (tx) => accepted(await vms.delete(tx, orgOf(context), request.path.vm_id))),
+    startVm: (request, context) =>
+      performWrite(pool, context, async (tx) => accepted(await vms.start(tx, orgOf(context), request.path.vm_id))),
+    stopVm: (request, context) =>
+      performWrite(pool, context, async (tx) => accepted(await vms.stop(tx, orgOf(context), request.path.vm_id))),
+    rebootVm: (request, context) =>
+      performWrite(pool, context, async (tx) => accepted(await vms.reboot(tx, orgOf(context), request.path.vm_id))),
+    resizeVm: (request, context) =>
+      performWrite(pool, context, async (tx) => accepted(await vms.resize(tx, orgOf(context), request.path.vm_id, request.body))),
     rebuildVm: (request, context) =>
       performWrite(pool, context, async (tx) => accepted(await vms.rebuild(tx, orgOf(context), request.path.vm_id, request.body.image_id))),
-    rescueVm: (request, context) => performWrite(pool, context, async (tx) => accepted(await vms.rescue(tx, orgOf(context), request.path.vm_id))),
-    unrescueVm: (request, context) => performWrite(pool, context, async (tx) => accepted(await vms.unrescue(tx, orgOf(context), request.path.vm_id))),
+    rescueVm: (request, context) =>
+      performWrite(pool, context, async (tx) => accepted(await vms.rescue(tx, orgOf(context), request.path.vm_id))),
+    unrescueVm: (request, context) =>
+      performWrite(pool, context, async (tx) => accepted(await vms.unrescue(tx, orgOf(context), request.path.vm_id))),
 
     async setVmProtection(request, context) {
       // Who may switch comes before anything about the instance.
@@ -95,7 +117,12 @@ export function vmHandlers({ pool, clock, vms }: { pool: Pool; clock: Clock; vms
         const firewall = { inbound: change.vm.firewall };
         return {
           response: { status: 202 as const, body: { operation: toOperationRef(change.operation), firewall } },
-          audit: { resourceId: change.vm.id, before: { inbound: change.before.firewall }, after: firewall, operationId: change.operation.id },
+          audit: {
+            resourceId: change.vm.id,
+            before: { inbound: change.before.firewall },
+            after: firewall,
+            operationId: change.operation.id,
+          },
         };
       });
     },

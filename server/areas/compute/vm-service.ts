@@ -62,9 +62,12 @@ export function createVmService({ catalogue, budget, maxAttempts }: VmServiceDep
       // A power change in flight shows in desired_state; the other changes have a state of their own.
       const settled = vm.state === 'running' || vm.state === 'stopped' || vm.state === 'rescue';
       const where = settled ? `${vm.state} (going to ${vm.desired_state})` : vm.state;
-      throw vmStateConflict(`Instance ${vm.id} (${vm.name}) is ${where}; wait for ${operation ? `operation ${operation.id}` : 'its operation'} to finish, then retry.`);
+      throw vmStateConflict(
+        `Instance ${vm.id} (${vm.name}) is ${where}; wait for ${operation ? `operation ${operation.id}` : 'its operation'} to finish, then retry.`,
+      );
     }
-    if (!accepted.includes(vm.state)) throw vmStateConflict(`Instance ${vm.id} (${vm.name}) is ${vm.state}; ${change} needs state ${listWords(accepted)}.`);
+    if (!accepted.includes(vm.state))
+      throw vmStateConflict(`Instance ${vm.id} (${vm.name}) is ${vm.state}; ${change} needs state ${listWords(accepted)}.`);
   }
 
   async function lockLive(tx: PoolClient, orgId: string, vmId: string): Promise<VmRow> {
@@ -74,7 +77,13 @@ export function createVmService({ catalogue, budget, maxAttempts }: VmServiceDep
   }
 
   /** Changes the instance and queues the operation that carries the change out. */
-  async function apply(tx: PoolClient, before: VmRow, type: OperationRow['type'], changes: Parameters<typeof updateVm>[2], payload: Record<string, unknown> = {}): Promise<VmChange> {
+  async function apply(
+    tx: PoolClient,
+    before: VmRow,
+    type: OperationRow['type'],
+    changes: Parameters<typeof updateVm>[2],
+    payload: Record<string, unknown> = {},
+  ): Promise<VmChange> {
     const vm = Object.keys(changes).length > 0 ? await updateVm(tx, before.id, changes) : before;
     const operation = await queue(tx, maxAttempts, before.org_id, type, { type: 'vm', id: before.id }, payload);
     return { vm, operation, before };
@@ -98,13 +107,17 @@ export function createVmService({ catalogue, budget, maxAttempts }: VmServiceDep
   /** The image's minimums against a size: the errors, one per field below its minimum. */
   function imageShortfalls(image: { min_disk_gb: number; min_ram_mb: number }, size: { disk_gb: number; memory_mb: number }): FieldError[] {
     const errors: FieldError[] = [];
-    if (size.disk_gb < image.min_disk_gb) errors.push({ pointer: '/disk_gb', detail: `must be at least ${image.min_disk_gb} (the image's min_disk_gb)` });
-    if (size.memory_mb < image.min_ram_mb) errors.push({ pointer: '/memory_mb', detail: `must be at least ${image.min_ram_mb} (the image's min_ram_mb)` });
+    if (size.disk_gb < image.min_disk_gb)
+      errors.push({ pointer: '/disk_gb', detail: `must be at least ${image.min_disk_gb} (the image's min_disk_gb)` });
+    if (size.memory_mb < image.min_ram_mb)
+      errors.push({ pointer: '/memory_mb', detail: `must be at least ${image.min_ram_mb} (the image's min_ram_mb)` });
     return errors;
   }
 
   function needs(image: { min_disk_gb: number; min_ram_mb: number }, errors: FieldError[]): string {
-    const parts = errors.map((error) => (error.pointer === '/disk_gb' ? `${image.min_disk_gb} GB of disk` : `${image.min_ram_mb} MB of memory`));
+    const parts = errors.map((error) =>
+      error.pointer === '/disk_gb' ? `${image.min_disk_gb} GB of disk` : `${image.min_ram_mb} MB of memory`,
+    );
     return `at least ${parts.join(' and ')}`;
   }
 
@@ -124,14 +137,22 @@ export function createVmService({ catalogue, budget, maxAttempts }: VmServiceDep
       if (!region) {
         references.push({ pointer: '/region', detail: `no region ${request.region}; see listRegions` });
       } else {
-        if (!image) references.push({ pointer: '/image', detail: `no image ${request.image} in region ${region.id}; see listImages?region=${region.id}` });
+        if (!image)
+          references.push({
+            pointer: '/image',
+            detail: `no image ${request.image} in region ${region.id}; see listImages?region=${region.id}`,
+          });
         if (!region.storage_pools.some((pool) => pool.id === request.storage_pool)) {
           references.push({ pointer: '/storage_pool', detail: `no storage pool ${request.storage_pool} in region ${region.id}` });
         }
-        if (!profile) references.push({ pointer: '/network_profile', detail: `no network profile ${request.network_profile} in region ${region.id}` });
+        if (!profile)
+          references.push({ pointer: '/network_profile', detail: `no network profile ${request.network_profile} in region ${region.id}` });
       }
       const keyNames = request.ssh_keys ?? [];
-      const { rows: keys } = await tx.query<InstalledSshKey>('SELECT name, public_key AS "publicKey" FROM ssh_keys WHERE org_id = $1 AND name = ANY($2::text[])', [orgId, keyNames]);
+      const { rows: keys } = await tx.query<InstalledSshKey>(
+        'SELECT name, public_key AS "publicKey" FROM ssh_keys WHERE org_id = $1 AND name = ANY($2::text[])',
+        [orgId, keyNames],
+      );
       const installed = keyNames.map((name) => keys.find((key) => key.name === name));
       installed.forEach((key, index) => {
         if (!key) references.push({ pointer: `/ssh_keys/${index}`, detail: `no SSH key named ${keyNames[index]} in this organization` });
@@ -141,7 +162,10 @@ export function createVmService({ catalogue, budget, maxAttempts }: VmServiceDep
       const shortfalls = imageShortfalls(image!, request);
       if (shortfalls.length > 0) throw imageRequirementsNotMet(`The image ${image!.id} needs ${needs(image!, shortfalls)}.`, shortfalls);
 
-      const { rows: taken } = await tx.query('SELECT 1 FROM vms WHERE org_id = $1 AND region_id = $2 AND name = $3 AND deleted_at IS NULL', [orgId, region!.id, request.name]);
+      const { rows: taken } = await tx.query(
+        'SELECT 1 FROM vms WHERE org_id = $1 AND region_id = $2 AND name = $3 AND deleted_at IS NULL',
+        [orgId, region!.id, request.name],
+      );
       if (taken.length > 0) throw vmNameTaken(request.name, region!.id);
       await budget.assertCanCreateBillable(tx, orgId);
 
@@ -190,11 +214,18 @@ export function createVmService({ catalogue, budget, maxAttempts }: VmServiceDep
       // An image the operator has since removed from the catalogue sets no minimums.
       const image = catalogue.image(vm.region_id, vm.image_id);
       const shortfalls = image ? imageShortfalls(image, size) : [];
-      if (image && shortfalls.length > 0) throw imageRequirementsNotMet(`The instance's image ${image.id} needs ${needs(image, shortfalls)}.`, shortfalls);
+      if (image && shortfalls.length > 0)
+        throw imageRequirementsNotMet(`The instance's image ${image.id} needs ${needs(image, shortfalls)}.`, shortfalls);
       await assertStateAccepts(tx, vm, 'resize');
       if (size.vcpus === vm.vcpus && size.memory_mb === vm.memory_mb && size.disk_gb === vm.disk_gb) {
         // The current size: accepted, and nothing to do.
-        const operation = await recordFinishedOperation(tx, { orgId, type: 'vm.resize', resourceType: 'vm', resourceId: vm.id, maxAttempts });
+        const operation = await recordFinishedOperation(tx, {
+          orgId,
+          type: 'vm.resize',
+          resourceType: 'vm',
+          resourceId: vm.id,
+          maxAttempts,
+        });
         return { vm, operation, before: vm };
       }
       return apply(
@@ -210,13 +241,26 @@ export function createVmService({ catalogue, budget, maxAttempts }: VmServiceDep
       const vm = await lockLive(tx, orgId, vmId);
       assertAllowed(vm, 'rebuild');
       const image = catalogue.image(vm.region_id, imageId);
-      if (!image) throw invalidReference([{ pointer: '/image_id', detail: `no image ${imageId} in region ${vm.region_id}; see listImages?region=${vm.region_id}` }]);
+      if (!image)
+        throw invalidReference([
+          { pointer: '/image_id', detail: `no image ${imageId} in region ${vm.region_id}; see listImages?region=${vm.region_id}` },
+        ]);
       const shortfalls = imageShortfalls(image, vm);
       if (shortfalls.length > 0) {
-        const parts = shortfalls.map((error) => (error.pointer === '/disk_gb' ? `${image.min_disk_gb} GB of disk; this instance has ${vm.disk_gb} GB` : `${image.min_ram_mb} MB of memory; this instance has ${vm.memory_mb} MB`));
+        const parts = shortfalls.map((error) =>
+          error.pointer === '/disk_gb'
+            ? `${image.min_disk_gb} GB of disk; this instance has ${vm.disk_gb} GB`
+            : `${image.min_ram_mb} MB of memory; this instance has ${vm.memory_mb} MB`,
+        );
         throw imageRequirementsNotMet(
           `The image ${image.id} needs at least ${parts.join(', and ')}. Resize it first.`,
-          shortfalls.map((error) => ({ pointer: '/image_id', detail: error.pointer === '/disk_gb' ? `${image.id} needs min_disk_gb ${image.min_disk_gb}` : `${image.id} needs min_ram_mb ${image.min_ram_mb}` })),
+          shortfalls.map((error) => ({
+            pointer: '/image_id',
+            detail:
+              error.pointer === '/disk_gb'
+                ? `${image.id} needs min_disk_gb ${image.min_disk_gb}`
+                : `${image.id} needs min_ram_mb ${image.min_ram_mb}`,
+          })),
         );
       }
       await assertStateAccepts(tx, vm, 'rebuild');
@@ -229,8 +273,10 @@ export function createVmService({ catalogue, budget, maxAttempts }: VmServiceDep
       );
     },
 
-    rescue: (tx: PoolClient, orgId: string, vmId: string) => plainAction(tx, orgId, vmId, 'rescue', 'vm.rescue', { desired_state: 'rescue' }),
-    unrescue: (tx: PoolClient, orgId: string, vmId: string) => plainAction(tx, orgId, vmId, 'unrescue', 'vm.unrescue', { desired_state: 'running' }),
+    rescue: (tx: PoolClient, orgId: string, vmId: string) =>
+      plainAction(tx, orgId, vmId, 'rescue', 'vm.rescue', { desired_state: 'rescue' }),
+    unrescue: (tx: PoolClient, orgId: string, vmId: string) =>
+      plainAction(tx, orgId, vmId, 'unrescue', 'vm.unrescue', { desired_state: 'running' }),
 
     /** Refusals in the contract's order: protected, then policy, then state. */
     async delete(tx: PoolClient, orgId: string, vmId: string): Promise<VmChange> {
@@ -238,7 +284,13 @@ export function createVmService({ catalogue, budget, maxAttempts }: VmServiceDep
       if (vm.protected) throw vmProtected(vm, vm.protected_by === 'operator');
       assertAllowed(vm, 'delete');
       await assertStateAccepts(tx, vm, 'delete');
-      return apply(tx, vm, 'vm.delete', { state: 'deleting', desired_state: 'deleted' }, { previous: { state: vm.state, desired_state: vm.desired_state } });
+      return apply(
+        tx,
+        vm,
+        'vm.delete',
+        { state: 'deleting', desired_state: 'deleted' },
+        { previous: { state: vm.state, desired_state: vm.desired_state } },
+      );
     },
 
     /** Not one change at a time: a new set queued behind another is applied after it, and the last wins. */
@@ -246,7 +298,8 @@ export function createVmService({ catalogue, budget, maxAttempts }: VmServiceDep
       const vm = await lockLive(tx, orgId, vmId);
       assertAllowed(vm, 'firewall');
       const rules = checkFirewallRules(inbound);
-      if (vm.state === 'deleting') throw vmStateConflict(`Instance ${vm.id} (${vm.name}) is deleting; its firewall can no longer be changed.`);
+      if (vm.state === 'deleting')
+        throw vmStateConflict(`Instance ${vm.id} (${vm.name}) is deleting; its firewall can no longer be changed.`);
       return apply(tx, vm, 'vm.firewall', { firewall: rules }, { rules, previous_rules: vm.firewall });
     },
 
@@ -263,7 +316,8 @@ export function createVmService({ catalogue, budget, maxAttempts }: VmServiceDep
     async setProtection(tx: PoolClient, orgId: string, vmId: string, value: boolean): Promise<{ vm: VmRow; before: VmRow }> {
       const vm = await lockLive(tx, orgId, vmId);
       assertAllowed(vm, 'protection');
-      if (vm.state === 'deleting') throw vmStateConflict(`Instance ${vm.id} (${vm.name}) is deleting; its protection can no longer be changed.`);
+      if (vm.state === 'deleting')
+        throw vmStateConflict(`Instance ${vm.id} (${vm.name}) is deleting; its protection can no longer be changed.`);
       if (vm.protected === value) return { vm, before: vm };
       return { vm: await updateVm(tx, vm.id, { protected: value, protected_by: value ? 'owner' : null }), before: vm };
     },

@@ -73,7 +73,10 @@ export function toVmOut(row: VmRow): VmOut {
 
 /** A live instance of the organization (not deleted), optionally locked for a change. */
 export async function findLiveVm(db: Queryable, orgId: string, vmId: string, lock = false): Promise<VmRow | undefined> {
-  const { rows } = await db.query<VmRow>(`SELECT * FROM vms WHERE org_id = $1 AND id = $2 AND deleted_at IS NULL${lock ? ' FOR UPDATE' : ''}`, [orgId, vmId]);
+  const { rows } = await db.query<VmRow>(
+    `SELECT * FROM vms WHERE org_id = $1 AND id = $2 AND deleted_at IS NULL${lock ? ' FOR UPDATE' : ''}`,
+    [orgId, vmId],
+  );
   return rows[0];
 }
 
@@ -91,16 +94,40 @@ export async function vmById(db: Queryable, vmId: string): Promise<VmRow | undef
 
 /** The columns a change may set: everything but identity, timestamps and observations. */
 const CHANGEABLE: ReadonlyArray<keyof VmRow> = [
-  'name', 'region_id', 'disk_redundancy', 'storage_pool_id', 'network_profile_id', 'image_id', 'image_name',
-  'vcpus', 'memory_mb', 'disk_gb', 'state', 'desired_state', 'workload_type', 'protected', 'protected_by',
-  'ssh_keys', 'user_data_present', 'labels', 'firewall', 'error_class', 'error_detail', 'powered_since', 'deleted_at',
+  'name',
+  'region_id',
+  'disk_redundancy',
+  'storage_pool_id',
+  'network_profile_id',
+  'image_id',
+  'image_name',
+  'vcpus',
+  'memory_mb',
+  'disk_gb',
+  'state',
+  'desired_state',
+  'workload_type',
+  'protected',
+  'protected_by',
+  'ssh_keys',
+  'user_data_present',
+  'labels',
+  'firewall',
+  'error_class',
+  'error_detail',
+  'powered_since',
+  'deleted_at',
 ];
 
 /**
  * Applies desired fields (state, sizes, image, protection…) and bumps updated_at. Column names
  * come from this module's callers, never from a request.
  */
-export async function updateVm(db: Queryable, vmId: string, changes: Partial<Omit<VmRow, 'id' | 'org_id' | 'observed_status' | 'observed_addresses' | 'observed_at'>>): Promise<VmRow> {
+export async function updateVm(
+  db: Queryable,
+  vmId: string,
+  changes: Partial<Omit<VmRow, 'id' | 'org_id' | 'observed_status' | 'observed_addresses' | 'observed_at'>>,
+): Promise<VmRow> {
   return (await updateRow<VmRow>(db, 'vms', vmId, changes, CHANGEABLE))!;
 }
 
@@ -109,7 +136,12 @@ export async function updateVm(db: Queryable, vmId: string, changes: Partial<Omi
  * An older report never replaces a newer one; of two made in the same millisecond, the one an
  * operation got back from its own call wins over the reconciler's.
  */
-export async function recordObservation(db: Queryable, vmId: string, report: ServerReport, source: 'operation' | 'reconciler'): Promise<void> {
+export async function recordObservation(
+  db: Queryable,
+  vmId: string,
+  report: ServerReport,
+  source: 'operation' | 'reconciler',
+): Promise<void> {
   await db.query(
     `UPDATE vms SET observed_status = $2, observed_addresses = $3, observed_at = $4
      WHERE id = $1 AND deleted_at IS NULL AND (observed_at IS NULL OR observed_at ${source === 'operation' ? '<=' : '<'} $4)`,

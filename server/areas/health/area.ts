@@ -11,7 +11,10 @@ const DATABASE_CHECK_MS = 2_000;
  * Liveness and readiness, for operators and load balancers (no credential). Liveness says the
  * process serves HTTP; readiness checks, each time it is asked, what serving needs.
  */
-export function healthArea({ pool, config }: AreaDependencies, engine: Pick<OperationEngine, 'running'>): Area<'getHealth' | 'getReadiness'> {
+export function healthArea(
+  { pool, config }: AreaDependencies,
+  engine: Pick<OperationEngine, 'running'>,
+): Area<'getHealth' | 'getReadiness'> {
   return {
     executors: {},
     handlers: {
@@ -23,7 +26,8 @@ export function healthArea({ pool, config }: AreaDependencies, engine: Pick<Oper
         const failures: string[] = [];
         const pending = await withinMs(DATABASE_CHECK_MS, pendingMigrations(pool, driverMigrations(config.drivers))).catch(() => undefined);
         if (pending === undefined) failures.push('the database does not answer');
-        else if (pending.length > 0) failures.push(`${pending.length} migration${pending.length === 1 ? '' : 's'} not applied (${pending.join(', ')})`);
+        else if (pending.length > 0)
+          failures.push(`${pending.length} migration${pending.length === 1 ? '' : 's'} not applied (${pending.join(', ')})`);
         // A process configured without background work runs no engine, and needs none.
         if (config.background && !engine.running) failures.push('the operations engine is not running');
         if (failures.length > 0) throw notReady(failures);

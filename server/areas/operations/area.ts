@@ -9,7 +9,10 @@ import { createOperationService } from './operation-service.ts';
  * Operations: the records of asynchronous work, listed, read, and cancelled while queued.
  * `engine` cancels queued operations and undoes their change.
  */
-export function operationsArea({ pool }: AreaDependencies, engine: Pick<OperationEngine, 'cancelQueued'>): Area<'listOperations' | 'getOperation' | 'cancelOperation'> {
+export function operationsArea(
+  { pool }: AreaDependencies,
+  engine: Pick<OperationEngine, 'cancelQueued'>,
+): Area<'listOperations' | 'getOperation' | 'cancelOperation'> {
   const operations = createOperationService(engine);
   return {
     executors: {},

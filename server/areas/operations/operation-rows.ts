@@ -11,7 +11,12 @@ export async function findOperation(db: Queryable, orgId: string, operationId: s
 }
 
 /** A page of the organization's operations, newest first, by resource type and state (null: any). */
-export function operationsPage(db: Queryable, orgId: string, filters: { resource: string | null; state: string | null }, query: { cursor?: string; limit?: number }) {
+export function operationsPage(
+  db: Queryable,
+  orgId: string,
+  filters: { resource: string | null; state: string | null },
+  query: { cursor?: string; limit?: number },
+) {
   const list = {
     name: 'operations',
     from: 'operations WHERE org_id = $1 AND ($2::text IS NULL OR resource_type = $2) AND ($3::text IS NULL OR state = $3)',

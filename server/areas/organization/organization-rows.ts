@@ -10,6 +10,8 @@ export interface OrganizationRow {
 }
 
 export async function organizationById(db: Queryable, orgId: string): Promise<OrganizationRow | undefined> {
-  const { rows } = await db.query<OrganizationRow>('SELECT id, name, enrollment_state, created_at, updated_at FROM orgs WHERE id = $1', [orgId]);
+  const { rows } = await db.query<OrganizationRow>('SELECT id, name, enrollment_state, created_at, updated_at FROM orgs WHERE id = $1', [
+    orgId,
+  ]);
   return rows[0];
 }

@@ -7,7 +7,13 @@ import type { AccessKeyService } from './access-key-service.ts';
 import { accessKeysPage, toAccessKeyOut } from './access-keys.ts';
 
 /** Handlers of S3 access keys: read the request, call the service, answer. */
-export function accessKeyHandlers({ pool, accessKeys }: { pool: Pool; accessKeys: AccessKeyService }): Pick<OperationHandlers<RequestContext>, 'createAccessKey' | 'listAccessKeys' | 'revokeAccessKey'> {
+export function accessKeyHandlers({
+  pool,
+  accessKeys,
+}: {
+  pool: Pool;
+  accessKeys: AccessKeyService;
+}): Pick<OperationHandlers<RequestContext>, 'createAccessKey' | 'listAccessKeys' | 'revokeAccessKey'> {
   const orgOf = (context: RequestContext) => context.principal.orgId;
   return {
     async createAccessKey(_request, context) {
@@ -33,7 +39,12 @@ export function accessKeyHandlers({ pool, accessKeys }: { pool: Pool; accessKeys
         const accessKey = toAccessKeyOut(change.accessKey);
         return {
           response: { status: 202 as const, body: { access_key: accessKey, operation: toOperationRef(change.operation) } },
-          audit: { resourceId: accessKey.id, before: change.before ? toAccessKeyOut(change.before) : null, after: accessKey, operationId: change.operation.id },
+          audit: {
+            resourceId: accessKey.id,
+            before: change.before ? toAccessKeyOut(change.before) : null,
+            after: accessKey,
+            operationId: change.operation.id,
+          },
         };
       }),
   };

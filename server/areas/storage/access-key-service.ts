@@ -2,7 +2,14 @@ import { randomUUID } from 'node:crypto';
 import type { PoolClient } from '../../db/pool.ts';
 import type { ObjectStoreDriver } from '../../drivers/object-store.ts';
 import { enqueueOperation, type OperationRow } from '../../engine/operation-record.ts';
-import { findAccessKey, generateSecretAccessKey, insertAccessKey, secretStorePathOf, updateAccessKey, type AccessKeyRow } from './access-keys.ts';
+import {
+  findAccessKey,
+  generateSecretAccessKey,
+  insertAccessKey,
+  secretStorePathOf,
+  updateAccessKey,
+  type AccessKeyRow,
+} from './access-keys.ts';
 import { accessKeyNotFound, accessKeyStateConflict } from './errors.ts';
 
 /** A new key's secret, already in the secret store: the only time anyone sees it. */
@@ -41,7 +48,13 @@ export function createAccessKeyService({ maxAttempts, objectStore }: { maxAttemp
 
     async create(tx: PoolClient, orgId: string, issued: IssuedSecret): Promise<AccessKeyChange> {
       await insertAccessKey(tx, { id: issued.keyId, orgId, secretstorePath: issued.secretstorePath });
-      const operation = await enqueueOperation(tx, { orgId, type: 'access_key.create', resourceType: 'access_key', resourceId: issued.keyId, maxAttempts });
+      const operation = await enqueueOperation(tx, {
+        orgId,
+        type: 'access_key.create',
+        resourceType: 'access_key',
+        resourceId: issued.keyId,
+        maxAttempts,
+      });
       return { accessKey: (await updateAccessKey(tx, issued.keyId, { operation_id: operation.id }))!, before: null, operation };
     },
 
@@ -51,7 +64,14 @@ export function createAccessKeyService({ maxAttempts, objectStore }: { maxAttemp
       if (before.state !== 'active' && before.state !== 'error') throw accessKeyStateConflict(keyId, before.state);
       // What a cancelled revoke puts back.
       const payload = { previous_state: before.state };
-      const operation = await enqueueOperation(tx, { orgId, type: 'access_key.revoke', resourceType: 'access_key', resourceId: keyId, maxAttempts, payload });
+      const operation = await enqueueOperation(tx, {
+        orgId,
+        type: 'access_key.revoke',
+        resourceType: 'access_key',
+        resourceId: keyId,
+        maxAttempts,
+        payload,
+      });
       return { accessKey: (await updateAccessKey(tx, keyId, { state: 'revoking', operation_id: operation.id }))!, before, operation };
     },
   };

@@ -40,18 +40,35 @@ export const secretStorePathOf = (orgId: string, keyId: string): string => `orgs
 /** A new secret: 30 random bytes as 40 base64 characters (the S3 secret key format). */
 export const generateSecretAccessKey = (): string => randomBytes(30).toString('base64');
 
-export async function findAccessKey(db: Queryable, orgId: string, keyId: string, options: { forUpdate?: boolean } = {}): Promise<AccessKeyRow | undefined> {
-  const { rows } = await db.query<AccessKeyRow>(`SELECT * FROM s3_access_keys WHERE org_id = $1 AND id = $2 ${options.forUpdate ? 'FOR UPDATE' : ''}`, [orgId, keyId]);
+export async function findAccessKey(
+  db: Queryable,
+  orgId: string,
+  keyId: string,
+  options: { forUpdate?: boolean } = {},
+): Promise<AccessKeyRow | undefined> {
+  const { rows } = await db.query<AccessKeyRow>(
+    `SELECT * FROM s3_access_keys WHERE org_id = $1 AND id = $2 ${options.forUpdate ? 'FOR UPDATE' : ''}`,
+    [orgId, keyId],
+  );
   return rows[0];
 }
 
 /** A page of the organization's keys, oldest first. */
 export function accessKeysPage(db: Queryable, orgId: string, query: { cursor?: string; limit?: number }) {
-  return keysetPage(db, { name: 'access-keys', from: 's3_access_keys WHERE org_id = $1', params: [orgId], sortColumn: 'created_at', order: 'oldest first' }, query, toAccessKeyOut);
+  return keysetPage(
+    db,
+    { name: 'access-keys', from: 's3_access_keys WHERE org_id = $1', params: [orgId], sortColumn: 'created_at', order: 'oldest first' },
+    query,
+    toAccessKeyOut,
+  );
 }
 
 export async function insertAccessKey(db: Queryable, key: { id: string; orgId: string; secretstorePath: string }): Promise<void> {
-  await db.query(`INSERT INTO s3_access_keys (id, org_id, state, secretstore_path) VALUES ($1, $2, 'issuing', $3)`, [key.id, key.orgId, key.secretstorePath]);
+  await db.query(`INSERT INTO s3_access_keys (id, org_id, state, secretstore_path) VALUES ($1, $2, 'issuing', $3)`, [
+    key.id,
+    key.orgId,
+    key.secretstorePath,
+  ]);
 }
 
 export interface AccessKeyChanges {
@@ -64,7 +81,12 @@ export interface AccessKeyChanges {
 const CHANGEABLE: ReadonlyArray<keyof AccessKeyChanges> = ['state', 'operation_id', 'objectstore_access_key_id', 'secretstore_path'];
 
 /** Changes a key (and its updated_at); with `onlyIn`, only while it is in that state. */
-export async function updateAccessKey(db: Queryable, keyId: string, changes: AccessKeyChanges, onlyIn?: AccessKeyState): Promise<AccessKeyRow | undefined> {
+export async function updateAccessKey(
+  db: Queryable,
+  keyId: string,
+  changes: AccessKeyChanges,
+  onlyIn?: AccessKeyState,
+): Promise<AccessKeyRow | undefined> {
   return updateRow<AccessKeyRow>(db, 's3_access_keys', keyId, changes, CHANGEABLE, onlyIn);
 }
 

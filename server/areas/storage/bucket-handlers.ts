@@ -14,19 +14,36 @@ function accepted(change: BucketChange) {
   const bucket = toBucketOut(change.bucket);
   return {
     response: { status: 202 as const, body: { bucket, operation: toOperationRef(change.operation) } },
-    audit: { resourceId: bucket.id, before: change.before ? toBucketOut(change.before) : null, after: bucket, operationId: change.operation.id },
+    audit: {
+      resourceId: bucket.id,
+      before: change.before ? toBucketOut(change.before) : null,
+      after: bucket,
+      operationId: change.operation.id,
+    },
   };
 }
 
 /** Handlers of buckets: read the request, call the service, answer. */
-export function bucketHandlers({ pool, clock, buckets }: { pool: Pool; clock: Clock; buckets: BucketService }): Pick<OperationHandlers<RequestContext>, BucketOperations> {
+export function bucketHandlers({
+  pool,
+  clock,
+  buckets,
+}: {
+  pool: Pool;
+  clock: Clock;
+  buckets: BucketService;
+}): Pick<OperationHandlers<RequestContext>, BucketOperations> {
   const orgOf = (context: RequestContext) => context.principal.orgId;
   return {
-    createBucket: (request, context) => performWrite(pool, context, async (tx) => accepted(await buckets.create(tx, orgOf(context), request.body))),
+    createBucket: (request, context) =>
+      performWrite(pool, context, async (tx) => accepted(await buckets.create(tx, orgOf(context), request.body))),
 
     listBuckets: async (request, context) => ({ status: 200, body: await bucketsPage(pool, orgOf(context), clock.now(), request.query) }),
 
-    getBucket: async (request, context) => ({ status: 200, body: toBucketOut(await buckets.get(pool, orgOf(context), request.path.bucket_id)) }),
+    getBucket: async (request, context) => ({
+      status: 200,
+      body: toBucketOut(await buckets.get(pool, orgOf(context), request.path.bucket_id)),
+    }),
 
     async deleteBucket(request, context) {
       await buckets.assertDeletable(pool, orgOf(context), request.path.bucket_id, context.log);
@@ -36,6 +53,7 @@ export function bucketHandlers({ pool, clock, buckets }: { pool: Pool; clock: Cl
     setBucketQuota: (request, context) =>
       performWrite(pool, context, async (tx) => accepted(await buckets.setQuota(tx, orgOf(context), request.path.bucket_id, request.body))),
 
-    restoreBucket: (request, context) => performWrite(pool, context, async (tx) => accepted(await buckets.restore(tx, orgOf(context), request.path.bucket_id))),
+    restoreBucket: (request, context) =>
+      performWrite(pool, context, async (tx) => accepted(await buckets.restore(tx, orgOf(context), request.path.bucket_id))),
   };
 }

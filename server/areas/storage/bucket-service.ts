@@ -7,7 +7,14 @@ import { enqueueOperation, recordFinishedOperation, type OperationRow } from '..
 import type { Logger } from '../../logging.ts';
 import type { BudgetGuard } from '../area.ts';
 import { findBucket, findBucketByName, insertBucket, quotaOf, updateBucket, type BucketRow } from './buckets.ts';
-import { bucketLimitReached, bucketNameTaken, bucketNotEmpty, bucketNotFound, bucketQuotaExceedsCeiling, bucketStateConflict } from './errors.ts';
+import {
+  bucketLimitReached,
+  bucketNameTaken,
+  bucketNotEmpty,
+  bucketNotFound,
+  bucketQuotaExceedsCeiling,
+  bucketStateConflict,
+} from './errors.ts';
 import { bucketSlots, ceilingBytes } from './quota-figures.ts';
 
 type BucketCreateRequest = components['schemas']['BucketCreateRequest'];
@@ -33,7 +40,17 @@ const QUOTA_CHANGEABLE: readonly BucketRow['state'][] = ['active', 'error'];
  * organization ceiling above per-bucket caps, and which state allows which change. Each change
  * queues the operation that carries it out in the object store.
  */
-export function createBucketService({ clock, maxAttempts, budget, objectStore }: { clock: Clock; maxAttempts: number; budget: BudgetGuard; objectStore: ObjectStoreDriver }) {
+export function createBucketService({
+  clock,
+  maxAttempts,
+  budget,
+  objectStore,
+}: {
+  clock: Clock;
+  maxAttempts: number;
+  budget: BudgetGuard;
+  objectStore: ObjectStoreDriver;
+}) {
   /** Serializes the slot and name checks of one organization's concurrent creates and restores. */
   const lockOrganization = (tx: PoolClient, orgId: string) => tx.query('SELECT 1 FROM orgs WHERE id = $1 FOR NO KEY UPDATE', [orgId]);
 
@@ -44,7 +61,8 @@ export function createBucketService({ clock, maxAttempts, budget, objectStore }:
   };
 
   const assertDeletableState = (bucket: BucketRow) => {
-    if (!DELETABLE.includes(bucket.state)) throw bucketStateConflict(bucket.name, bucket.state, 'only an active bucket, or one in error, can be deleted');
+    if (!DELETABLE.includes(bucket.state))
+      throw bucketStateConflict(bucket.name, bucket.state, 'only an active bucket, or one in error, can be deleted');
   };
 
   return {
@@ -63,7 +81,13 @@ export function createBucketService({ clock, maxAttempts, budget, objectStore }:
       await budget.assertCanCreateBillable(tx, orgId);
       const bucketId = randomUUID();
       await insertBucket(tx, { id: bucketId, orgId, name: body.name, versioning: body.versioning ?? false });
-      const operation = await enqueueOperation(tx, { orgId, type: 'bucket.create', resourceType: 'bucket', resourceId: bucketId, maxAttempts });
+      const operation = await enqueueOperation(tx, {
+        orgId,
+        type: 'bucket.create',
+        resourceType: 'bucket',
+        resourceId: bucketId,
+        maxAttempts,
+      });
       return { bucket: (await updateBucket(tx, bucketId, { operation_id: operation.id }))!, before: null, operation };
     },
 
@@ -80,7 +104,10 @@ export function createBucketService({ clock, maxAttempts, budget, objectStore }:
       try {
         objects = (await objectStore.describeBucket({ orgId, bucketId, name: current.name }))?.usage.objects ?? 0;
       } catch (error) {
-        log.warn({ reason: (error as Error).message, bucket_id: bucketId }, 'object store not reachable for the not-empty check; using the latest sample');
+        log.warn(
+          { reason: (error as Error).message, bucket_id: bucketId },
+          'object store not reachable for the not-empty check; using the latest sample',
+        );
         objects = current.usage_objects ?? 0;
       }
       if (objects > 0) throw bucketNotEmpty(current.name);
@@ -91,20 +118,40 @@ export function createBucketService({ clock, maxAttempts, budget, objectStore }:
       assertDeletableState(before);
       // The state a failed or cancelled delete goes back to.
       const payload = { previous_state: before.state };
-      const operation = await enqueueOperation(tx, { orgId, type: 'bucket.delete', resourceType: 'bucket', resourceId: bucketId, maxAttempts, payload });
+      const operation = await enqueueOperation(tx, {
+        orgId,
+        type: 'bucket.delete',
+        resourceType: 'bucket',
+        resourceId: bucketId,
+        maxAttempts,
+        payload,
+      });
       return { bucket: (await updateBucket(tx, bucketId, { state: 'deleting', operation_id: operation.id }))!, before, operation };
     },
 
     async restore(tx: PoolClient, orgId: string, bucketId: string): Promise<BucketChange> {
       await lockOrganization(tx, orgId);
       const before = await existing(tx, orgId, bucketId);
-      if (before.state !== 'soft_deleted') throw bucketStateConflict(before.name, before.state, 'only a soft-deleted bucket can be restored');
+      if (before.state !== 'soft_deleted')
+        throw bucketStateConflict(before.name, before.state, 'only a soft-deleted bucket can be restored');
       const slots = await bucketSlots(tx, orgId);
       if (slots.used >= slots.max) throw bucketLimitReached(slots.max, true);
       // What a cancelled restore puts back.
       const payload = { soft_deleted_at: iso(before.soft_deleted_at!), purge_after: iso(before.purge_after!) };
-      const operation = await enqueueOperation(tx, { orgId, type: 'bucket.restore', resourceType: 'bucket', resourceId: bucketId, maxAttempts, payload });
-      const bucket = (await updateBucket(tx, bucketId, { state: 'creating', soft_deleted_at: null, purge_after: null, operation_id: operation.id }))!;
+      const operation = await enqueueOperation(tx, {
+        orgId,
+        type: 'bucket.restore',
+        resourceType: 'bucket',
+        resourceId: bucketId,
+        maxAttempts,
+        payload,
+      });
+      const bucket = (await updateBucket(tx, bucketId, {
+        state: 'creating',
+        soft_deleted_at: null,
+        purge_after: null,
+        operation_id: operation.id,
+      }))!;
       return { bucket, before, operation };
     },
 
@@ -114,10 +161,17 @@ export function createBucketService({ clock, maxAttempts, budget, objectStore }:
         const ceiling = await ceilingBytes(tx, orgId);
         if (body.max_size_bytes > ceiling) throw bucketQuotaExceedsCeiling(body.max_size_bytes, ceiling);
       }
-      if (!QUOTA_CHANGEABLE.includes(before.state)) throw bucketStateConflict(before.name, before.state, 'the quota can only be changed on an active bucket, or one in error');
+      if (!QUOTA_CHANGEABLE.includes(before.state))
+        throw bucketStateConflict(before.name, before.state, 'the quota can only be changed on an active bucket, or one in error');
       if (body.max_objects === undefined && body.max_size_bytes === undefined) {
         // Nothing to change: answered like any quota change, with an operation already done.
-        const operation = await recordFinishedOperation(tx, { orgId, type: 'bucket.quota', resourceType: 'bucket', resourceId: bucketId, maxAttempts });
+        const operation = await recordFinishedOperation(tx, {
+          orgId,
+          type: 'bucket.quota',
+          resourceType: 'bucket',
+          resourceId: bucketId,
+          maxAttempts,
+        });
         return { bucket: before, before, operation };
       }
       // A number sets a cap, null removes it, an omitted field stays as it is.
@@ -127,7 +181,14 @@ export function createBucketService({ clock, maxAttempts, budget, objectStore }:
       };
       // On a bucket in error, the operation first makes sure the store holds the bucket.
       const payload = { before: quotaOf(before), quota, previous_state: before.state };
-      const operation = await enqueueOperation(tx, { orgId, type: 'bucket.quota', resourceType: 'bucket', resourceId: bucketId, maxAttempts, payload });
+      const operation = await enqueueOperation(tx, {
+        orgId,
+        type: 'bucket.quota',
+        resourceType: 'bucket',
+        resourceId: bucketId,
+        maxAttempts,
+        payload,
+      });
       return { bucket: (await updateBucket(tx, bucketId, { ...quota, operation_id: operation.id }))!, before, operation };
     },
   };

@@ -60,7 +60,13 @@ export const toBucketOut = (row: BucketRow): BucketOut => ({
  */
 const NOT_PURGED = (now: string) => `NOT (state = 'soft_deleted' AND purge_after <= ${now})`;
 
-export async function findBucket(db: Queryable, orgId: string, bucketId: string, now: Date, options: { forUpdate?: boolean } = {}): Promise<BucketRow | undefined> {
+export async function findBucket(
+  db: Queryable,
+  orgId: string,
+  bucketId: string,
+  now: Date,
+  options: { forUpdate?: boolean } = {},
+): Promise<BucketRow | undefined> {
   const { rows } = await db.query<BucketRow>(
     `SELECT * FROM buckets WHERE org_id = $1 AND id = $2 AND ${NOT_PURGED('$3')} ${options.forUpdate ? 'FOR UPDATE' : ''}`,
     [orgId, bucketId, now],
@@ -82,11 +88,27 @@ export async function bucketOfOperation(db: Queryable, orgId: string, bucketId: 
 
 /** A page of the organization's buckets (soft-deleted ones until purged), oldest first. */
 export function bucketsPage(db: Queryable, orgId: string, now: Date, query: { cursor?: string; limit?: number }) {
-  return keysetPage(db, { name: 'buckets', from: `buckets WHERE org_id = $1 AND ${NOT_PURGED('$2')}`, params: [orgId, now], sortColumn: 'created_at', order: 'oldest first' }, query, toBucketOut);
+  return keysetPage(
+    db,
+    {
+      name: 'buckets',
+      from: `buckets WHERE org_id = $1 AND ${NOT_PURGED('$2')}`,
+      params: [orgId, now],
+      sortColumn: 'created_at',
+      order: 'oldest first',
+    },
+    query,
+    toBucketOut,
+  );
 }
 
 export async function insertBucket(db: Queryable, bucket: { id: string; orgId: string; name: string; versioning: boolean }): Promise<void> {
-  await db.query(`INSERT INTO buckets (id, org_id, name, state, versioning) VALUES ($1, $2, $3, 'creating', $4)`, [bucket.id, bucket.orgId, bucket.name, bucket.versioning]);
+  await db.query(`INSERT INTO buckets (id, org_id, name, state, versioning) VALUES ($1, $2, $3, 'creating', $4)`, [
+    bucket.id,
+    bucket.orgId,
+    bucket.name,
+    bucket.versioning,
+  ]);
 }
 
 /** The desired values and state a change may set. */
@@ -99,14 +121,26 @@ export interface BucketChanges {
   purge_after?: Date | null;
 }
 
-const CHANGEABLE: ReadonlyArray<keyof BucketChanges> = ['state', 'operation_id', 'max_objects', 'max_size_bytes', 'soft_deleted_at', 'purge_after'];
+const CHANGEABLE: ReadonlyArray<keyof BucketChanges> = [
+  'state',
+  'operation_id',
+  'max_objects',
+  'max_size_bytes',
+  'soft_deleted_at',
+  'purge_after',
+];
 
 /**
  * Changes a bucket's desired values or state (and so its updated_at). With `onlyIn`, only while
  * the bucket is in that state: an operation finishing late never undoes a later change.
  * Returns the updated row, or undefined when nothing matched.
  */
-export async function updateBucket(db: Queryable, bucketId: string, changes: BucketChanges, onlyIn?: BucketState): Promise<BucketRow | undefined> {
+export async function updateBucket(
+  db: Queryable,
+  bucketId: string,
+  changes: BucketChanges,
+  onlyIn?: BucketState,
+): Promise<BucketRow | undefined> {
   return updateRow<BucketRow>(db, 'buckets', bucketId, changes, CHANGEABLE, onlyIn);
 }
 
@@ -121,7 +155,12 @@ export async function deleteBucketRow(db: Queryable, bucketId: string, onlyIn: B
  * store does not hold it). An observation older than the one recorded is dropped, so that a
  * slow reconciler pass cannot overwrite what an operation has just reported.
  */
-export async function recordBucketObservation(db: Queryable, bucketId: string, report: BucketReport | null, observedAt: Date): Promise<void> {
+export async function recordBucketObservation(
+  db: Queryable,
+  bucketId: string,
+  report: BucketReport | null,
+  observedAt: Date,
+): Promise<void> {
   await db.query(
     `UPDATE buckets SET observed_exists = $2, observed_versioning = $3, observed_quota = $4, observed_at = $5,
             usage_bytes = $6, usage_objects = $7
@@ -146,6 +185,9 @@ export async function bucketsOfOrganization(db: Queryable, orgId: string): Promi
 
 /** Soft-deleted buckets whose retention is over. */
 export async function bucketsDueForPurge(db: Queryable, now: Date, limit: number): Promise<BucketRow[]> {
-  const { rows } = await db.query<BucketRow>(`SELECT * FROM buckets WHERE state = 'soft_deleted' AND purge_after <= $1 ORDER BY purge_after LIMIT $2`, [now, limit]);
+  const { rows } = await db.query<BucketRow>(
+    `SELECT * FROM buckets WHERE state = 'soft_deleted' AND purge_after <= $1 ORDER BY purge_after LIMIT $2`,
+    [now, limit],
+  );
   return rows;
 }

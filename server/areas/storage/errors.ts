@@ -44,4 +44,8 @@ export const bucketQuotaExceedsCeiling = (maxSizeBytes: number, hardBytes: numbe
   );
 
 export const accessKeyStateConflict = (keyId: string, state: string) =>
-  conflict('access_key_state_conflict', 'Access key state conflict', `S3 access key ${keyId} is ${state}; only an active key, or one in error, can be revoked.`);
+  conflict(
+    'access_key_state_conflict',
+    'Access key state conflict',
+    `S3 access key ${keyId} is ${state}; only an active key, or one in error, can be revoked.`,
+  );

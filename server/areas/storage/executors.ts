@@ -5,7 +5,15 @@ import type { BucketReport, ObjectStoreDriver } from '../../drivers/object-store
 import type { Executor, Executors } from '../../engine/executor.ts';
 import type { OperationRow } from '../../engine/operation-record.ts';
 import { deleteAccessKeyRow, updateAccessKey, type AccessKeyRow, type AccessKeyState } from './access-keys.ts';
-import { bucketOfOperation, deleteBucketRow, recordBucketObservation, updateBucket, type BucketQuota, type BucketRow, type BucketState } from './buckets.ts';
+import {
+  bucketOfOperation,
+  deleteBucketRow,
+  recordBucketObservation,
+  updateBucket,
+  type BucketQuota,
+  type BucketRow,
+  type BucketState,
+} from './buckets.ts';
 import { SOFT_DELETE_RETENTION_MS } from './limits.ts';
 
 /** What a bucket operation brings back: the store's report, and when it was made. */
@@ -24,7 +32,8 @@ interface BucketOutcome {
  * move applies only while the resource is still in the state the request left it in.
  */
 /** The operation types of buckets and S3 access keys. */
-export type StorageOperationType = 'bucket.create' | 'bucket.delete' | 'bucket.restore' | 'bucket.quota' | 'access_key.create' | 'access_key.revoke';
+export type StorageOperationType =
+  'bucket.create' | 'bucket.delete' | 'bucket.restore' | 'bucket.quota' | 'access_key.create' | 'access_key.revoke';
 
 export function storageExecutors(pool: Queryable, objectStore: ObjectStoreDriver, clock: Clock): Executors<StorageOperationType> {
   const bucketOf = async (operation: OperationRow): Promise<BucketRow> => {
@@ -92,7 +101,12 @@ export function storageExecutors(pool: Queryable, objectStore: ObjectStoreDriver
       }
       await recordBucketObservation(tx, operation.resource_id, outcome.report, outcome.observedAt);
       const now = clock.now();
-      await updateBucket(tx, operation.resource_id, { state: 'soft_deleted', soft_deleted_at: now, purge_after: new Date(now.getTime() + SOFT_DELETE_RETENTION_MS) }, 'deleting');
+      await updateBucket(
+        tx,
+        operation.resource_id,
+        { state: 'soft_deleted', soft_deleted_at: now, purge_after: new Date(now.getTime() + SOFT_DELETE_RETENTION_MS) },
+        'deleting',
+      );
     },
     failed: putBack('deleting'),
     cancelled: putBack('deleting'),
@@ -101,9 +115,20 @@ export function storageExecutors(pool: Queryable, objectStore: ObjectStoreDriver
   /** A restore that fails or is cancelled leaves the bucket soft-deleted, as it was. */
   const keepSoftDeleted = async (tx: Queryable, operation: OperationRow) => {
     const payload = operation.payload as { soft_deleted_at: string; purge_after: string };
-    await updateBucket(tx, operation.resource_id, { state: 'soft_deleted', soft_deleted_at: new Date(payload.soft_deleted_at), purge_after: new Date(payload.purge_after) }, 'creating');
+    await updateBucket(
+      tx,
+      operation.resource_id,
+      { state: 'soft_deleted', soft_deleted_at: new Date(payload.soft_deleted_at), purge_after: new Date(payload.purge_after) },
+      'creating',
+    );
   };
-  const restoreBucket = bucketExecutor('creating', 'active', (bucket) => objectStore.resumeBucket(addressOf(bucket)), keepSoftDeleted, keepSoftDeleted);
+  const restoreBucket = bucketExecutor(
+    'creating',
+    'active',
+    (bucket) => objectStore.resumeBucket(addressOf(bucket)),
+    keepSoftDeleted,
+    keepSoftDeleted,
+  );
 
   /**
    * The caps as they are when the attempt runs (a later change converges on the latest). On a
@@ -134,7 +159,10 @@ export function storageExecutors(pool: Queryable, objectStore: ObjectStoreDriver
   };
 
   const accessKeyOf = async (operation: OperationRow): Promise<AccessKeyRow> => {
-    const { rows } = await pool.query<AccessKeyRow>('SELECT * FROM s3_access_keys WHERE org_id = $1 AND id = $2', [operation.org_id, operation.resource_id]);
+    const { rows } = await pool.query<AccessKeyRow>('SELECT * FROM s3_access_keys WHERE org_id = $1 AND id = $2', [
+      operation.org_id,
+      operation.resource_id,
+    ]);
     if (!rows[0]) throw new Error(`access key ${operation.resource_id} of ${operation.type} has no record`);
     return rows[0];
   };

@@ -15,7 +15,11 @@ export function quotaHandlers({ pool }: { pool: Pool }): Pick<OperationHandlers<
         const { before, after } = await setStorageCeiling(tx, context.principal.orgId, request.body.hard_bytes);
         return {
           response: { status: 200 as const, body: after },
-          audit: { resourceId: context.principal.orgId, before: { cap_bytes: before.cap_bytes }, after: { cap_bytes: after.cap_bytes, warning: after.warning ?? null } },
+          audit: {
+            resourceId: context.principal.orgId,
+            before: { cap_bytes: before.cap_bytes },
+            after: { cap_bytes: after.cap_bytes, warning: after.warning ?? null },
+          },
         };
       }),
   };

@@ -6,7 +6,11 @@ import { s3QuotaOf, setCeiling, type S3QuotaOut } from './s3-quota.ts';
  * reconciler hands it to the object store, which then reports it as enforced. A ceiling below
  * the latest measured usage is accepted, with a warning: the store stops new writes.
  */
-export async function setStorageCeiling(tx: PoolClient, orgId: string, hardBytes: number): Promise<{ before: S3QuotaOut; after: S3QuotaOut }> {
+export async function setStorageCeiling(
+  tx: PoolClient,
+  orgId: string,
+  hardBytes: number,
+): Promise<{ before: S3QuotaOut; after: S3QuotaOut }> {
   await tx.query('SELECT 1 FROM orgs WHERE id = $1 FOR NO KEY UPDATE', [orgId]);
   const before = await s3QuotaOf(tx, orgId);
   await setCeiling(tx, orgId, hardBytes);

@@ -27,7 +27,9 @@ export function storageReconciler({ pool, drivers, clock, config, log }: AreaDep
 
     const desired = await desiredLimits(pool, orgId);
     const enforced =
-      report.enforced?.hardBytes === desired.hardBytes && report.enforced.maxObjects === desired.maxObjects && report.enforced.writesSuspended === desired.writesSuspended
+      report.enforced?.hardBytes === desired.hardBytes &&
+      report.enforced.maxObjects === desired.maxObjects &&
+      report.enforced.writesSuspended === desired.writesSuspended
         ? report.enforced
         : await objectStore.setOrganizationQuota({ orgId, ...desired });
 
@@ -49,9 +51,13 @@ export function storageReconciler({ pool, drivers, clock, config, log }: AreaDep
       const organizations = await organizationsWithStorage(pool);
       for (let start = 0; start < organizations.length && !signal.aborted; start += RECONCILE_CONCURRENCY) {
         await Promise.all(
-          organizations.slice(start, start + RECONCILE_CONCURRENCY).map((orgId) =>
-            reconcileOrganization(orgId).catch((error: unknown) => log.warn({ reason: (error as Error).message, org_id: orgId }, 'reconciling object storage failed; tried again next run')),
-          ),
+          organizations
+            .slice(start, start + RECONCILE_CONCURRENCY)
+            .map((orgId) =>
+              reconcileOrganization(orgId).catch((error: unknown) =>
+                log.warn({ reason: (error as Error).message, org_id: orgId }, 'reconciling object storage failed; tried again next run'),
+              ),
+            ),
         );
       }
     },

@@ -27,10 +27,7 @@ const QUOTA_ROW = `
 
 /** The organization-wide quota as getS3Quota shows it (`warning` is for setQuota's response). */
 export async function s3QuotaOf(db: Queryable, orgId: string, warning: S3QuotaOut['warning'] = null): Promise<S3QuotaOut> {
-  const { rows } = await db.query<QuotaRow>(
-    `${QUOTA_ROW} WHERE o.id = $1`,
-    [orgId],
-  );
+  const { rows } = await db.query<QuotaRow>(`${QUOTA_ROW} WHERE o.id = $1`, [orgId]);
   const row = rows[0];
   const capBytes = row?.hard_bytes ?? DEFAULT_HARD_BYTES;
   const usageBytes = row?.usage_bytes ?? null;
@@ -60,7 +57,11 @@ function frozenReason(suspended: boolean, usageBytes: number | null, capBytes: n
 /** The limits the object store should enforce for the organization. */
 export async function desiredLimits(db: Queryable, orgId: string): Promise<EnforcedQuota> {
   const { rows } = await db.query<QuotaRow>(`${QUOTA_ROW} WHERE o.id = $1`, [orgId]);
-  return { hardBytes: rows[0]?.hard_bytes ?? DEFAULT_HARD_BYTES, maxObjects: PLAN_MAX_OBJECTS, writesSuspended: rows[0]?.suspended ?? false };
+  return {
+    hardBytes: rows[0]?.hard_bytes ?? DEFAULT_HARD_BYTES,
+    maxObjects: PLAN_MAX_OBJECTS,
+    writesSuspended: rows[0]?.suspended ?? false,
+  };
 }
 
 /** Sets the organization's ceiling (hard_bytes). */
@@ -73,7 +74,13 @@ export async function setCeiling(db: Queryable, orgId: string, hardBytes: number
 }
 
 /** Records a usage sample and, when reported, the ceiling the object store enforces. */
-export async function recordOrganizationObservation(db: Queryable, orgId: string, usage: StorageUsage, enforced: EnforcedQuota | null, measuredAt: Date): Promise<void> {
+export async function recordOrganizationObservation(
+  db: Queryable,
+  orgId: string,
+  usage: StorageUsage,
+  enforced: EnforcedQuota | null,
+  measuredAt: Date,
+): Promise<void> {
   await db.query(
     `INSERT INTO storage_quotas (org_id, usage_bytes, usage_objects, usage_measured_at, enforced_bytes, enforced_objects)
      VALUES ($1, $2, $3, $4, $5, $6)

@@ -8,7 +8,9 @@ import { BYTES_PER_BILLED_GB } from './limits.ts';
  */
 export const storageUsage: UsageSource = {
   async meteredResources(db) {
-    const { rows } = await db.query<{ org_id: string; id: string; usage_bytes: number }>('SELECT org_id, id, usage_bytes FROM buckets WHERE usage_bytes > 0');
+    const { rows } = await db.query<{ org_id: string; id: string; usage_bytes: number }>(
+      'SELECT org_id, id, usage_bytes FROM buckets WHERE usage_bytes > 0',
+    );
     return rows.map((row) => ({
       orgId: row.org_id,
       resourceType: 'bucket',

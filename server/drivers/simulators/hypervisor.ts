@@ -45,7 +45,10 @@ export function createHypervisorSimulator({ pool, latencyMs, faults }: Simulator
    * read, so that a report never claims to be newer than the state it shows.
    */
   async function report(db: Queryable, server: ServerRow, observedAt: Date): Promise<ServerReport> {
-    const { rows } = await db.query<{ address: string }>('SELECT address FROM sim_addresses WHERE server_id = $1 ORDER BY created_at, address', [server.server_id]);
+    const { rows } = await db.query<{ address: string }>(
+      'SELECT address FROM sim_addresses WHERE server_id = $1 ORDER BY created_at, address',
+      [server.server_id],
+    );
     return {
       serverId: server.server_id,
       status: server.power,
@@ -125,16 +128,19 @@ export function createHypervisorSimulator({ pool, latencyMs, faults }: Simulator
       await call('resizeServer', server.name);
       const existing = await serverRow(pool, server.serverId);
       if (existing && size.diskGb < existing.disk_gb) throw refused('a disk cannot shrink');
-      return change(
-        server,
-        `vcpus = $2, memory_mb = $3, disk_gb = $4, boots = boots + CASE WHEN power = 'running' THEN 1 ELSE 0 END`,
-        [size.vcpus, size.memoryMb, size.diskGb],
-      );
+      return change(server, `vcpus = $2, memory_mb = $3, disk_gb = $4, boots = boots + CASE WHEN power = 'running' THEN 1 ELSE 0 END`, [
+        size.vcpus,
+        size.memoryMb,
+        size.diskGb,
+      ]);
     },
 
     async rebuildServer(server, image) {
       await call('rebuildServer', server.name);
-      return change(server, `image_id = $2, ssh_keys = $3, power = 'running', boots = boots + 1`, [image.imageId, JSON.stringify(image.sshKeys)]);
+      return change(server, `image_id = $2, ssh_keys = $3, power = 'running', boots = boots + 1`, [
+        image.imageId,
+        JSON.stringify(image.sshKeys),
+      ]);
     },
 
     async rescueServer(server) {

@@ -17,7 +17,12 @@ import { simulatedLatency } from './latency.ts';
 export interface ObjectStoreSimulator extends ObjectStoreDriver {
   putObject(request: { orgId: string; bucket: string; key: string; sizeBytes: number }): Promise<{ versionId: string }>;
   /** Without a version id: a delete marker (versioned bucket) or removal (unversioned). With one: that version goes for good. */
-  deleteObject(request: { orgId: string; bucket: string; key: string; versionId?: string }): Promise<{ versionId: string; deleteMarker: boolean }>;
+  deleteObject(request: {
+    orgId: string;
+    bucket: string;
+    key: string;
+    versionId?: string;
+  }): Promise<{ versionId: string; deleteMarker: boolean }>;
   listObjectVersions(request: { orgId: string; bucket: string }): Promise<ObjectVersion[]>;
   /** Whether the store accepts this access key id with this secret. */
   acceptsCredentials(accessKeyId: string, secret: string): Promise<boolean>;
@@ -86,7 +91,10 @@ export function createObjectStoreSimulator({ pool, latencyMs, faults }: Simulato
 
   /** A bucket as an S3 client addresses it: by name, within its organization. */
   const servedBucket = async (tx: PoolClient, orgId: string, name: string): Promise<BucketRecord> => {
-    const { rows } = await tx.query<{ id: string }>('SELECT id FROM sim_objectstore_buckets WHERE org_id = $1 AND name = $2 AND NOT suspended FOR UPDATE', [orgId, name]);
+    const { rows } = await tx.query<{ id: string }>(
+      'SELECT id FROM sim_objectstore_buckets WHERE org_id = $1 AND name = $2 AND NOT suspended FOR UPDATE',
+      [orgId, name],
+    );
     const bucket = rows[0] && (await bucketById(tx, rows[0].id));
     if (!bucket) throw new WriteRefusedError('no_such_bucket');
     return bucket;
@@ -159,7 +167,11 @@ export function createObjectStoreSimulator({ pool, latencyMs, faults }: Simulato
     async setBucketQuota({ quota, ...address }) {
       await backendCall('setBucketQuota', address.name);
       await existingBucket(pool, address);
-      await pool.query('UPDATE sim_objectstore_buckets SET max_objects = $2, max_size_bytes = $3 WHERE id = $1', [address.bucketId, quota.maxObjects, quota.maxSizeBytes]);
+      await pool.query('UPDATE sim_objectstore_buckets SET max_objects = $2, max_size_bytes = $3 WHERE id = $1', [
+        address.bucketId,
+        quota.maxObjects,
+        quota.maxSizeBytes,
+      ]);
       return toReport(await existingBucket(pool, address));
     },
 
@@ -171,13 +183,20 @@ export function createObjectStoreSimulator({ pool, latencyMs, faults }: Simulato
 
     async describeOrganization(orgId): Promise<OrganizationReport> {
       await backendCall('describeOrganization', orgId);
-      const buckets = (await pool.query<BucketRecord>(`${BUCKET_WITH_USAGE} WHERE b.org_id = $1 GROUP BY b.id ORDER BY b.created_at`, [orgId])).rows.map(toReport);
+      const buckets = (
+        await pool.query<BucketRecord>(`${BUCKET_WITH_USAGE} WHERE b.org_id = $1 GROUP BY b.id ORDER BY b.created_at`, [orgId])
+      ).rows.map(toReport);
       const { rows } = await pool.query<{ hard_bytes: number; max_objects: number; writes_suspended: boolean }>(
         'SELECT hard_bytes, max_objects, writes_suspended FROM sim_objectstore_org_quotas WHERE org_id = $1',
         [orgId],
       );
-      const enforced: EnforcedQuota | null = rows[0] ? { hardBytes: Number(rows[0].hard_bytes), maxObjects: Number(rows[0].max_objects), writesSuspended: rows[0].writes_suspended } : null;
-      const usage = buckets.reduce((total, bucket) => ({ bytes: total.bytes + bucket.usage.bytes, objects: total.objects + bucket.usage.objects }), { bytes: 0, objects: 0 });
+      const enforced: EnforcedQuota | null = rows[0]
+        ? { hardBytes: Number(rows[0].hard_bytes), maxObjects: Number(rows[0].max_objects), writesSuspended: rows[0].writes_suspended }
+        : null;
+      const usage = buckets.reduce(
+        (total, bucket) => ({ bytes: total.bytes + bucket.usage.bytes, objects: total.objects + bucket.usage.objects }),
+        { bytes: 0, objects: 0 },
+      );
       return { buckets, usage, enforced };
     },
 
@@ -200,7 +219,10 @@ export function createObjectStoreSimulator({ pool, latencyMs, faults }: Simulato
          ON CONFLICT (key_id) DO NOTHING`,
         [keyId, orgId, candidate, sha256(secret)],
       );
-      const { rows } = await pool.query<{ access_key_id: string }>('SELECT access_key_id FROM sim_objectstore_access_keys WHERE key_id = $1', [keyId]);
+      const { rows } = await pool.query<{ access_key_id: string }>(
+        'SELECT access_key_id FROM sim_objectstore_access_keys WHERE key_id = $1',
+        [keyId],
+      );
       return { accessKeyId: rows[0]!.access_key_id };
     },
 
@@ -215,10 +237,17 @@ export function createObjectStoreSimulator({ pool, latencyMs, faults }: Simulato
         // An unversioned bucket replaces the key's one version; a versioned one adds a version.
         const replaced = bucket.versioning
           ? { bytes: 0, objects: 0 }
-          : await usageOf(tx, 'SELECT coalesce(sum(size_bytes), 0)::bigint AS bytes, count(*)::bigint AS objects FROM sim_objectstore_objects WHERE bucket_id = $1 AND key = $2', [bucket.id, key]);
+          : await usageOf(
+              tx,
+              'SELECT coalesce(sum(size_bytes), 0)::bigint AS bytes, count(*)::bigint AS objects FROM sim_objectstore_objects WHERE bucket_id = $1 AND key = $2',
+              [bucket.id, key],
+            );
         const bucketBytes = Number(bucket.usage_bytes) - replaced.bytes + sizeBytes;
         const bucketObjects = Number(bucket.usage_objects) - replaced.objects + 1;
-        if ((bucket.max_size_bytes !== null && bucketBytes > bucket.max_size_bytes) || (bucket.max_objects !== null && bucketObjects > bucket.max_objects)) {
+        if (
+          (bucket.max_size_bytes !== null && bucketBytes > bucket.max_size_bytes) ||
+          (bucket.max_objects !== null && bucketObjects > bucket.max_objects)
+        ) {
           throw new WriteRefusedError('bucket_quota_exceeded');
         }
         const { rows } = await tx.query<{ hard_bytes: number; max_objects: number; writes_suspended: boolean }>(
@@ -235,14 +264,21 @@ export function createObjectStoreSimulator({ pool, latencyMs, faults }: Simulato
             [orgId],
           );
           // At or over the ceiling, new writes stop until usage falls below it.
-          if (organization.bytes >= Number(ceiling.hard_bytes) || organization.bytes - replaced.bytes + sizeBytes > Number(ceiling.hard_bytes)) {
+          if (
+            organization.bytes >= Number(ceiling.hard_bytes) ||
+            organization.bytes - replaced.bytes + sizeBytes > Number(ceiling.hard_bytes)
+          ) {
             throw new WriteRefusedError('organization_quota_exceeded');
           }
-          if (organization.objects - replaced.objects + 1 > Number(ceiling.max_objects)) throw new WriteRefusedError('organization_quota_exceeded');
+          if (organization.objects - replaced.objects + 1 > Number(ceiling.max_objects))
+            throw new WriteRefusedError('organization_quota_exceeded');
         }
         const versionId = bucket.versioning ? randomBytes(12).toString('hex') : 'null';
         if (!bucket.versioning) await tx.query('DELETE FROM sim_objectstore_objects WHERE bucket_id = $1 AND key = $2', [bucket.id, key]);
-        await tx.query('INSERT INTO sim_objectstore_objects (bucket_id, key, version_id, delete_marker, size_bytes) VALUES ($1, $2, $3, false, $4)', [bucket.id, key, versionId, sizeBytes]);
+        await tx.query(
+          'INSERT INTO sim_objectstore_objects (bucket_id, key, version_id, delete_marker, size_bytes) VALUES ($1, $2, $3, false, $4)',
+          [bucket.id, key, versionId, sizeBytes],
+        );
         return { versionId };
       });
     },
@@ -263,7 +299,10 @@ export function createObjectStoreSimulator({ pool, latencyMs, faults }: Simulato
         }
         // Deleting in a versioned bucket hides the object behind a delete marker; its versions stay.
         const markerId = randomBytes(12).toString('hex');
-        await tx.query('INSERT INTO sim_objectstore_objects (bucket_id, key, version_id, delete_marker, size_bytes) VALUES ($1, $2, $3, true, 0)', [bucket.id, key, markerId]);
+        await tx.query(
+          'INSERT INTO sim_objectstore_objects (bucket_id, key, version_id, delete_marker, size_bytes) VALUES ($1, $2, $3, true, 0)',
+          [bucket.id, key, markerId],
+        );
         return { versionId: markerId, deleteMarker: true };
       });
     },
@@ -274,11 +313,19 @@ export function createObjectStoreSimulator({ pool, latencyMs, faults }: Simulato
          JOIN sim_objectstore_buckets b ON b.id = o.bucket_id WHERE b.org_id = $1 AND b.name = $2 ORDER BY o.key, o.seq DESC`,
         [orgId, name],
       );
-      return rows.map((row) => ({ key: row.key, versionId: row.version_id, deleteMarker: row.delete_marker, sizeBytes: Number(row.size_bytes) }));
+      return rows.map((row) => ({
+        key: row.key,
+        versionId: row.version_id,
+        deleteMarker: row.delete_marker,
+        sizeBytes: Number(row.size_bytes),
+      }));
     },
 
     async acceptsCredentials(accessKeyId, secret) {
-      const { rows } = await pool.query<{ secret_sha256: Buffer; revoked: boolean }>('SELECT secret_sha256, revoked FROM sim_objectstore_access_keys WHERE access_key_id = $1', [accessKeyId]);
+      const { rows } = await pool.query<{ secret_sha256: Buffer; revoked: boolean }>(
+        'SELECT secret_sha256, revoked FROM sim_objectstore_access_keys WHERE access_key_id = $1',
+        [accessKeyId],
+      );
       return rows[0] !== undefined && !rows[0].revoked && rows[0].secret_sha256.equals(sha256(secret));
     },
   };

@@ -56,15 +56,27 @@ describe('metering', () => {
     const ours = async () => (await computeUsage.meteredResources(server.pool)).filter((resource) => resource.orgId === org.orgId);
     const metered = await ours();
     const instance = metered.find((resource) => resource.resourceType === 'vm');
-    expect(instance).toEqual({ orgId: org.orgId, resourceType: 'vm', resourceId: expect.stringMatching(new RegExp(`^${vm.id}:\\d+$`)), ratesPerHour: { vcpu_hour: 2, memory_gb_hour: 4, disk_gb_hour: 40 } });
-    expect(metered.filter((resource) => resource.resourceType === 'public_ip')).toEqual([{ orgId: org.orgId, resourceType: 'public_ip', resourceId: ip.id, ratesPerHour: { public_ip_hour: 1 } }]);
+    expect(instance).toEqual({
+      orgId: org.orgId,
+      resourceType: 'vm',
+      resourceId: expect.stringMatching(new RegExp(`^${vm.id}:\\d+$`)),
+      ratesPerHour: { vcpu_hour: 2, memory_gb_hour: 4, disk_gb_hour: 40 },
+    });
+    expect(metered.filter((resource) => resource.resourceType === 'public_ip')).toEqual([
+      { orgId: org.orgId, resourceType: 'public_ip', resourceId: ip.id, ratesPerHour: { public_ip_hour: 1 } },
+    ]);
     // Until its address is allocated, a public IP is not billed.
-    await server.pool.query(`INSERT INTO public_ips (id, org_id, region_id, state) VALUES (gen_random_uuid(), $1, 'ams1', 'pending')`, [org.orgId]);
+    await server.pool.query(`INSERT INTO public_ips (id, org_id, region_id, state) VALUES (gen_random_uuid(), $1, 'ams1', 'pending')`, [
+      org.orgId,
+    ]);
     expect((await ours()).filter((resource) => resource.resourceType === 'public_ip')).toHaveLength(1);
 
     // The metering loop accrues it into the month's usage.
     const usage = await eventually(async () => {
-      const { rows } = await server.pool.query(`SELECT meter, quantity::float AS quantity FROM usage_totals WHERE org_id = $1 AND month = $2`, [org.orgId, monthOf(new Date())]);
+      const { rows } = await server.pool.query(
+        `SELECT meter, quantity::float AS quantity FROM usage_totals WHERE org_id = $1 AND month = $2`,
+        [org.orgId, monthOf(new Date())],
+      );
       const byMeter = Object.fromEntries(rows.map((row) => [row.meter, row.quantity]));
       return byMeter.vcpu_hour > 0 && byMeter.public_ip_hour > 0 ? byMeter : undefined;
     });

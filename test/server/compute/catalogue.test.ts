@@ -23,7 +23,14 @@ describe('the default catalogue', () => {
       expect(region.storage_pools.length, region.id).toBeGreaterThanOrEqual(1);
       expect(region.network_profiles.length, region.id).toBeGreaterThanOrEqual(1);
     }
-    expect(catalogue.image('fra1', 'rescue-live')).toEqual({ id: 'rescue-live', name: 'Rescue system', min_disk_gb: 1, min_ram_mb: 256, os_distro: null, os_version: null });
+    expect(catalogue.image('fra1', 'rescue-live')).toEqual({
+      id: 'rescue-live',
+      name: 'Rescue system',
+      min_disk_gb: 1,
+      min_ram_mb: 256,
+      os_distro: null,
+      os_version: null,
+    });
   });
 });
 
@@ -35,8 +42,12 @@ describe('checks of a catalogue file', () => {
   };
 
   test('each entry is checked, and the message names it', () => {
-    expect(broken((data) => (data.regions[0].disk_redundancy = 'mirrored'))).toThrow(/regions\[0\] \(fra1\)\.disk_redundancy must be one of replicated, single_copy, not "mirrored"/);
-    expect(broken((data) => (data.regions[2].images[0].min_disk_gb = 0))).toThrow(/regions\[2\] \(nbg-sc1\)\.images\[0\]\.min_disk_gb must be an integer from 1 to 4096/);
+    expect(broken((data) => (data.regions[0].disk_redundancy = 'mirrored'))).toThrow(
+      /regions\[0\] \(fra1\)\.disk_redundancy must be one of replicated, single_copy, not "mirrored"/,
+    );
+    expect(broken((data) => (data.regions[2].images[0].min_disk_gb = 0))).toThrow(
+      /regions\[2\] \(nbg-sc1\)\.images\[0\]\.min_disk_gb must be an integer from 1 to 4096/,
+    );
     expect(broken((data) => (data.regions[1].id = 'AMS 1'))).toThrow(/regions\[1\]\.id must be a region id/);
     expect(broken((data) => (data.regions[1].id = 'fra1'))).toThrow(/regions has the region id fra1 twice/);
     expect(broken((data) => (data.regions[0].images[1].id = 'debian-12'))).toThrow(/image id debian-12 twice/);
@@ -100,8 +111,14 @@ describe('listRegions and listImages', () => {
       id: 'fra1',
       name: 'Frankfurt 1',
       disk_redundancy: 'replicated',
-      storage_pools: [{ id: 'fra1-ssd', name: 'SSD' }, { id: 'fra1-nvme', name: 'NVMe' }],
-      network_profiles: [{ id: 'fra1-standard', name: 'Standard network' }, { id: 'fra1-private', name: 'Private network only' }],
+      storage_pools: [
+        { id: 'fra1-ssd', name: 'SSD' },
+        { id: 'fra1-nvme', name: 'NVMe' },
+      ],
+      network_profiles: [
+        { id: 'fra1-standard', name: 'Standard network' },
+        { id: 'fra1-private', name: 'Private network only' },
+      ],
     });
     expect(all.body.items[2].disk_redundancy).toBe('single_copy');
 
@@ -116,10 +133,27 @@ describe('listRegions and listImages', () => {
   test('images of one region, in id order, every field present', async () => {
     const images = await server.org.call('GET', '/compute/images?region=fra1');
     expect(images.status).toBe(200);
-    expect(images.body.items.map((image: { id: string }) => image.id)).toEqual(['debian-12', 'rescue-live', 'rocky-9', 'ubuntu-22.04', 'ubuntu-24.04']);
-    expect(images.body.items[2]).toEqual({ id: 'rocky-9', name: 'Rocky Linux 9', min_disk_gb: 20, min_ram_mb: 1024, os_distro: 'rocky', os_version: '9' });
+    expect(images.body.items.map((image: { id: string }) => image.id)).toEqual([
+      'debian-12',
+      'rescue-live',
+      'rocky-9',
+      'ubuntu-22.04',
+      'ubuntu-24.04',
+    ]);
+    expect(images.body.items[2]).toEqual({
+      id: 'rocky-9',
+      name: 'Rocky Linux 9',
+      min_disk_gb: 20,
+      min_ram_mb: 1024,
+      os_distro: 'rocky',
+      os_version: '9',
+    });
     expect(images.body.items[1]).toMatchObject({ os_distro: null, os_version: null });
-    expect((await server.org.call('GET', '/compute/images?region=nbg-sc1')).body.items.map((image: { id: string }) => image.id)).toEqual(['debian-12', 'rescue-live', 'ubuntu-24.04']);
+    expect((await server.org.call('GET', '/compute/images?region=nbg-sc1')).body.items.map((image: { id: string }) => image.id)).toEqual([
+      'debian-12',
+      'rescue-live',
+      'ubuntu-24.04',
+    ]);
 
     const page = await server.org.call('GET', '/compute/images?region=fra1&limit=2');
     const next = await server.org.call('GET', `/compute/images?region=fra1&limit=2&cursor=${page.body.next_cursor}`);
@@ -138,9 +172,11 @@ describe('listRegions and listImages', () => {
     expect(unknown.body).toMatchObject({ code: 'not_found', detail: 'No region lon1; list the regions with listRegions.' });
   });
 
-  test("CATALOGUE_FILE replaces the default: its regions, images and rules", async () => {
+  test('CATALOGUE_FILE replaces the default: its regions, images and rules', async () => {
     expect((await custom.org.call('GET', '/compute/regions')).body.items.map((region: { id: string }) => region.id)).toEqual(['lab1']);
-    expect((await custom.org.call('GET', '/compute/images?region=lab1')).body.items.map((image: { id: string }) => image.id)).toEqual(['alpine-3.20']);
+    expect((await custom.org.call('GET', '/compute/images?region=lab1')).body.items.map((image: { id: string }) => image.id)).toEqual([
+      'alpine-3.20',
+    ]);
     expect((await custom.org.call('GET', '/compute/images?region=fra1')).status).toBe(404);
     const created = await custom.org.call('POST', '/compute/vms', {
       body: vmRequest({ region: 'lab1', image: 'alpine-3.20', storage_pool: 'lab1-disk', network_profile: 'lab1-net' }),

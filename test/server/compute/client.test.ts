@@ -47,7 +47,8 @@ test('create an instance, wait for it, open its console, attach a public IP, and
 
   // The label filter through the client (which encodes the colon).
   const labelled = [];
-  for await (const item of client.paginate('listVms', { query: { label: [`team:${team}`, 'env:production'], limit: 1 } })) labelled.push(item.id);
+  for await (const item of client.paginate('listVms', { query: { label: [`team:${team}`, 'env:production'], limit: 1 } }))
+    labelled.push(item.id);
   expect(labelled).toEqual([vmId]);
 
   // Console: request, wait, collect once.
@@ -55,7 +56,10 @@ test('create an instance, wait for it, open its console, attach a public IP, and
   await client.waitForOperation(consoleOperation, quickly);
   const collected = await client.call('collectConsole', { path: { vm_id: vmId }, query: { operation: consoleOperation.id } });
   expect(collected).toMatchObject({ console_type: 'vnc', expires_in_seconds: 60, url: expect.stringMatching(/^wss:\/\//) });
-  await expect(client.call('collectConsole', { path: { vm_id: vmId }, query: { operation: consoleOperation.id } })).rejects.toMatchObject({ status: 404, code: 'not_found' });
+  await expect(client.call('collectConsole', { path: { vm_id: vmId }, query: { operation: consoleOperation.id } })).rejects.toMatchObject({
+    status: 404,
+    code: 'not_found',
+  });
 
   // Public IP: allocate, wait, associate, wait; the hypervisor reports it on the instance.
   const allocation = await client.call('allocatePublicIp', { body: { region: 'fra1' } });
@@ -78,10 +82,17 @@ test('create an instance, wait for it, open its console, attach a public IP, and
     const { operation } = await step();
     expect((await client.waitForOperation(operation, quickly)).state).toBe('succeeded');
   }
-  expect(await client.call('getVm', { path: { vm_id: vmId } })).toMatchObject({ state: 'running', vcpus: 4, image: { catalog_id: 'debian-12' } });
+  expect(await client.call('getVm', { path: { vm_id: vmId } })).toMatchObject({
+    state: 'running',
+    vcpus: 4,
+    image: { catalog_id: 'debian-12' },
+  });
 
   // A weekly restart, listed with its next run.
-  const restart = await client.call('scheduleVmRestart', { path: { vm_id: vmId }, body: { kind: 'weekly', day_of_week: 6, time_of_day: '03:00', timezone: 'Europe/Berlin' } });
+  const restart = await client.call('scheduleVmRestart', {
+    path: { vm_id: vmId },
+    body: { kind: 'weekly', day_of_week: 6, time_of_day: '03:00', timezone: 'Europe/Berlin' },
+  });
   expect((await client.call('listVmScheduledActions', { path: { vm_id: vmId } })).items.map((item) => item.id)).toEqual([restart.id]);
 
   // Protected: delete refused with a typed problem; unprotected, it goes.
@@ -100,10 +111,23 @@ test('create an instance, wait for it, open its console, attach a public IP, and
 
 test('waitForOperation rejects with the fixed phrase when the backend refuses', async () => {
   const created = await client.call('createVm', {
-    body: { name: uniqueName('doomed'), region: 'fra1', image: 'ubuntu-24.04', vcpus: 1, memory_mb: 1024, disk_gb: 20, storage_pool: 'fra1-ssd', network_profile: 'fra1-standard' },
+    body: {
+      name: uniqueName('doomed'),
+      region: 'fra1',
+      image: 'ubuntu-24.04',
+      vcpus: 1,
+      memory_mb: 1024,
+      disk_gb: 20,
+      storage_pool: 'fra1-ssd',
+      network_profile: 'fra1-standard',
+    },
   });
   const error = await client.waitForOperation(created.operation, quickly).catch((caught: unknown) => caught);
   expect(error).toBeInstanceOf(OperationFailedError);
-  expect(error).toMatchObject({ state: 'failed', errorClass: 'backend_rejected', errorDetail: 'The compute backend refused the request. [vm.create]' });
+  expect(error).toMatchObject({
+    state: 'failed',
+    errorClass: 'backend_rejected',
+    errorDetail: 'The compute backend refused the request. [vm.create]',
+  });
   expect(await client.call('getVm', { path: { vm_id: created.vm.id } })).toMatchObject({ state: 'error', error_class: 'backend_rejected' });
 });

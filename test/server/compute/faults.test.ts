@@ -48,7 +48,11 @@ describe('transient faults', () => {
       error_class: 'backend_unavailable',
       error_detail: 'The compute backend was unavailable after 5 attempts. [vm.create]',
     });
-    expect(await get(vm.id)).toMatchObject({ state: 'error', error_class: 'backend_unavailable', error_detail: 'The compute backend was unavailable after 5 attempts. [vm.create]' });
+    expect(await get(vm.id)).toMatchObject({
+      state: 'error',
+      error_class: 'backend_unavailable',
+      error_detail: 'The compute backend was unavailable after 5 attempts. [vm.create]',
+    });
   });
 });
 
@@ -56,7 +60,12 @@ describe('permanent faults', () => {
   test('leave a new instance in error with a fixed phrase; nothing is observed; it keeps its name', async () => {
     const name = uniqueName('doomed');
     const { vm, operation } = await create(name);
-    expect(operation).toMatchObject({ state: 'failed', attempt: 1, error_class: 'backend_rejected', error_detail: 'The compute backend refused the request. [vm.create]' });
+    expect(operation).toMatchObject({
+      state: 'failed',
+      attempt: 1,
+      error_class: 'backend_rejected',
+      error_detail: 'The compute backend refused the request. [vm.create]',
+    });
     const failed = await get(vm.id);
     expect(failed).toMatchObject({
       state: 'error',
@@ -79,14 +88,29 @@ describe('permanent faults', () => {
     expect((await get(vm.id)).state).toBe('error');
     const rebuild = await act(server, org, 'POST', `/compute/vms/${vm.id}/rebuild`, { image_id: 'debian-12' });
     expect(rebuild.operation.state).toBe('succeeded');
-    expect(await get(vm.id)).toMatchObject({ state: 'running', image: { catalog_id: 'debian-12' }, error_class: null, error_detail: null, observed_status: 'running' });
+    expect(await get(vm.id)).toMatchObject({
+      state: 'running',
+      image: { catalog_id: 'debian-12' },
+      error_class: null,
+      error_detail: null,
+      observed_status: 'running',
+    });
   });
 
   test('a refused stop leaves the instance running, says why, and the next success clears it', async () => {
     const vm = await runningVm(server, org, { name: uniqueName('stubborn') });
     const { operation } = await act(server, org, 'POST', `/compute/vms/${vm.id}/stop`);
-    expect(operation).toMatchObject({ state: 'failed', error_class: 'backend_rejected', error_detail: 'The compute backend refused the request. [vm.stop]' });
-    expect(await get(vm.id)).toMatchObject({ state: 'running', desired_state: 'running', error_class: 'backend_rejected', error_detail: 'The compute backend refused the request. [vm.stop]' });
+    expect(operation).toMatchObject({
+      state: 'failed',
+      error_class: 'backend_rejected',
+      error_detail: 'The compute backend refused the request. [vm.stop]',
+    });
+    expect(await get(vm.id)).toMatchObject({
+      state: 'running',
+      desired_state: 'running',
+      error_class: 'backend_rejected',
+      error_detail: 'The compute backend refused the request. [vm.stop]',
+    });
     await act(server, org, 'POST', `/compute/vms/${vm.id}/reboot`);
     expect(await get(vm.id)).toMatchObject({ state: 'running', error_class: null, error_detail: null });
   });
@@ -94,7 +118,11 @@ describe('permanent faults', () => {
   test('a refused reboot leaves the instance in error', async () => {
     const vm = await runningVm(server, org, { name: uniqueName('wobbly') });
     await act(server, org, 'POST', `/compute/vms/${vm.id}/reboot`);
-    expect(await get(vm.id)).toMatchObject({ state: 'error', error_class: 'backend_rejected', error_detail: 'The compute backend refused the request. [vm.reboot]' });
+    expect(await get(vm.id)).toMatchObject({
+      state: 'error',
+      error_class: 'backend_rejected',
+      error_detail: 'The compute backend refused the request. [vm.reboot]',
+    });
   });
 
   test('a refused delete leaves the instance in error, still listed', async () => {
@@ -111,7 +139,12 @@ describe('permanent faults', () => {
     const { operation } = await act(server, org, 'POST', `/compute/public-ips/${ip.id}/associate`, { vm_id: vm.id });
     expect(operation.state).toBe('failed');
     const failed = (await org.call('GET', `/compute/public-ips/${ip.id}`)).body;
-    expect(failed).toMatchObject({ state: 'error', vm_id: vm.id, error: 'The network backend refused the association. [ip.associate]', address: expect.any(String) });
+    expect(failed).toMatchObject({
+      state: 'error',
+      vm_id: vm.id,
+      error: 'The network backend refused the association. [ip.associate]',
+      address: expect.any(String),
+    });
     expect((await org.call('POST', `/compute/public-ips/${ip.id}/disassociate`)).body.code).toBe('public_ip_state_conflict');
     const again = await org.call('POST', `/compute/public-ips/${ip.id}/associate`, { body: { vm_id: vm.id } });
     expect(again.body).toMatchObject({ code: 'public_ip_state_conflict', detail: expect.stringContaining('is error') });

@@ -31,7 +31,12 @@ export const singleCopyRequest = (changes: Partial<VmCreateRequest> = {}) =>
   vmRequest({ region: 'nbg-sc1', image: 'debian-12', storage_pool: 'nbg-sc1-local', network_profile: 'nbg-sc1-standard', ...changes });
 
 /** Creates an instance and waits until its vm.create operation has succeeded; returns it as getVm does. */
-export async function runningVm(server: TestServer, org: TestOrg, changes: Partial<VmCreateRequest> = {}, request = vmRequest): Promise<VmOut> {
+export async function runningVm(
+  server: TestServer,
+  org: TestOrg,
+  changes: Partial<VmCreateRequest> = {},
+  request = vmRequest,
+): Promise<VmOut> {
   const created = await org.call('POST', '/compute/vms', { body: request(changes) });
   expect(created.status, created.text).toBe(202);
   const operation = await server.waitForOperation(org, created.body.operation.id);
@@ -40,7 +45,13 @@ export async function runningVm(server: TestServer, org: TestOrg, changes: Parti
 }
 
 /** Calls an action that returns {operation, …}, expects 202, and waits for the operation. */
-export async function act(server: TestServer, org: TestOrg, method: string, path: string, body?: unknown): Promise<{ accepted: any; operation: any }> {
+export async function act(
+  server: TestServer,
+  org: TestOrg,
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<{ accepted: any; operation: any }> {
   const accepted = await org.call(method, path, body === undefined ? {} : { body });
   expect(accepted.status, accepted.text).toBe(202);
   const operation = await server.waitForOperation(org, accepted.body.operation.id);
@@ -95,4 +106,17 @@ export class TestClock implements Clock {
   }
 }
 
-export const ALL_ACTIONS = ['start', 'stop', 'reboot', 'console', 'resize', 'rebuild', 'rescue', 'unrescue', 'delete', 'firewall', 'public_ip', 'protection'];
+export const ALL_ACTIONS = [
+  'start',
+  'stop',
+  'reboot',
+  'console',
+  'resize',
+  'rebuild',
+  'rescue',
+  'unrescue',
+  'delete',
+  'firewall',
+  'public_ip',
+  'protection',
+];

@@ -23,7 +23,10 @@ async function creatingVm(changes = {}): Promise<{ vm: VmOut; operationId: strin
 /** An instance in `state` with its creation done, as if the engine had carried it out. */
 async function vmIn(state: string, desired = state === 'error' ? 'running' : state): Promise<VmOut> {
   const { vm } = await creatingVm();
-  await server.pool.query(`UPDATE operations SET state = 'succeeded', attempt = 1, finished_at = now() WHERE resource_id = $1 AND finished_at IS NULL`, [vm.id]);
+  await server.pool.query(
+    `UPDATE operations SET state = 'succeeded', attempt = 1, finished_at = now() WHERE resource_id = $1 AND finished_at IS NULL`,
+    [vm.id],
+  );
   await server.pool.query('UPDATE vms SET state = $2, desired_state = $3 WHERE id = $1', [vm.id, state, desired]);
   return (await org.call('GET', `/compute/vms/${vm.id}`)).body;
 }
@@ -37,7 +40,10 @@ describe('one change at a time', () => {
     for (const action of ['start', 'stop', 'reboot', 'rescue', 'unrescue']) {
       const response = await org.call('POST', `/compute/vms/${vm.id}/${action}`);
       expect(response.status, action).toBe(409);
-      expect(response.body).toMatchObject({ code: 'vm_state_conflict', detail: `Instance ${vm.id} (${vm.name}) is creating; wait for operation ${operationId} to finish, then retry.` });
+      expect(response.body).toMatchObject({
+        code: 'vm_state_conflict',
+        detail: `Instance ${vm.id} (${vm.name}) is creating; wait for operation ${operationId} to finish, then retry.`,
+      });
     }
     for (const [method, path, body] of [
       ['POST', 'resize', { vcpus: 2, memory_mb: 2048, disk_gb: 20 }],
@@ -58,7 +64,9 @@ describe('one change at a time', () => {
     expect(stop.body.vm).toMatchObject({ state: 'running', desired_state: 'stopped' });
     const again = await org.call('POST', `/compute/vms/${vm.id}/reboot`);
     expect(again.status).toBe(409);
-    expect(again.body.detail).toBe(`Instance ${vm.id} (${vm.name}) is running (going to stopped); wait for operation ${stop.body.operation.id} to finish, then retry.`);
+    expect(again.body.detail).toBe(
+      `Instance ${vm.id} (${vm.name}) is running (going to stopped); wait for operation ${stop.body.operation.id} to finish, then retry.`,
+    );
     expect((await org.call('DELETE', `/compute/vms/${vm.id}`)).body.code).toBe('vm_state_conflict');
   });
 
@@ -67,7 +75,10 @@ describe('one change at a time', () => {
     const deleting = await org.call('DELETE', `/compute/vms/${vm.id}`);
     expect(deleting.body.vm).toMatchObject({ state: 'deleting', desired_state: 'deleted' });
     const protection = await org.call('PUT', `/compute/vms/${vm.id}/protection`, { body: { protected: true } });
-    expect(protection.body).toMatchObject({ code: 'vm_state_conflict', detail: `Instance ${vm.id} (${vm.name}) is deleting; its protection can no longer be changed.` });
+    expect(protection.body).toMatchObject({
+      code: 'vm_state_conflict',
+      detail: `Instance ${vm.id} (${vm.name}) is deleting; its protection can no longer be changed.`,
+    });
     const firewall = await org.call('PUT', `/compute/vms/${vm.id}/firewall`, { body: { inbound: [] } });
     expect(firewall.body.detail).toBe(`Instance ${vm.id} (${vm.name}) is deleting; its firewall can no longer be changed.`);
     const rebuild = await org.call('POST', `/compute/vms/${vm.id}/rebuild`, { body: { image_id: 'debian-12' } });
@@ -81,10 +92,16 @@ describe('one change at a time', () => {
     for (const action of ['start', 'stop', 'reboot', 'rescue', 'unrescue']) {
       expect((await org.call('POST', `/compute/vms/${vm.id}/${action}`)).body.code, action).toBe('vm_state_conflict');
     }
-    expect((await org.call('POST', `/compute/vms/${vm.id}/resize`, { body: { vcpus: 2, memory_mb: 2048, disk_gb: 20 } })).body.code).toBe('vm_state_conflict');
+    expect((await org.call('POST', `/compute/vms/${vm.id}/resize`, { body: { vcpus: 2, memory_mb: 2048, disk_gb: 20 } })).body.code).toBe(
+      'vm_state_conflict',
+    );
     const rebuild = await org.call('POST', `/compute/vms/${vm.id}/rebuild`, { body: { image_id: 'debian-12' } });
     expect(rebuild.status).toBe(202);
-    expect(rebuild.body.vm).toMatchObject({ state: 'rebuilding', desired_state: 'running', image: { catalog_id: 'debian-12', name: 'Debian 12' } });
+    expect(rebuild.body.vm).toMatchObject({
+      state: 'rebuilding',
+      desired_state: 'running',
+      image: { catalog_id: 'debian-12', name: 'Debian 12' },
+    });
   });
 });
 
@@ -101,7 +118,12 @@ describe('cancelling a queued operation undoes its change', () => {
   });
 
   test('start, stop, rescue and unrescue: desired_state goes back to the state', async () => {
-    const cases: Array<[string, string]> = [['stopped', 'start'], ['running', 'stop'], ['running', 'rescue'], ['rescue', 'unrescue']];
+    const cases: Array<[string, string]> = [
+      ['stopped', 'start'],
+      ['running', 'stop'],
+      ['running', 'rescue'],
+      ['rescue', 'unrescue'],
+    ];
     for (const [state, action] of cases) {
       const vm = await vmIn(state);
       const accepted = await org.call('POST', `/compute/vms/${vm.id}/${action}`);
@@ -117,7 +139,9 @@ describe('cancelling a queued operation undoes its change', () => {
     const reboot = await org.call('POST', `/compute/vms/${vm.id}/reboot`);
     expect(reboot.body.vm.state).toBe('rebooting');
     const busy = await org.call('POST', `/compute/vms/${vm.id}/resize`, { body: { vcpus: 2, memory_mb: 2048, disk_gb: 20 } });
-    expect(busy.body.detail).toBe(`Instance ${vm.id} (${vm.name}) is rebooting; wait for operation ${reboot.body.operation.id} to finish, then retry.`);
+    expect(busy.body.detail).toBe(
+      `Instance ${vm.id} (${vm.name}) is rebooting; wait for operation ${reboot.body.operation.id} to finish, then retry.`,
+    );
     await cancel(reboot.body.operation.id);
     expect((await get(vm.id)).state).toBe('running');
 
@@ -173,8 +197,16 @@ describe('firewall rules', () => {
       [{ protocol: 'udp', ports: '0', sources: ['0.0.0.0/0'] }, '/inbound/0/ports', 'between 1 and 65535'],
       [{ protocol: 'udp', ports: '70000', sources: ['0.0.0.0/0'] }, '/inbound/0/ports', 'between 1 and 65535'],
       [{ protocol: 'tcp', ports: '9000-8000', sources: ['0.0.0.0/0'] }, '/inbound/0/ports', 'starts above its end'],
-      [{ protocol: 'tcp', ports: '22', sources: ['198.51.100.7/24'] }, '/inbound/0/sources/0', '198.51.100.7/24 has host bits set; did you mean 198.51.100.0/24 or 198.51.100.7/32?'],
-      [{ protocol: 'tcp', ports: '22', sources: ['2001:db8::1/64'] }, '/inbound/0/sources/0', '2001:db8::1/64 has host bits set; did you mean 2001:db8::/64 or 2001:db8::1/128?'],
+      [
+        { protocol: 'tcp', ports: '22', sources: ['198.51.100.7/24'] },
+        '/inbound/0/sources/0',
+        '198.51.100.7/24 has host bits set; did you mean 198.51.100.0/24 or 198.51.100.7/32?',
+      ],
+      [
+        { protocol: 'tcp', ports: '22', sources: ['2001:db8::1/64'] },
+        '/inbound/0/sources/0',
+        '2001:db8::1/64 has host bits set; did you mean 2001:db8::/64 or 2001:db8::1/128?',
+      ],
     ];
     for (const [rule, pointer, detail] of cases) {
       const response = await org.call('PUT', `/compute/vms/${vm.id}/firewall`, { body: { inbound: [rule] } });
@@ -196,7 +228,10 @@ describe('public IPs while a change is in flight', () => {
     expect(associate.body.code).toBe('public_ip_state_conflict');
     expect((await org.call('POST', `/compute/public-ips/${ip.id}/disassociate`)).body.code).toBe('public_ip_state_conflict');
     const release = await org.call('DELETE', `/compute/public-ips/${ip.id}`);
-    expect(release.body).toMatchObject({ code: 'public_ip_state_conflict', detail: `Public IP ${ip.id} is pending; wait for its operation to finish, then release it.` });
+    expect(release.body).toMatchObject({
+      code: 'public_ip_state_conflict',
+      detail: `Public IP ${ip.id} is pending; wait for its operation to finish, then release it.`,
+    });
     expect((await cancel(allocated.body.operation.id)).status).toBe(200);
     expect((await org.call('GET', `/compute/public-ips/${ip.id}`)).status).toBe(404);
   });
@@ -206,9 +241,14 @@ describe('public IPs while a change is in flight', () => {
     await server.pool.query(`UPDATE public_ips SET state = 'allocated', address = '198.19.200.1' WHERE id = $1`, [ip.id]);
     const failed = await vmIn('error');
     const response = await org.call('POST', `/compute/public-ips/${ip.id}/associate`, { body: { vm_id: failed.id } });
-    expect(response.body).toMatchObject({ code: 'vm_state_conflict', detail: `Instance ${failed.id} is error; a public IP cannot be associated with it.` });
+    expect(response.body).toMatchObject({
+      code: 'vm_state_conflict',
+      detail: `Instance ${failed.id} is error; a public IP cannot be associated with it.`,
+    });
     const deleting = await vmIn('running');
     await org.call('DELETE', `/compute/vms/${deleting.id}`);
-    expect((await org.call('POST', `/compute/public-ips/${ip.id}/associate`, { body: { vm_id: deleting.id } })).body.code).toBe('vm_state_conflict');
+    expect((await org.call('POST', `/compute/public-ips/${ip.id}/associate`, { body: { vm_id: deleting.id } })).body.code).toBe(
+      'vm_state_conflict',
+    );
   });
 });

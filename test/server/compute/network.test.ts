@@ -24,7 +24,8 @@ async function allocatedIp(region = 'fra1', owner = org) {
   return (await owner.call('GET', `/compute/public-ips/${accepted.public_ip.id}`)).body;
 }
 
-const publicAddresses = async (vmId: string): Promise<string[] | undefined> => ((await org.call('GET', `/compute/vms/${vmId}`)).body as VmOut).observed_addresses?.public_ipv4;
+const publicAddresses = async (vmId: string): Promise<string[] | undefined> =>
+  ((await org.call('GET', `/compute/vms/${vmId}`)).body as VmOut).observed_addresses?.public_ipv4;
 
 describe('public IPs', () => {
   test('allocate: pending with no address, then allocated with one; listed and read', async () => {
@@ -36,7 +37,9 @@ describe('public IPs', () => {
     const ip = (await org.call('GET', `/compute/public-ips/${allocation.body.public_ip.id}`)).body;
     expect(ip).toMatchObject({ state: 'allocated', address: expect.stringMatching(/^\d+\.\d+\.\d+\.\d+$/), vm_id: null });
     expect((await org.call('GET', '/compute/public-ips')).body.items.map((item: { id: string }) => item.id)).toContain(ip.id);
-    expect((await org.call('GET', '/compute/public-ips?region=ams1')).body.items.map((item: { id: string }) => item.id)).not.toContain(ip.id);
+    expect((await org.call('GET', '/compute/public-ips?region=ams1')).body.items.map((item: { id: string }) => item.id)).not.toContain(
+      ip.id,
+    );
     expect((await org.call('GET', '/compute/public-ips?region=lon1')).body.items).toEqual([]);
     const other = await server.createOrg();
     expect((await other.call('GET', `/compute/public-ips/${ip.id}`)).status).toBe(404);
@@ -46,7 +49,10 @@ describe('public IPs', () => {
     expect((await org.call('POST', '/compute/public-ips', { body: {} })).status).toBe(400);
     const unknown = await org.call('POST', '/compute/public-ips', { body: { region: 'lon1' } });
     expect(unknown.status).toBe(422);
-    expect(unknown.body).toMatchObject({ code: 'invalid_reference', errors: [{ pointer: '/region', detail: expect.stringContaining('lon1') }] });
+    expect(unknown.body).toMatchObject({
+      code: 'invalid_reference',
+      errors: [{ pointer: '/region', detail: expect.stringContaining('lon1') }],
+    });
   });
 
   test('an address moves between two instances: associate, disassociate, associate again', async () => {
@@ -57,7 +63,11 @@ describe('public IPs', () => {
     expect(associate.accepted.public_ip).toMatchObject({ state: 'associating', vm_id: first.id });
     expect(associate.accepted.operation.type).toBe('ip.associate');
     expect(associate.operation.state).toBe('succeeded');
-    expect((await org.call('GET', `/compute/public-ips/${ip.id}`)).body).toMatchObject({ state: 'associated', vm_id: first.id, address: ip.address });
+    expect((await org.call('GET', `/compute/public-ips/${ip.id}`)).body).toMatchObject({
+      state: 'associated',
+      vm_id: first.id,
+      address: ip.address,
+    });
     expect(await publicAddresses(first.id)).toContain(ip.address);
 
     // Associated elsewhere: disassociate first.
@@ -66,16 +76,27 @@ describe('public IPs', () => {
     // An instance holds at most one public IP.
     const another = await allocatedIp();
     const holds = await org.call('POST', `/compute/public-ips/${another.id}/associate`, { body: { vm_id: first.id } });
-    expect(holds.body).toMatchObject({ code: 'public_ip_state_conflict', detail: `Instance ${first.id} already has public IP ${ip.id}; an instance holds at most one.` });
+    expect(holds.body).toMatchObject({
+      code: 'public_ip_state_conflict',
+      detail: `Instance ${first.id} already has public IP ${ip.id}; an instance holds at most one.`,
+    });
 
     const disassociate = await act(server, org, 'POST', `/compute/public-ips/${ip.id}/disassociate`);
     expect(disassociate.accepted.public_ip).toMatchObject({ state: 'disassociating', vm_id: first.id });
-    expect((await org.call('GET', `/compute/public-ips/${ip.id}`)).body).toMatchObject({ state: 'allocated', vm_id: null, address: ip.address });
+    expect((await org.call('GET', `/compute/public-ips/${ip.id}`)).body).toMatchObject({
+      state: 'allocated',
+      vm_id: null,
+      address: ip.address,
+    });
     expect(await publicAddresses(first.id)).not.toContain(ip.address);
     expect((await org.call('POST', `/compute/public-ips/${ip.id}/disassociate`)).body.code).toBe('public_ip_state_conflict');
 
     await act(server, org, 'POST', `/compute/public-ips/${ip.id}/associate`, { vm_id: second.id });
-    expect((await org.call('GET', `/compute/public-ips/${ip.id}`)).body).toMatchObject({ state: 'associated', vm_id: second.id, address: ip.address });
+    expect((await org.call('GET', `/compute/public-ips/${ip.id}`)).body).toMatchObject({
+      state: 'associated',
+      vm_id: second.id,
+      address: ip.address,
+    });
     expect(await publicAddresses(second.id)).toContain(ip.address);
     // The first instance still runs.
     expect((await org.call('GET', `/compute/vms/${first.id}`)).body.state).toBe('running');
@@ -83,12 +104,16 @@ describe('public IPs', () => {
 
   test('association refusals, in order: unknown instance, other region, single copy', async () => {
     const ip = await allocatedIp();
-    const unknown = await org.call('POST', `/compute/public-ips/${ip.id}/associate`, { body: { vm_id: '00000000-0000-4000-8000-000000000000' } });
+    const unknown = await org.call('POST', `/compute/public-ips/${ip.id}/associate`, {
+      body: { vm_id: '00000000-0000-4000-8000-000000000000' },
+    });
     expect(unknown.status).toBe(422);
     expect(unknown.body.code).toBe('invalid_reference');
     const malformed = await org.call('POST', `/compute/public-ips/${ip.id}/associate`, { body: { vm_id: 'nope' } });
     expect(malformed.status).toBe(400);
-    const missing = await org.call('POST', '/compute/public-ips/00000000-0000-4000-8000-000000000000/associate', { body: { vm_id: '00000000-0000-4000-8000-000000000000' } });
+    const missing = await org.call('POST', '/compute/public-ips/00000000-0000-4000-8000-000000000000/associate', {
+      body: { vm_id: '00000000-0000-4000-8000-000000000000' },
+    });
     expect(missing.status).toBe(404);
 
     const single = await runningVm(server, org, {}, singleCopyRequest);
@@ -106,7 +131,11 @@ describe('public IPs', () => {
     const ip = await allocatedIp();
     await act(server, org, 'POST', `/compute/public-ips/${ip.id}/associate`, { vm_id: vm.id });
     expect((await act(server, org, 'DELETE', `/compute/vms/${vm.id}`)).operation.state).toBe('succeeded');
-    expect((await org.call('GET', `/compute/public-ips/${ip.id}`)).body).toMatchObject({ state: 'allocated', vm_id: null, address: ip.address });
+    expect((await org.call('GET', `/compute/public-ips/${ip.id}`)).body).toMatchObject({
+      state: 'allocated',
+      vm_id: null,
+      address: ip.address,
+    });
     const { rows } = await server.pool.query('SELECT server_id FROM sim_addresses WHERE address_id = $1', [ip.id]);
     expect(rows).toEqual([{ server_id: null }]);
   });
@@ -125,7 +154,9 @@ describe('public IPs', () => {
     expect(await eventually(async () => ((await publicAddresses(vm.id))?.includes(ip.address) ? undefined : true))).toBe(true);
     // The instance can take another one now.
     const next = await allocatedIp();
-    expect((await act(server, org, 'POST', `/compute/public-ips/${next.id}/associate`, { vm_id: vm.id })).operation.state).toBe('succeeded');
+    expect((await act(server, org, 'POST', `/compute/public-ips/${next.id}/associate`, { vm_id: vm.id })).operation.state).toBe(
+      'succeeded',
+    );
   });
 });
 
@@ -143,7 +174,12 @@ describe('SSH keys', () => {
     const name = uniqueName('alice');
     const created = await org.call('POST', '/compute/ssh-keys', { body: { name, public_key: line } });
     expect(created.status).toBe(201);
-    expect(created.body).toEqual({ id: expect.any(String), name, fingerprint: 'SHA256:qMInmiCRbkeMkNHAGBMgYu3SNDZBha0amziKAzvLcpo', created_at: expect.any(String) });
+    expect(created.body).toEqual({
+      id: expect.any(String),
+      name,
+      fingerprint: 'SHA256:qMInmiCRbkeMkNHAGBMgYu3SNDZBha0amziKAzvLcpo',
+      created_at: expect.any(String),
+    });
     const listed = (await org.call('GET', '/compute/ssh-keys')).body.items;
     expect(listed).toContainEqual(created.body);
     expect(JSON.stringify(listed)).not.toContain('AAAAC3Nza');
@@ -207,7 +243,11 @@ describe('consoles', () => {
 
     const collected = await org.call('GET', `/compute/vms/${vm.id}/console?operation=${operation.id}`);
     expect(collected.status).toBe(200);
-    expect(collected.body).toEqual({ console_type: 'vnc', expires_in_seconds: 60, url: expect.stringMatching(/^wss:\/\/console\.fra1\.cloudplatform\.dev\/v1\/sessions\/cs_[A-Za-z0-9_-]{43}$/) });
+    expect(collected.body).toEqual({
+      console_type: 'vnc',
+      expires_in_seconds: 60,
+      url: expect.stringMatching(/^wss:\/\/console\.fra1\.cloudplatform\.dev\/v1\/sessions\/cs_[A-Za-z0-9_-]{43}$/),
+    });
     // Collected twice: 404, as for any other reason.
     const twice = await org.call('GET', `/compute/vms/${vm.id}/console?operation=${operation.id}`);
     expect(twice.status).toBe(404);
@@ -269,7 +309,9 @@ describe('consoles', () => {
 describe('firewall', () => {
   test('the rules are applied by the hypervisor; the last set wins', async () => {
     const vm = await runningVm(server, org);
-    const first = await org.call('PUT', `/compute/vms/${vm.id}/firewall`, { body: { inbound: [{ protocol: 'tcp', ports: '22', sources: ['0.0.0.0/0'] }] } });
+    const first = await org.call('PUT', `/compute/vms/${vm.id}/firewall`, {
+      body: { inbound: [{ protocol: 'tcp', ports: '22', sources: ['0.0.0.0/0'] }] },
+    });
     const last = { inbound: [{ protocol: 'udp', ports: '51820', sources: ['198.51.100.0/24'] }] };
     const second = await org.call('PUT', `/compute/vms/${vm.id}/firewall`, { body: last });
     await server.waitForOperation(org, first.body.operation.id);

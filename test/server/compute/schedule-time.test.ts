@@ -2,10 +2,21 @@
 // zone, across daylight-saving changes.
 import { IANAZone } from 'luxon';
 import { describe, expect, test } from 'vitest';
-import { isKnownTimezone, nextRunAfter, normaliseTimeOfDay, wallClockInstant, type Recurrence } from '../../../server/areas/compute/schedule-time.ts';
+import {
+  isKnownTimezone,
+  nextRunAfter,
+  normaliseTimeOfDay,
+  wallClockInstant,
+  type Recurrence,
+} from '../../../server/areas/compute/schedule-time.ts';
 
 const weekly = (dayOfWeek: number, timeOfDay: string, timezone = 'UTC'): Recurrence => ({ kind: 'weekly', dayOfWeek, timeOfDay, timezone });
-const monthly = (dayOfMonth: number, timeOfDay: string, timezone = 'UTC'): Recurrence => ({ kind: 'monthly', dayOfMonth, timeOfDay, timezone });
+const monthly = (dayOfMonth: number, timeOfDay: string, timezone = 'UTC'): Recurrence => ({
+  kind: 'monthly',
+  dayOfMonth,
+  timeOfDay,
+  timezone,
+});
 const next = (recurrence: Recurrence, after: string) => nextRunAfter(recurrence, new Date(after)).toISOString();
 
 describe('weekly', () => {
@@ -72,7 +83,9 @@ describe('monthly', () => {
 describe('wall-clock instants and inputs', () => {
   test('an ordinary time has one instant', () => {
     const zone = IANAZone.create('Europe/Berlin');
-    expect(wallClockInstant(zone, { year: 2026, month: 11, day: 22, hour: 3, minute: 0, second: 0 }).toISOString()).toBe('2026-11-22T02:00:00.000Z');
+    expect(wallClockInstant(zone, { year: 2026, month: 11, day: 22, hour: 3, minute: 0, second: 0 }).toISOString()).toBe(
+      '2026-11-22T02:00:00.000Z',
+    );
   });
 
   test('time zones and times of day', () => {

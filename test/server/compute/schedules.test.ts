@@ -57,7 +57,12 @@ describe('scheduleVmRestart', () => {
     const monthly = await schedule(vm.id, { kind: 'monthly', day_of_month: 1, time_of_day: '04:30:15' });
     expect(monthly.body).toMatchObject({ timezone: 'UTC', time_of_day: '04:30:15', next_run_at: '2026-12-01T04:30:15.000Z' });
     const once = await schedule(vm.id, { kind: 'once', run_at: '2026-11-25T23:30:00+01:00', timezone: 'Europe/Berlin' });
-    expect(once.body).toMatchObject({ kind: 'once', run_at: '2026-11-25T22:30:00.000Z', next_run_at: '2026-11-25T22:30:00.000Z', time_of_day: null });
+    expect(once.body).toMatchObject({
+      kind: 'once',
+      run_at: '2026-11-25T22:30:00.000Z',
+      next_run_at: '2026-11-25T22:30:00.000Z',
+      time_of_day: null,
+    });
   });
 
   test('breaking a rule is 400 with a pointer to the field', async () => {
@@ -80,11 +85,16 @@ describe('scheduleVmRestart', () => {
       const response = await schedule(vm.id, body);
       expect(response.status, JSON.stringify(body)).toBe(400);
       expect(response.body.code).toBe('validation_failed');
-      expect(response.body.errors.map((error: { pointer: string }) => error.pointer), JSON.stringify(body)).toContain(pointer);
+      expect(
+        response.body.errors.map((error: { pointer: string }) => error.pointer),
+        JSON.stringify(body),
+      ).toContain(pointer);
     }
     const past = await schedule(vm.id, { kind: 'once', run_at: '2026-11-19T10:00:00Z' });
     expect(past.body.errors).toEqual([{ pointer: '/run_at', detail: 'must be in the future' }]);
-    expect((await schedule('00000000-0000-4000-8000-000000000000', { kind: 'monthly', day_of_month: 1, time_of_day: '03:00' })).status).toBe(404);
+    expect(
+      (await schedule('00000000-0000-4000-8000-000000000000', { kind: 'monthly', day_of_month: 1, time_of_day: '03:00' })).status,
+    ).toBe(404);
   });
 
   test('scheduling disabled: creation is 409; existing schedules are listed, cancelled and still run', async () => {
@@ -112,7 +122,14 @@ describe('scheduleVmRestart', () => {
   test('an instance that does not allow reboot cannot be scheduled (409 vm_action_not_allowed)', async () => {
     clock.set('2026-11-20T10:00:00Z');
     const vm = await runningVm(server, org, {}, singleCopyRequest);
-    await withTransaction(server.pool, (tx) => setProtectionByOperator(tx, { orgId: org.orgId, vmId: vm.id, protected: true, actor: { subject: 'ops', realm: 'operator', tokenId: null } }));
+    await withTransaction(server.pool, (tx) =>
+      setProtectionByOperator(tx, {
+        orgId: org.orgId,
+        vmId: vm.id,
+        protected: true,
+        actor: { subject: 'ops', realm: 'operator', tokenId: null },
+      }),
+    );
     const refused = await schedule(vm.id, { kind: 'weekly', day_of_week: 6, time_of_day: '03:00' });
     expect(refused.status).toBe(409);
     expect(refused.body.code).toBe('vm_action_not_allowed');
@@ -126,15 +143,26 @@ describe('runs', () => {
     const created = (await schedule(vm.id, { kind: 'once', run_at: '2026-11-20T10:05:00Z' })).body;
     clock.set('2026-11-20T10:05:01Z');
     const run = await runAt(vm.id, created.id, '2026-11-20T10:05:00.000Z');
-    expect(run).toMatchObject({ state: 'completed', next_run_at: null, last_outcome: 'queued', last_outcome_detail: null, last_operation_id: expect.any(String) });
+    expect(run).toMatchObject({
+      state: 'completed',
+      next_run_at: null,
+      last_outcome: 'queued',
+      last_outcome_detail: null,
+      last_operation_id: expect.any(String),
+    });
     const operation = await server.waitForOperation(org, run.last_operation_id);
     expect(operation).toMatchObject({ type: 'vm.reboot', resource_id: vm.id, state: 'succeeded' });
-    const { rows } = await server.pool.query(`SELECT action, actor_realm, result FROM audit_events WHERE operation_id = $1`, [run.last_operation_id]);
+    const { rows } = await server.pool.query(`SELECT action, actor_realm, result FROM audit_events WHERE operation_id = $1`, [
+      run.last_operation_id,
+    ]);
     expect(rows).toEqual([{ action: 'vm.reboot', actor_realm: 'system', result: 'succeeded' }]);
     // A completed schedule cannot be cancelled.
     const cancel = await org.call('DELETE', `/compute/scheduled-actions/${created.id}`);
     expect(cancel.status).toBe(409);
-    expect(cancel.body).toMatchObject({ code: 'scheduled_action_state_conflict', detail: `Scheduled restart ${created.id} is completed; only a scheduled one can be cancelled.` });
+    expect(cancel.body).toMatchObject({
+      code: 'scheduled_action_state_conflict',
+      detail: `Scheduled restart ${created.id} is completed; only a scheduled one can be cancelled.`,
+    });
   });
 
   test('spring forward: 02:30 Berlin runs at 03:00 CEST, then at 02:30 the week after', async () => {
@@ -161,7 +189,9 @@ describe('runs', () => {
     await new Promise((resolve) => setTimeout(resolve, 600));
     const after = (await listOf(vm.id)).items.find((item: { id: string }) => item.id === created.id);
     expect(after).toMatchObject({ last_run_at: '2026-10-25T00:30:00.000Z', last_operation_id: run.last_operation_id });
-    const { rows } = await server.pool.query(`SELECT count(*)::int AS n FROM operations WHERE resource_id = $1 AND type = 'vm.reboot'`, [vm.id]);
+    const { rows } = await server.pool.query(`SELECT count(*)::int AS n FROM operations WHERE resource_id = $1 AND type = 'vm.reboot'`, [
+      vm.id,
+    ]);
     expect(rows[0].n).toBe(1);
   });
 
@@ -178,7 +208,8 @@ describe('runs', () => {
       next_run_at: null,
       last_outcome: 'missed',
       last_operation_id: null,
-      last_outcome_detail: 'The platform reached this run 20 minutes after it was due, beyond the 15-minute grace period, so the restart was skipped rather than run late.',
+      last_outcome_detail:
+        'The platform reached this run 20 minutes after it was due, beyond the 15-minute grace period, so the restart was skipped rather than run late.',
     });
     const missedWeekly = await runAt(vm.id, weekly.id, '2026-11-20T10:10:00.000Z');
     expect(missedWeekly).toMatchObject({ state: 'scheduled', last_outcome: 'missed', next_run_at: '2026-11-27T10:10:00.000Z' });
@@ -194,7 +225,14 @@ describe('runs', () => {
     const onStopped = (await schedule(stopped.id, { kind: 'weekly', day_of_week: 4, time_of_day: '10:10' })).body;
     const onSingle = (await schedule(single.id, { kind: 'once', run_at: '2026-11-20T10:10:00Z' })).body;
     const onDeleted = (await schedule(deleted.id, { kind: 'once', run_at: '2026-11-20T10:10:00Z' })).body;
-    await withTransaction(server.pool, (tx) => setProtectionByOperator(tx, { orgId: org.orgId, vmId: single.id, protected: true, actor: { subject: 'ops', realm: 'operator', tokenId: null } }));
+    await withTransaction(server.pool, (tx) =>
+      setProtectionByOperator(tx, {
+        orgId: org.orgId,
+        vmId: single.id,
+        protected: true,
+        actor: { subject: 'ops', realm: 'operator', tokenId: null },
+      }),
+    );
     await act(server, org, 'DELETE', `/compute/vms/${deleted.id}`);
 
     clock.set('2026-11-20T10:10:01Z');
@@ -211,7 +249,10 @@ describe('runs', () => {
       last_outcome_detail: "reboot is no longer in the instance's allowed_actions (start, console), so nothing was restarted.",
     });
     // Schedules outlive their instance: still listed, and their runs refused.
-    expect(await runAt(deleted.id, onDeleted.id, '2026-11-20T10:10:00.000Z')).toMatchObject({ last_outcome: 'refused', last_outcome_detail: 'The instance was deleted, so nothing was restarted.' });
+    expect(await runAt(deleted.id, onDeleted.id, '2026-11-20T10:10:00.000Z')).toMatchObject({
+      last_outcome: 'refused',
+      last_outcome_detail: 'The instance was deleted, so nothing was restarted.',
+    });
   });
 });
 
@@ -225,7 +266,10 @@ describe('listing and cancelling', () => {
     expect(cancelled.status).toBe(200);
     expect(cancelled.body).toMatchObject({ id: ids[1], state: 'cancelled', next_run_at: null });
     const again = await org.call('DELETE', `/compute/scheduled-actions/${ids[1]}`);
-    expect(again.body).toMatchObject({ code: 'scheduled_action_state_conflict', detail: `Scheduled restart ${ids[1]} is already cancelled.` });
+    expect(again.body).toMatchObject({
+      code: 'scheduled_action_state_conflict',
+      detail: `Scheduled restart ${ids[1]} is already cancelled.`,
+    });
 
     const first = await org.call('GET', `/compute/vms/${vm.id}/scheduled-actions?limit=2`);
     expect(first.body.items.map((item: { id: string }) => item.id)).toEqual(ids.slice(0, 2));
@@ -269,7 +313,9 @@ describe('several schedulers at once', () => {
     for (const vm of vms) {
       const [run] = (await listOf(vm.id)).items;
       expect(run.last_outcome).toBe('queued');
-      const { rows } = await server.pool.query(`SELECT count(*)::int AS n FROM operations WHERE resource_id = $1 AND type = 'vm.reboot'`, [vm.id]);
+      const { rows } = await server.pool.query(`SELECT count(*)::int AS n FROM operations WHERE resource_id = $1 AND type = 'vm.reboot'`, [
+        vm.id,
+      ]);
       expect(rows[0].n).toBe(1);
     }
   });

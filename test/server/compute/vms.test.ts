@@ -15,13 +15,38 @@ beforeAll(async () => {
 afterAll(() => server?.close());
 
 const VM_FIELDS = [
-  'id', 'org_id', 'name', 'region_id', 'storage_pool_id', 'network_profile_id', 'image', 'vcpus', 'memory_mb', 'disk_gb', 'state', 'desired_state',
-  'workload_type', 'protected', 'ssh_key_names', 'user_data_present', 'fqdn', 'observed_status', 'observed_addresses', 'observed_at', 'error_class',
-  'error_detail', 'allowed_actions', 'labels', 'created_at', 'updated_at',
+  'id',
+  'org_id',
+  'name',
+  'region_id',
+  'storage_pool_id',
+  'network_profile_id',
+  'image',
+  'vcpus',
+  'memory_mb',
+  'disk_gb',
+  'state',
+  'desired_state',
+  'workload_type',
+  'protected',
+  'ssh_key_names',
+  'user_data_present',
+  'fqdn',
+  'observed_status',
+  'observed_addresses',
+  'observed_at',
+  'error_class',
+  'error_detail',
+  'allowed_actions',
+  'labels',
+  'created_at',
+  'updated_at',
 ].sort();
 
 async function operatorProtect(vmId: string, value: boolean, orgId = org.orgId): Promise<VmOut> {
-  return withTransaction(server.pool, (tx) => setProtectionByOperator(tx, { orgId, vmId, protected: value, actor: { subject: 'ops-alice', realm: 'operator', tokenId: null } }));
+  return withTransaction(server.pool, (tx) =>
+    setProtectionByOperator(tx, { orgId, vmId, protected: value, actor: { subject: 'ops-alice', realm: 'operator', tokenId: null } }),
+  );
 }
 
 describe('createVm', () => {
@@ -56,7 +81,14 @@ describe('createVm', () => {
       allowed_actions: ALL_ACTIONS,
       labels: { env: 'production', team: 'web' },
     });
-    expect(operation).toMatchObject({ type: 'vm.create', resource_type: 'vm', resource_id: vm.id, state: 'queued', attempt: 0, finished_at: null });
+    expect(operation).toMatchObject({
+      type: 'vm.create',
+      resource_type: 'vm',
+      resource_id: vm.id,
+      state: 'queued',
+      attempt: 0,
+      finished_at: null,
+    });
 
     const finished = await server.waitForOperation(org, operation.id);
     expect(finished.state).toBe('succeeded');
@@ -64,7 +96,11 @@ describe('createVm', () => {
     expect(read.state).toBe('running');
     // Observed fields come from the hypervisor's report.
     expect(read.observed_status).toBe('running');
-    expect(read.observed_addresses).toEqual({ private_ipv4: [expect.any(String)], public_ipv4: [expect.any(String)], ipv6: [expect.any(String)] });
+    expect(read.observed_addresses).toEqual({
+      private_ipv4: [expect.any(String)],
+      public_ipv4: [expect.any(String)],
+      ipv6: [expect.any(String)],
+    });
     expect(Date.parse(read.observed_at)).not.toBeNaN();
   });
 
@@ -139,7 +175,9 @@ describe('createVm', () => {
     const again = await org.call('POST', '/compute/vms', { body: vmRequest({ name }) });
     expect(again.status).toBe(409);
     expect(again.body.code).toBe('vm_name_taken');
-    const elsewhere = await org.call('POST', '/compute/vms', { body: vmRequest({ name, region: 'ams1', storage_pool: 'ams1-ssd', network_profile: 'ams1-standard' }) });
+    const elsewhere = await org.call('POST', '/compute/vms', {
+      body: vmRequest({ name, region: 'ams1', storage_pool: 'ams1-ssd', network_profile: 'ams1-standard' }),
+    });
     expect(elsewhere.status).toBe(202);
     // Names are per organization.
     const other = await server.createOrg();
@@ -157,7 +195,9 @@ describe('createVm', () => {
     const other = await server.createOrg();
     const theirs = await other.call('POST', '/compute/ssh-keys', { body: { name: 'theirs-laptop', public_key: sshPublicKey() } });
     expect(theirs.status).toBe(201);
-    expect((await org.call('POST', '/compute/vms', { body: vmRequest({ ssh_keys: ['theirs-laptop'] }) })).body.code).toBe('invalid_reference');
+    expect((await org.call('POST', '/compute/vms', { body: vmRequest({ ssh_keys: ['theirs-laptop'] }) })).body.code).toBe(
+      'invalid_reference',
+    );
   });
 
   test('an Idempotency-Key replays the first answer instead of creating a second instance', async () => {
@@ -198,7 +238,12 @@ describe('getVm and listVms', () => {
     const team = uniqueName('team');
     const a = await runningVm(server, lister, { labels: { team, env: 'prod' } });
     const b = await runningVm(server, lister, { labels: { team, env: 'dev' } });
-    const c = await runningVm(server, lister, { region: 'ams1', storage_pool: 'ams1-ssd', network_profile: 'ams1-standard', labels: { team, env: 'prod' } });
+    const c = await runningVm(server, lister, {
+      region: 'ams1',
+      storage_pool: 'ams1-ssd',
+      network_profile: 'ams1-standard',
+      labels: { team, env: 'prod' },
+    });
     await act(server, lister, 'POST', `/compute/vms/${b.id}/stop`);
 
     // key:value is sent as written (the contract allows the reserved colon unencoded).
@@ -244,7 +289,9 @@ describe('allowed_actions', () => {
     expect(protectedVm.status).toBe(200);
     expect(protectedVm.body.protected).toBe(true);
     expect(protectedVm.body.allowed_actions).toEqual(ALL_ACTIONS.filter((action) => action !== 'delete'));
-    expect((await org.call('GET', `/compute/vms/${vm.id}`)).body.allowed_actions).toEqual(ALL_ACTIONS.filter((action) => action !== 'delete'));
+    expect((await org.call('GET', `/compute/vms/${vm.id}`)).body.allowed_actions).toEqual(
+      ALL_ACTIONS.filter((action) => action !== 'delete'),
+    );
   });
 
   test('single copy, unprotected: start, stop, reboot, console; anything else is 409 vm_action_not_allowed', async () => {
@@ -293,7 +340,10 @@ describe('allowed_actions', () => {
     expect(started.body.code).toBe('vm_state_conflict');
     expect((await act(server, org, 'POST', `/compute/vms/${vm.id}/console`)).operation.state).toBe('succeeded');
 
-    const { rows } = await server.pool.query(`SELECT actor_sub, actor_realm, result FROM audit_events WHERE resource_id = $1 AND action = 'vm.set_protection'`, [vm.id]);
+    const { rows } = await server.pool.query(
+      `SELECT actor_sub, actor_realm, result FROM audit_events WHERE resource_id = $1 AND action = 'vm.set_protection'`,
+      [vm.id],
+    );
     expect(rows).toEqual([{ actor_sub: 'ops-alice', actor_realm: 'operator', result: 'succeeded' }]);
     // The operator can lift it again.
     expect((await operatorProtect(vm.id, false)).allowed_actions).toEqual(['start', 'stop', 'reboot', 'console']);
@@ -311,7 +361,10 @@ describe('protection', () => {
     expect((await org.call('PUT', `/compute/vms/${vm.id}/protection`, { body: { protected: true }, key: readOnly })).status).toBe(403);
     const otherOwner = await org.memberKey('owner');
     expect((await org.call('PUT', `/compute/vms/${vm.id}/protection`, { body: { protected: true }, key: otherOwner })).status).toBe(200);
-    const { rows } = await server.pool.query(`SELECT result FROM audit_events WHERE resource_id = $1 AND action = 'vm.set_protection' ORDER BY ts`, [vm.id]);
+    const { rows } = await server.pool.query(
+      `SELECT result FROM audit_events WHERE resource_id = $1 AND action = 'vm.set_protection' ORDER BY ts`,
+      [vm.id],
+    );
     expect(rows.map((row) => row.result)).toEqual(['denied', 'denied', 'succeeded']);
   });
 
@@ -333,7 +386,10 @@ describe('protection', () => {
   });
 
   test('the operator override on an instance that does not exist is not found', async () => {
-    await expect(operatorProtect('00000000-0000-4000-8000-000000000000', true)).rejects.toMatchObject({ kind: 'not_found', code: 'not_found' });
+    await expect(operatorProtect('00000000-0000-4000-8000-000000000000', true)).rejects.toMatchObject({
+      kind: 'not_found',
+      code: 'not_found',
+    });
   });
 });
 
@@ -370,7 +426,11 @@ describe('the life of an instance', () => {
     expect(same.body.vm.state).toBe('running');
 
     const rebuild = await act(server, org, 'POST', `/compute/vms/${vmId}/rebuild`, { image_id: 'rocky-9' });
-    expect(rebuild.accepted.vm).toMatchObject({ state: 'rebuilding', desired_state: 'running', image: { catalog_id: 'rocky-9', name: 'Rocky Linux 9' } });
+    expect(rebuild.accepted.vm).toMatchObject({
+      state: 'rebuilding',
+      desired_state: 'running',
+      image: { catalog_id: 'rocky-9', name: 'Rocky Linux 9' },
+    });
     expect(await get()).toMatchObject({ state: 'running', image: { catalog_id: 'rocky-9' } });
     // The current image is allowed (a reinstall); another region's image is not.
     expect((await act(server, org, 'POST', `/compute/vms/${vmId}/rebuild`, { image_id: 'rocky-9' })).operation.state).toBe('succeeded');
@@ -410,9 +470,15 @@ describe('the life of an instance', () => {
     const vm = await runningVm(server, org);
     const start = await org.call('POST', `/compute/vms/${vm.id}/start`);
     expect(start.status).toBe(409);
-    expect(start.body).toMatchObject({ code: 'vm_state_conflict', detail: `Instance ${vm.id} (${vm.name}) is running; start needs state stopped.` });
+    expect(start.body).toMatchObject({
+      code: 'vm_state_conflict',
+      detail: `Instance ${vm.id} (${vm.name}) is running; start needs state stopped.`,
+    });
     await act(server, org, 'POST', `/compute/vms/${vm.id}/stop`);
-    for (const [action, needs] of [['stop', 'running or rescue'], ['reboot', 'running']]) {
+    for (const [action, needs] of [
+      ['stop', 'running or rescue'],
+      ['reboot', 'running'],
+    ]) {
       const response = await org.call('POST', `/compute/vms/${vm.id}/${action}`);
       expect(response.body.detail).toBe(`Instance ${vm.id} (${vm.name}) is stopped; ${action} needs state ${needs}.`);
     }
@@ -420,7 +486,9 @@ describe('the life of an instance', () => {
     expect(consoleRequest.status).toBe(409);
     expect(consoleRequest.body.detail).toContain('a console needs state running or rescue');
     // A stopped instance can still be resized, rebuilt, rescued and deleted.
-    expect((await act(server, org, 'POST', `/compute/vms/${vm.id}/resize`, { vcpus: 2, memory_mb: 2048, disk_gb: 20 })).operation.state).toBe('succeeded');
+    expect(
+      (await act(server, org, 'POST', `/compute/vms/${vm.id}/resize`, { vcpus: 2, memory_mb: 2048, disk_gb: 20 })).operation.state,
+    ).toBe('succeeded');
     expect((await org.call('GET', `/compute/vms/${vm.id}`)).body.state).toBe('stopped');
   });
 
@@ -451,7 +519,10 @@ describe('the life of an instance', () => {
   test('every change leaves an audit event with before and after', async () => {
     const vm = await runningVm(server, org);
     await act(server, org, 'POST', `/compute/vms/${vm.id}/reboot`);
-    const { rows } = await server.pool.query(`SELECT action, result, before, after, operation_id FROM audit_events WHERE resource_id = $1 ORDER BY ts`, [vm.id]);
+    const { rows } = await server.pool.query(
+      `SELECT action, result, before, after, operation_id FROM audit_events WHERE resource_id = $1 ORDER BY ts`,
+      [vm.id],
+    );
     expect(rows.map((row) => row.action)).toEqual(['vm.create', 'vm.reboot']);
     expect(rows[1].before.state).toBe('running');
     expect(rows[1].after.state).toBe('rebooting');

@@ -18,7 +18,9 @@ afterAll(() => server?.close());
 
 /** The platform's own tables (not the simulated backends') in which `text` appears. */
 async function ourTablesHolding(text: string): Promise<string[]> {
-  const { rows } = await server.pool.query<{ tablename: string }>(`SELECT tablename FROM pg_tables WHERE schemaname = 'public' AND tablename NOT LIKE 'sim\\_%'`);
+  const { rows } = await server.pool.query<{ tablename: string }>(
+    `SELECT tablename FROM pg_tables WHERE schemaname = 'public' AND tablename NOT LIKE 'sim\\_%'`,
+  );
   const holding: string[] = [];
   for (const { tablename } of rows) {
     const found = await server.pool.query(`SELECT 1 FROM "${tablename}" t WHERE t::text LIKE '%' || $1 || '%' LIMIT 1`, [text]);
@@ -87,7 +89,12 @@ test('revoking: revoking, then revoked with the secret destroyed; the object sto
   await server.waitForOperation(org, accepted.body.operation.id);
 
   const listed = (await org.call('GET', '/s3/access-keys?limit=200')).body.items.find((item: { id: string }) => item.id === key.id);
-  expect(listed).toMatchObject({ state: 'revoked', secretstore_path: null, objectstore_access_key_id: key.objectstore_access_key_id, operation_id: accepted.body.operation.id });
+  expect(listed).toMatchObject({
+    state: 'revoked',
+    secretstore_path: null,
+    objectstore_access_key_id: key.objectstore_access_key_id,
+    operation_id: accepted.body.operation.id,
+  });
   expect(await store.secrets.get(key.secretstore_path)).toBeNull();
   expect(await store.acceptsCredentials(key.objectstore_access_key_id, secret)).toBe(false);
 

@@ -35,7 +35,14 @@ describe('createBucket', () => {
       soft_deleted_at: null,
       purge_after: null,
     });
-    expect(operation).toMatchObject({ type: 'bucket.create', resource_type: 'bucket', resource_id: bucket.id, state: 'queued', attempt: 0, finished_at: null });
+    expect(operation).toMatchObject({
+      type: 'bucket.create',
+      resource_type: 'bucket',
+      resource_id: bucket.id,
+      state: 'queued',
+      attempt: 0,
+      finished_at: null,
+    });
 
     const finished = await server.waitForOperation(org, operation.id);
     expect(finished.state).toBe('succeeded');
@@ -207,8 +214,14 @@ describe('deleteBucket', () => {
     expect(taken.body.detail).toContain('soft-deleted');
 
     // Thirty days pass.
-    await server.pool.query(`UPDATE buckets SET soft_deleted_at = now() - interval '31 days', purge_after = now() - interval '1 day' WHERE id = $1`, [bucket.id]);
-    await eventually(async () => ((await owner.call('POST', '/s3/buckets', { body: { name: 'keeps-name' } })).status === 202 ? true : undefined), 'the purge to free the name');
+    await server.pool.query(
+      `UPDATE buckets SET soft_deleted_at = now() - interval '31 days', purge_after = now() - interval '1 day' WHERE id = $1`,
+      [bucket.id],
+    );
+    await eventually(
+      async () => ((await owner.call('POST', '/s3/buckets', { body: { name: 'keeps-name' } })).status === 202 ? true : undefined),
+      'the purge to free the name',
+    );
     expect((await owner.call('GET', `/s3/buckets/${bucket.id}`)).status).toBe(404);
     expect((await owner.call('POST', `/s3/buckets/${bucket.id}/restore`)).status).toBe(404);
     const listed = (await owner.call('GET', '/s3/buckets')).body.items;

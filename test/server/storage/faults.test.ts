@@ -33,7 +33,10 @@ describe('buckets', () => {
     const created = await server.org.call('POST', '/s3/buckets', { body: { name: 'flaky-one', versioning: true } });
     const operation = await server.waitForOperation(server.org, created.body.operation.id);
     expect(operation).toMatchObject({ state: 'succeeded', attempt: 3, max_attempts: 4, error_class: null, error_detail: null });
-    expect((await server.org.call('GET', `/s3/buckets/${created.body.bucket.id}`)).body).toMatchObject({ state: 'active', observed_versioning: true });
+    expect((await server.org.call('GET', `/s3/buckets/${created.body.bucket.id}`)).body).toMatchObject({
+      state: 'active',
+      observed_versioning: true,
+    });
   });
 
   test('a permanent fault fails the operation with a fixed phrase and leaves the bucket in error, which can be deleted', async () => {
@@ -74,9 +77,14 @@ describe('buckets', () => {
   test('a delete the store refuses leaves the bucket active, still held by the store', async () => {
     const bucket = await activeBucket(server, server.org, 'stuck-one');
     const deleted = await server.org.call('DELETE', `/s3/buckets/${bucket.id}`);
-    expect(await server.waitForOperation(server.org, deleted.body.operation.id)).toMatchObject({ state: 'failed', error_class: 'backend_rejected' });
+    expect(await server.waitForOperation(server.org, deleted.body.operation.id)).toMatchObject({
+      state: 'failed',
+      error_class: 'backend_rejected',
+    });
     expect((await server.org.call('GET', `/s3/buckets/${bucket.id}`)).body).toMatchObject({ state: 'active', soft_deleted_at: null });
-    expect(await store.describeBucket({ orgId: server.org.orgId, bucketId: bucket.id, name: bucket.name })).toMatchObject({ suspended: false });
+    expect(await store.describeBucket({ orgId: server.org.orgId, bucketId: bucket.id, name: bucket.name })).toMatchObject({
+      suspended: false,
+    });
     // And it can be acted on: a quota change is accepted.
     expect((await server.org.call('PUT', `/s3/buckets/${bucket.id}/quota`, { body: { max_objects: 3 } })).status).toBe(202);
   });
@@ -108,7 +116,9 @@ describe('buckets', () => {
     const bucket = await activeBucket(server, server.org, 'blind-spot');
     await store.putObject({ orgId: server.org.orgId, bucket: 'blind-spot', key: 'k', sizeBytes: 5 });
     await eventually(async () => {
-      const { rows } = await server.pool.query<{ usage_objects: number | null }>('SELECT usage_objects FROM buckets WHERE id = $1', [bucket.id]);
+      const { rows } = await server.pool.query<{ usage_objects: number | null }>('SELECT usage_objects FROM buckets WHERE id = $1', [
+        bucket.id,
+      ]);
       return rows[0]?.usage_objects === 1 ? true : undefined;
     }, 'a usage sample of the bucket');
     const refused = await server.org.call('DELETE', `/s3/buckets/${bucket.id}`);
@@ -132,8 +142,14 @@ describe('access keys', () => {
     await server.waitForOperation(server.org, created.body.operation.id);
     const revoke = await server.org.call('DELETE', `/s3/access-keys/${created.body.access_key.id}`);
     const failed = await server.waitForOperation(server.org, revoke.body.operation.id);
-    expect(failed).toMatchObject({ state: 'failed', error_class: 'backend_rejected', error_detail: 'The object store refused the request. [access_key.revoke]' });
-    const key = (await server.org.call('GET', '/s3/access-keys')).body.items.find((item: { id: string }) => item.id === created.body.access_key.id);
+    expect(failed).toMatchObject({
+      state: 'failed',
+      error_class: 'backend_rejected',
+      error_detail: 'The object store refused the request. [access_key.revoke]',
+    });
+    const key = (await server.org.call('GET', '/s3/access-keys')).body.items.find(
+      (item: { id: string }) => item.id === created.body.access_key.id,
+    );
     expect(key.state).toBe('active');
     const again = await server.org.call('DELETE', `/s3/access-keys/${key.id}`);
     expect(again.status).toBe(202);

@@ -17,7 +17,11 @@ beforeAll(async () => {
 afterAll(() => server?.close());
 
 const setPlan = (org: TestOrg, planMaxBuckets: number, override: number | null) =>
-  server.pool.query('UPDATE orgs SET plan_max_buckets = $2, max_buckets_override = $3 WHERE id = $1', [org.orgId, planMaxBuckets, override]);
+  server.pool.query('UPDATE orgs SET plan_max_buckets = $2, max_buckets_override = $3 WHERE id = $1', [
+    org.orgId,
+    planMaxBuckets,
+    override,
+  ]);
 
 const quotaFigures = async (org: TestOrg) => (await org.call('GET', '')).body.quota;
 
@@ -101,7 +105,11 @@ describe('setBucketQuota', () => {
     const bucket = await activeBucket(server, org, 'capped');
     const accepted = await org.call('PUT', `/s3/buckets/${bucket.id}/quota`, { body: { max_objects: 3, max_size_bytes: 1000 } });
     expect(accepted.status, accepted.text).toBe(202);
-    expect(accepted.body.bucket).toMatchObject({ state: 'active', quota: { max_objects: 3, max_size_bytes: 1000 }, operation_id: accepted.body.operation.id });
+    expect(accepted.body.bucket).toMatchObject({
+      state: 'active',
+      quota: { max_objects: 3, max_size_bytes: 1000 },
+      operation_id: accepted.body.operation.id,
+    });
     expect(accepted.body.operation).toMatchObject({ type: 'bucket.quota', resource_id: bucket.id });
     await server.waitForOperation(org, accepted.body.operation.id);
     expect((await org.call('GET', `/s3/buckets/${bucket.id}`)).body.observed_quota).toEqual({ max_objects: 3, max_size_bytes: 1000 });
@@ -124,7 +132,9 @@ describe('setBucketQuota', () => {
     const above = await org.call('PUT', `/s3/buckets/${bucket.id}/quota`, { body: { max_size_bytes: 100 * GiB + 1 } });
     expect(above.status).toBe(400);
     expect(above.body.code).toBe('bucket_quota_exceeds_ceiling');
-    expect(above.body.errors).toEqual([{ pointer: '/max_size_bytes', detail: 'must not exceed the organization ceiling of 107374182400 bytes' }]);
+    expect(above.body.errors).toEqual([
+      { pointer: '/max_size_bytes', detail: 'must not exceed the organization ceiling of 107374182400 bytes' },
+    ]);
     expect((await org.call('PUT', `/s3/buckets/${bucket.id}/quota`, { body: { max_size_bytes: 100 * GiB } })).status).toBe(202);
 
     expect((await org.call('PUT', '/s3/quota', { body: { hard_bytes: 2 * GiB } })).status).toBe(200);
@@ -198,16 +208,28 @@ describe('organization ceiling', () => {
 
     const lowered = await org.call('PUT', '/s3/quota', { body: { hard_bytes: GiB } });
     expect(lowered.status).toBe(200);
-    expect(lowered.body).toMatchObject({ cap_bytes: GiB, usage_bytes: 3 * GiB, usage_objects: 1, warning: 'below_current_usage', frozen_reason: 'over_ceiling' });
+    expect(lowered.body).toMatchObject({
+      cap_bytes: GiB,
+      usage_bytes: 3 * GiB,
+      usage_objects: 1,
+      warning: 'below_current_usage',
+      frozen_reason: 'over_ceiling',
+    });
     expect((await org.call('GET', '/s3/quota')).body).toMatchObject({ warning: null, frozen_reason: 'over_ceiling' });
 
-    await eventually(async () => ((await org.call('GET', '/s3/quota')).body.enforced_bytes === GiB ? true : undefined), 'the lower ceiling to be enforced');
+    await eventually(
+      async () => ((await org.call('GET', '/s3/quota')).body.enforced_bytes === GiB ? true : undefined),
+      'the lower ceiling to be enforced',
+    );
     await expect(store.putObject({ orgId: org.orgId, bucket: 'big-data', key: 'more', sizeBytes: 1 })).rejects.toThrow(WriteRefusedError);
 
     // Above usage: no warning, nothing frozen, and writes resume once the store enforces it.
     const raised = await org.call('PUT', '/s3/quota', { body: { hard_bytes: 5 * GiB } });
     expect(raised.body).toMatchObject({ cap_bytes: 5 * GiB, warning: null, frozen_reason: null });
-    await eventually(async () => ((await org.call('GET', '/s3/quota')).body.enforced_bytes === 5 * GiB ? true : undefined), 'the raised ceiling to be enforced');
+    await eventually(
+      async () => ((await org.call('GET', '/s3/quota')).body.enforced_bytes === 5 * GiB ? true : undefined),
+      'the raised ceiling to be enforced',
+    );
     await store.putObject({ orgId: org.orgId, bucket: 'big-data', key: 'more', sizeBytes: 1 });
   });
 
@@ -218,7 +240,11 @@ describe('organization ceiling', () => {
     await server.pool.query(`UPDATE billing_accounts SET state = 'suspended' WHERE org_id = $1`, [org.orgId]);
     expect((await org.call('GET', '/s3/quota')).body.frozen_reason).toBe('billing_suspended');
     await eventually(
-      () => store.putObject({ orgId: org.orgId, bucket: 'unpaid-bucket', key: 'after', sizeBytes: 1 }).then(() => undefined, (error: unknown) => (error instanceof WriteRefusedError ? error.reason : undefined)),
+      () =>
+        store.putObject({ orgId: org.orgId, bucket: 'unpaid-bucket', key: 'after', sizeBytes: 1 }).then(
+          () => undefined,
+          (error: unknown) => (error instanceof WriteRefusedError ? error.reason : undefined),
+        ),
       'the store to stop writes',
     ).then((reason) => expect(reason).toBe('writes_suspended'));
     // Deletes keep working.
@@ -227,12 +253,22 @@ describe('organization ceiling', () => {
 
   test('hard_bytes must be a JSON integer from the platform floor to the platform maximum', async () => {
     const org = await server.createOrg('Bounds GmbH');
-    for (const body of [{ hard_bytes: GiB - 1 }, { hard_bytes: 1024 ** 5 + 1 }, { hard_bytes: String(2 * GiB) }, { hard_bytes: 2 * GiB + 0.5 }, {}, { hard_bytes: 2 * GiB, soft_bytes: 1 }]) {
+    for (const body of [
+      { hard_bytes: GiB - 1 },
+      { hard_bytes: 1024 ** 5 + 1 },
+      { hard_bytes: String(2 * GiB) },
+      { hard_bytes: 2 * GiB + 0.5 },
+      {},
+      { hard_bytes: 2 * GiB, soft_bytes: 1 },
+    ]) {
       const response = await org.call('PUT', '/s3/quota', { body });
       expect(response.status, JSON.stringify(body)).toBe(400);
       expect(response.body.code).toBe('validation_failed');
     }
-    expect((await org.call('PUT', '/s3/quota', { body: { hard_bytes: 1024 ** 5 } })).body).toMatchObject({ cap_bytes: 1024 ** 5, soft_bytes: 1013309916158361 });
+    expect((await org.call('PUT', '/s3/quota', { body: { hard_bytes: 1024 ** 5 } })).body).toMatchObject({
+      cap_bytes: 1024 ** 5,
+      soft_bytes: 1013309916158361,
+    });
     const reader = await org.memberKey('member', ['read']);
     expect((await org.call('PUT', '/s3/quota', { body: { hard_bytes: 2 * GiB }, key: reader })).status).toBe(403);
   });
@@ -243,7 +279,10 @@ describe('metering', () => {
     const org = await server.createOrg('Archive AB');
     expect((await org.call('PUT', '/s3/quota', { body: { hard_bytes: 1024 ** 5 } })).status).toBe(200);
     await activeBucket(server, org, 'cold-archive');
-    await eventually(async () => ((await org.call('GET', '/s3/quota')).body.enforced_bytes === 1024 ** 5 ? true : undefined), 'the ceiling to be enforced');
+    await eventually(
+      async () => ((await org.call('GET', '/s3/quota')).body.enforced_bytes === 1024 ** 5 ? true : undefined),
+      'the ceiling to be enforced',
+    );
     await store.putObject({ orgId: org.orgId, bucket: 'cold-archive', key: 'tape', sizeBytes: 500 * 1024 ** 4 });
     const billed = await eventually(async () => {
       const storage = Number((await org.call('GET', '/billing')).body.month_to_date.storage_gb_month);

@@ -63,7 +63,22 @@ const missingRequired: Mutator = {
 };
 
 // A key of 600 characters makes a JSON Pointer longer than the 512 the Problem schema allows.
-const UNKNOWN_KEYS = ['extra', 'id', 'org_id', '__proto__', 'constructor', 'NAME', ' name', '', 'name\u0000', 'a\nb', '$where', 'x'.repeat(600), '😀', '~1/'];
+const UNKNOWN_KEYS = [
+  'extra',
+  'id',
+  'org_id',
+  '__proto__',
+  'constructor',
+  'NAME',
+  ' name',
+  '',
+  'name\u0000',
+  'a\nb',
+  '$where',
+  'x'.repeat(600),
+  '😀',
+  '~1/',
+];
 
 const unknownField: Mutator = {
   kind: 'body.unknown-field',
@@ -90,12 +105,21 @@ const manyErrors: Mutator = {
     if (arrays.length > 0 && context.random.chance(0.4)) {
       const site = context.random.pick(arrays);
       const item = context.random.pick<JsonBody>([{}, null, 12, 'x'.repeat(2)]);
-      return replaceSite(draft, context, site, Array.from({ length: count }, () => cloneBody(item)), `${count} items ${preview(item)}`);
+      return replaceSite(
+        draft,
+        context,
+        site,
+        Array.from({ length: count }, () => cloneBody(item)),
+        `${count} items ${preview(item)}`,
+      );
     }
     const objects = sites.filter((site) => isPlainObject(site.value));
     const site = context.random.pick(objects);
     for (let index = 0; index < count; index++) replaceAt(draft.body!, [...site.path, `unknown_${index}`], index);
-    return { description: `${pointerText(site.path)}: ${count} unknown fields unknown_0…unknown_${count - 1}`, mustRefuse: bodyBreaksContract(draft, context) };
+    return {
+      description: `${pointerText(site.path)}: ${count} unknown fields unknown_0…unknown_${count - 1}`,
+      mustRefuse: bodyBreaksContract(draft, context),
+    };
   },
 };
 
@@ -114,8 +138,28 @@ const hugeString: Mutator = {
 
 const CONTROL = ['\u0000', '\u0001', '\u0007', '\u0008', '\t', '\n', '\r', '\u001b', '\u001f', '\u007f', '\u0085', '\u009f'];
 const UNICODE_EDGES = [
-  '\ud800', '\udfff', '\ud83d', '\u202e', '\u200b', '\u200d', '\ufeff', '\ufffe', '\uffff', 'e\u0301', '\u2028', '\u2029',
-  '👩‍👩‍👧', 'ｆｒａ１', 'ı', 'İ', 'ß', '١٢٣', '𝟘', '\u00a0', 'ǅ', '\u0000\u0000',
+  '\ud800',
+  '\udfff',
+  '\ud83d',
+  '\u202e',
+  '\u200b',
+  '\u200d',
+  '\ufeff',
+  '\ufffe',
+  '\uffff',
+  'e\u0301',
+  '\u2028',
+  '\u2029',
+  '👩‍👩‍👧',
+  'ｆｒａ１',
+  'ı',
+  'İ',
+  'ß',
+  '١٢٣',
+  '𝟘',
+  '\u00a0',
+  'ǅ',
+  '\u0000\u0000',
 ];
 
 function insertInString(draft: Draft, context: MutationContext, kind: string, pieces: string[]) {
@@ -127,7 +171,13 @@ function insertInString(draft: Draft, context: MutationContext, kind: string, pi
   const position = context.random.pick(['replace', 'start', 'middle', 'end'] as const);
   const middle = Math.floor(original.length / 2);
   const value =
-    position === 'replace' ? piece : position === 'start' ? piece + original : position === 'end' ? original + piece : original.slice(0, middle) + piece + original.slice(middle);
+    position === 'replace'
+      ? piece
+      : position === 'start'
+        ? piece + original
+        : position === 'end'
+          ? original + piece
+          : original.slice(0, middle) + piece + original.slice(middle);
   return replaceSite(draft, context, site, value, `${kind} ${JSON.stringify(piece)} (${position}) → ${preview(value)}`);
 }
 
@@ -170,13 +220,48 @@ export function exactIntegerOf(literal: string): bigint | undefined {
  * spelling (`7.0`, `7e0`, `-0`).
  */
 function nearIntegerLiterals(site: BodySite): string[] {
-  const value = typeof site.value === 'number' && Number.isInteger(site.value) ? String(site.value) : typeof site.value === 'bigint' ? site.value.toString() : '1';
-  return [`${value}.00000000000000000001`, '1e-400', `0.${'0'.repeat(400)}1`, `${value}.0`, `${value}e0`, '-0', `${value}00000000000000000000e-20`, `${value}.99999999999999999999`];
+  const value =
+    typeof site.value === 'number' && Number.isInteger(site.value)
+      ? String(site.value)
+      : typeof site.value === 'bigint'
+        ? site.value.toString()
+        : '1';
+  return [
+    `${value}.00000000000000000001`,
+    '1e-400',
+    `0.${'0'.repeat(400)}1`,
+    `${value}.0`,
+    `${value}e0`,
+    '-0',
+    `${value}00000000000000000000e-20`,
+    `${value}.99999999999999999999`,
+  ];
 }
 
 function numberLiterals(site: BodySite): string[] {
-  const literals = ['9223372036854775808', '-9223372036854775809', '18446744073709551616', '1e-400', '-0', '0', '1.0', '1e400', '-1e400', '1E2', '0.5'];
-  literals.push('1.0000000000000000001', '100e-2', '0e10', '9007199254740993', '9007199254740993.0', '1e19', '-1e-7', '123456789012345678901234567890');
+  const literals = [
+    '9223372036854775808',
+    '-9223372036854775809',
+    '18446744073709551616',
+    '1e-400',
+    '-0',
+    '0',
+    '1.0',
+    '1e400',
+    '-1e400',
+    '1E2',
+    '0.5',
+  ];
+  literals.push(
+    '1.0000000000000000001',
+    '100e-2',
+    '0e10',
+    '9007199254740993',
+    '9007199254740993.0',
+    '1e19',
+    '-1e-7',
+    '123456789012345678901234567890',
+  );
   literals.push('00', '01', '+1', '.5', '1.', 'NaN', 'Infinity', '-', '0x10', '1e', '--1');
   if (site.schema && typesOf(site.schema).includes('integer')) {
     const [min, max] = integerRange(site.schema);
@@ -244,7 +329,20 @@ const deepNesting: Mutator = {
   },
 };
 
-const INVALID_UTF8: number[][] = [[0xff], [0xfe], [0xc3, 0x28], [0x80], [0xbf], [0xc0, 0xaf], [0xe0, 0x80, 0xaf], [0xed, 0xa0, 0x80], [0xf4, 0x90, 0x80, 0x80], [0xf8, 0x88, 0x80, 0x80, 0x80], [0xe2, 0x82], [0xc3]];
+const INVALID_UTF8: number[][] = [
+  [0xff],
+  [0xfe],
+  [0xc3, 0x28],
+  [0x80],
+  [0xbf],
+  [0xc0, 0xaf],
+  [0xe0, 0x80, 0xaf],
+  [0xed, 0xa0, 0x80],
+  [0xf4, 0x90, 0x80, 0x80],
+  [0xf8, 0x88, 0x80, 0x80, 0x80],
+  [0xe2, 0x82],
+  [0xc3],
+];
 
 const invalidUtf8: Mutator = {
   kind: 'body.invalid-utf8',
@@ -262,7 +360,11 @@ const invalidUtf8: Mutator = {
     const site = context.random.pick(strings);
     const text = site.value as string;
     const cut = Math.floor(text.length / 2);
-    draft.body = replaceAt(draft.body!, site.path, new RawStringBytes(Buffer.concat([Buffer.from(text.slice(0, cut)), bytes, Buffer.from(text.slice(cut))])));
+    draft.body = replaceAt(
+      draft.body!,
+      site.path,
+      new RawStringBytes(Buffer.concat([Buffer.from(text.slice(0, cut)), bytes, Buffer.from(text.slice(cut))])),
+    );
     // A server may refuse it or read it with U+FFFD: the contract does not say which.
     return { description: `${pointerText(site.path)}: bytes ${hex} inside the string ${preview(text)}`, mustRefuse: undefined };
   },
@@ -335,7 +437,10 @@ const emptyBody: Mutator = {
     const text = context.random.pick(['', ' ', '\r\n', '\t\t']);
     draft.bodyBytes = Buffer.from(text);
     draft.contentType = 'application/json';
-    return { description: `Content-Type: application/json with the body ${JSON.stringify(text)}`, mustRefuse: draft.operation.body!.required ? true : undefined };
+    return {
+      description: `Content-Type: application/json with the body ${JSON.stringify(text)}`,
+      mustRefuse: draft.operation.body!.required ? true : undefined,
+    };
   },
 };
 

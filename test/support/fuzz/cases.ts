@@ -46,11 +46,22 @@ export class CaseGenerator {
     const draft = validDraft(operation, this.target, random, this.values);
     const context: MutationContext = { random, contract: this.contract, schemas: this.schemas, values: this.values, target: this.target };
     const applicable = MUTATORS.map((mutator) => [mutator.weight(operation), mutator] as const).filter(([weight]) => weight > 0);
-    const firstPass = this.firstPass(seed, operation, applicable.map(([, mutator]) => mutator));
+    const firstPass = this.firstPass(
+      seed,
+      operation,
+      applicable.map(([, mutator]) => mutator),
+    );
     let turn: Turn = index < firstPass.length ? firstPass[index]! : random.weighted<Turn>([[VALID_WEIGHT, 'valid'], ...applicable]);
     for (let attempt = 0; turn !== 'valid' && attempt < 5; attempt++) {
       const applied = turn.apply(draft, context);
-      if (applied) return { seed, operationId: operation.operationId, index, mutation: { kind: turn.kind, ...applied }, request: render(draft, this.target) };
+      if (applied)
+        return {
+          seed,
+          operationId: operation.operationId,
+          index,
+          mutation: { kind: turn.kind, ...applied },
+          request: render(draft, this.target),
+        };
       // Nothing to change in this particular draft (no string to damage, say): another kind.
       turn = random.weighted(applicable);
     }

@@ -55,13 +55,15 @@ export function loadFuzzContract(): FuzzContract {
   const resolveRef = (ref: string): unknown => {
     if (!ref.startsWith('#/')) throw new Error(`only local $refs are bundled, not ${ref}`);
     let node: unknown = document;
-    for (const segment of ref.slice(2).split('/')) node = (node as Record<string, unknown>)[segment.replace(/~1/g, '/').replace(/~0/g, '~')];
+    for (const segment of ref.slice(2).split('/'))
+      node = (node as Record<string, unknown>)[segment.replace(/~1/g, '/').replace(/~0/g, '~')];
     if (node === undefined) throw new Error(`unresolved $ref ${ref}`);
     return node;
   };
   const deref = <T>(node: T): T => {
     let current: unknown = node;
-    while (current && typeof current === 'object' && typeof (current as { $ref?: unknown }).$ref === 'string') current = resolveRef((current as { $ref: string }).$ref);
+    while (current && typeof current === 'object' && typeof (current as { $ref?: unknown }).$ref === 'string')
+      current = resolveRef((current as { $ref: string }).$ref);
     return current as T;
   };
 
@@ -75,9 +77,12 @@ export function loadFuzzContract(): FuzzContract {
       const own = ((operation.parameters as unknown[]) ?? []).map(deref);
       const parameters = [...shared, ...own].map((raw) => toParameter(raw as Record<string, any>));
       const requestBody = operation.requestBody ? deref(operation.requestBody as Record<string, any>) : undefined;
-      const bodyMedia = requestBody?.content?.['application/json'] as { schema?: JsonSchema; examples?: Record<string, unknown> } | undefined;
+      const bodyMedia = requestBody?.content?.['application/json'] as
+        { schema?: JsonSchema; examples?: Record<string, unknown> } | undefined;
       const bodySchema = bodyMedia?.schema;
-      const bodyExamples = Object.values(bodyMedia?.examples ?? {}).map((example) => toJsonBody(deref(example as { value?: unknown }).value));
+      const bodyExamples = Object.values(bodyMedia?.examples ?? {}).map((example) =>
+        toJsonBody(deref(example as { value?: unknown }).value),
+      );
       const responses = new Map<number, ResponseSpec>();
       for (const [status, rawResponse] of Object.entries(operation.responses as Record<string, unknown>)) {
         const response = deref(rawResponse) as Record<string, any>;
@@ -132,7 +137,10 @@ function harvestExamples(document: OpenApiDocument, deref: <T>(node: T) => T): M
       add(name, value);
     }
   };
-  const components = document.components as unknown as { examples?: Record<string, { value?: unknown }>; parameters?: Record<string, unknown> };
+  const components = document.components as unknown as {
+    examples?: Record<string, { value?: unknown }>;
+    parameters?: Record<string, unknown>;
+  };
   for (const example of Object.values(components.examples ?? {})) visit(undefined, deref(example).value);
   for (const rawItem of Object.values(document.paths)) {
     for (const [key, operation] of Object.entries(rawItem as Record<string, any>)) {
@@ -149,6 +157,7 @@ function harvestExamples(document: OpenApiDocument, deref: <T>(node: T) => T): M
 function toJsonBody(value: unknown): JsonBody {
   if (isLosslessNumber(value)) return BigInt(value.value);
   if (Array.isArray(value)) return value.map(toJsonBody);
-  if (value !== null && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, toJsonBody(item)]));
+  if (value !== null && typeof value === 'object')
+    return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, toJsonBody(item)]));
   return value as JsonBody;
 }

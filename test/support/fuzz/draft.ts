@@ -123,7 +123,8 @@ export function render(draft: Draft, target: FuzzTarget): FuzzRequest {
   const headers: Array<[string, string]> = [['Host', new URL(target.baseUrl).host], ...draft.headers];
   if (draft.contentType !== undefined) headers.push(['Content-Type', draft.contentType]);
   if (draft.framing === 'chunked') headers.push(['Transfer-Encoding', 'chunked']);
-  else if (body !== undefined || ['POST', 'PUT', 'PATCH'].includes(draft.method)) headers.push(['Content-Length', String(body?.length ?? 0)]);
+  else if (body !== undefined || ['POST', 'PUT', 'PATCH'].includes(draft.method))
+    headers.push(['Content-Length', String(body?.length ?? 0)]);
   headers.push(['Connection', 'close']);
   return { method: draft.method, target: query === '' && !draft.query.length ? path : `${path}?${query}`, headers, body };
 }

@@ -18,7 +18,11 @@ const NOT_HINTED = ['name'];
 
 export async function createFixtures(contract: FuzzContract, credentials: Credentials): Promise<FuzzTarget> {
   const api = apiOf(credentials);
-  const example = (operationId: string) => structuredClone(contract.operations.find((operation) => operation.operationId === operationId)?.body?.examples[0] ?? {}) as Record<string, JsonBody>;
+  const example = (operationId: string) =>
+    structuredClone(contract.operations.find((operation) => operation.operationId === operationId)?.body?.examples[0] ?? {}) as Record<
+      string,
+      JsonBody
+    >;
   const suffix = randomBytes(3).toString('hex');
 
   const sshKeyName = `fuzz-key-${suffix}`;
@@ -32,7 +36,11 @@ export async function createFixtures(contract: FuzzContract, credentials: Creden
   await api.waitForOperation(bucket.operation.id);
   const accessKey = await api.expect(202, 'POST', '/s3/access-keys');
   await api.waitForOperation(accessKey.operation.id);
-  const token = await api.expect(201, 'POST', '/api-tokens', { ...example('createApiToken'), name: `fuzz token ${suffix}`, expires_at: null });
+  const token = await api.expect(201, 'POST', '/api-tokens', {
+    ...example('createApiToken'),
+    name: `fuzz token ${suffix}`,
+    expires_at: null,
+  });
   const consoleRequest = await api.expect(202, 'POST', `/compute/vms/${vm.vm.id}/console`);
   await api.waitForOperation(consoleRequest.operation.id);
   const invoices = await api.expect(200, 'GET', '/invoices?limit=1');
@@ -71,7 +79,8 @@ async function firstCursors(contract: FuzzContract, target: FuzzTarget, api: Api
       .filter((candidate) => candidate.in === 'query' && candidate.required)
       .map((parameter): [string, string] => [parameter.name, encodeURIComponent(String(target.hints.get(parameter.name)?.[0]))]);
     const page = await api.call('GET', `${path}?${[...filters, ['limit', '1']].map(([name, value]) => `${name}=${value}`).join('&')}`);
-    if (page.status === 200 && typeof page.body?.next_cursor === 'string') cursors.set(operation.operationId, { cursor: page.body.next_cursor, filters });
+    if (page.status === 200 && typeof page.body?.next_cursor === 'string')
+      cursors.set(operation.operationId, { cursor: page.body.next_cursor, filters });
   }
   return cursors;
 }
@@ -87,13 +96,18 @@ function apiOf({ baseUrl, orgId, ownerKey }: Credentials): Api {
     async call(method, orgPath, body) {
       const headers: Record<string, string> = { Authorization: `Bearer ${ownerKey}` };
       if (body !== undefined) headers['Content-Type'] = 'application/json';
-      const response = await fetch(`${baseUrl}/v1/orgs/${orgId}${orgPath}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+      const response = await fetch(`${baseUrl}/v1/orgs/${orgId}${orgPath}`, {
+        method,
+        headers,
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
       const text = await response.text();
       return { status: response.status, text, body: text ? JSON.parse(text) : undefined };
     },
     async expect(status, method, orgPath, body) {
       const response = await api.call(method, orgPath, body);
-      if (response.status !== status) throw new Error(`fuzz fixture ${method} ${orgPath}: expected ${status}, got ${response.status} ${response.text}`);
+      if (response.status !== status)
+        throw new Error(`fuzz fixture ${method} ${orgPath}: expected ${status}, got ${response.status} ${response.text}`);
       return response.body;
     },
     async waitForOperation(operationId) {
@@ -101,7 +115,8 @@ function apiOf({ baseUrl, orgId, ownerKey }: Credentials): Api {
       for (;;) {
         const operation = await api.expect(200, 'GET', `/operations/${operationId}`);
         if (operation.finished_at !== null) {
-          if (operation.state !== 'succeeded') throw new Error(`fuzz fixture: operation ${operation.type} ended ${operation.state}: ${operation.error_detail}`);
+          if (operation.state !== 'succeeded')
+            throw new Error(`fuzz fixture: operation ${operation.type} ended ${operation.state}: ${operation.error_detail}`);
           return;
         }
         if (Date.now() > deadline) throw new Error(`fuzz fixture: operation ${operationId} still ${operation.state} after 30 s`);

@@ -15,7 +15,13 @@ export class RawStringBytes {
 export type JsonBody = null | boolean | number | bigint | string | RawJson | RawStringBytes | JsonBody[] | { [key: string]: JsonBody };
 
 export function isPlainObject(value: unknown): value is { [key: string]: JsonBody } {
-  return value !== null && typeof value === 'object' && !Array.isArray(value) && !(value instanceof RawJson) && !(value instanceof RawStringBytes);
+  return (
+    value !== null &&
+    typeof value === 'object' &&
+    !Array.isArray(value) &&
+    !(value instanceof RawJson) &&
+    !(value instanceof RawStringBytes)
+  );
 }
 
 /** Whether the body holds a leaf that only its bytes describe (then a schema cannot judge it). */

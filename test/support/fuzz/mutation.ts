@@ -60,7 +60,10 @@ export function bodySites(body: JsonBody, schema: JsonSchema | undefined, contra
       const properties = (resolved?.properties ?? {}) as Record<string, JsonSchema>;
       const additional = resolved?.additionalProperties;
       for (const [key, item] of Object.entries(value)) {
-        visit(item, properties[key] ?? (additional && typeof additional === 'object' ? (additional as JsonSchema) : undefined), [...path, key]);
+        visit(item, properties[key] ?? (additional && typeof additional === 'object' ? (additional as JsonSchema) : undefined), [
+          ...path,
+          key,
+        ]);
       }
     }
   };
@@ -105,7 +108,8 @@ export function cloneBody(value: JsonBody): JsonBody {
   if (Array.isArray(value)) return value.map(cloneBody);
   if (isPlainObject(value)) {
     const copy: { [key: string]: JsonBody } = {};
-    for (const [key, item] of Object.entries(value)) Object.defineProperty(copy, key, { value: cloneBody(item), enumerable: true, writable: true, configurable: true });
+    for (const [key, item] of Object.entries(value))
+      Object.defineProperty(copy, key, { value: cloneBody(item), enumerable: true, writable: true, configurable: true });
     return copy;
   }
   return value;
@@ -113,6 +117,11 @@ export function cloneBody(value: JsonBody): JsonBody {
 
 /** Short, printable text of a value for a description (long strings abbreviated). */
 export function preview(value: unknown, limit = 60): string {
-  const text = typeof value === 'bigint' ? value.toString() : typeof value === 'string' ? JSON.stringify(value) : JSON.stringify(value) ?? String(value);
+  const text =
+    typeof value === 'bigint'
+      ? value.toString()
+      : typeof value === 'string'
+        ? JSON.stringify(value)
+        : (JSON.stringify(value) ?? String(value));
   return text.length > limit ? `${text.slice(0, limit)}… (${text.length} chars)` : text;
 }

@@ -31,7 +31,11 @@ export interface Failure {
 const PROBLEM = { $ref: '#/components/schemas/Problem' };
 
 /** The operation a method and request target name, as the contract's templates match it. */
-export function routeOf(contract: FuzzContract, method: string, target: string): { operation: OperationSpec } | { otherMethods: string[] } | undefined {
+export function routeOf(
+  contract: FuzzContract,
+  method: string,
+  target: string,
+): { operation: OperationSpec } | { otherMethods: string[] } | undefined {
   const path = target.split('?')[0]!;
   const segments = (path.length > 1 && path.endsWith('/') ? path.slice(0, -1) : path).split('/');
   const otherMethods: string[] = [];
@@ -74,24 +78,42 @@ export class Oracle {
     }
     // A path that names no operation: 404 or 405, or what is answered before any routing (a
     // request that is not valid HTTP, an oversized head, the rate limit, an outage).
-    const declared = operation ? [...operation.responses.keys()] : [404, 405, 429, 431, 503, ...(code === 'malformed_request' ? [400] : [])];
+    const declared = operation
+      ? [...operation.responses.keys()]
+      : [404, 405, 429, 431, 503, ...(code === 'malformed_request' ? [400] : [])];
     if (!declared.includes(answer.status)) {
       const where = operation ? `${operation.operationId} declares ${declared.join(', ')}` : 'the path names no operation: 404 or 405';
-      failures.push({ kind: 'undeclared-status', signature: `${answer.status} ${code} ← ${mutation}`, detail: `answered ${answer.status}; ${where}` });
+      failures.push({
+        kind: 'undeclared-status',
+        signature: `${answer.status} ${code} ← ${mutation}`,
+        detail: `answered ${answer.status}; ${where}`,
+      });
     }
     if (answer.status >= 200 && answer.status < 300) {
       if (operation) this.checkSuccess(operation, answer, failures, mutation);
       if (fuzzCase.mutation.mustRefuse === true) {
-        failures.push({ kind: 'accepted-invalid', signature: `${answer.status} ← ${mutation}`, detail: `answered ${answer.status} to a request the contract makes invalid (${fuzzCase.mutation.description})` });
+        failures.push({
+          kind: 'accepted-invalid',
+          signature: `${answer.status} ← ${mutation}`,
+          detail: `answered ${answer.status} to a request the contract makes invalid (${fuzzCase.mutation.description})`,
+        });
       }
     }
     if (answer.status === 400 && fuzzCase.mutation.mustRefuse === false && refusesParameterOrJson(problem)) {
-      failures.push({ kind: 'refused-valid', signature: `400 ${code} ← ${mutation}`, detail: `answered 400 to a request the contract makes valid (${fuzzCase.mutation.description})` });
+      failures.push({
+        kind: 'refused-valid',
+        signature: `400 ${code} ← ${mutation}`,
+        detail: `answered 400 to a request the contract makes valid (${fuzzCase.mutation.description})`,
+      });
     }
     return failures;
   }
 
-  private checkProblem(answer: Answer, failures: Failure[], mutation: string): { code?: string; errors?: Array<{ pointer?: string }> } | undefined {
+  private checkProblem(
+    answer: Answer,
+    failures: Failure[],
+    mutation: string,
+  ): { code?: string; errors?: Array<{ pointer?: string }> } | undefined {
     const mediaType = answer.headers['content-type'] ?? '';
     if (!/^application\/problem\+json(;|$)/.test(mediaType)) {
       failures.push({
@@ -106,17 +128,31 @@ export class Oracle {
     try {
       body = JSON.parse(answer.body.toString('utf8'));
     } catch {
-      failures.push({ kind: 'problem-schema', signature: `${answer.status} body not JSON ← ${mutation}`, detail: 'the error body is not JSON' });
+      failures.push({
+        kind: 'problem-schema',
+        signature: `${answer.status} body not JSON ← ${mutation}`,
+        detail: 'the error body is not JSON',
+      });
       return undefined;
     }
     const verdict = this.schemas.check(PROBLEM, body);
     const problem = (body ?? {}) as { code?: string; status?: unknown; request_id?: unknown; errors?: Array<{ pointer?: string }> };
     if (!verdict.valid) {
-      const rules = [...new Set(verdict.errors.map((error) => `${error.instancePath.replace(/\/\d+/g, '/*')} ${error.keyword}`))].sort().join(', ');
-      failures.push({ kind: 'problem-schema', signature: `${answer.status} ${problem.code ?? '-'}: ${rules} ← ${mutation}`, detail: `the problem breaks Problem: ${describeErrors(verdict.errors)}` });
+      const rules = [...new Set(verdict.errors.map((error) => `${error.instancePath.replace(/\/\d+/g, '/*')} ${error.keyword}`))]
+        .sort()
+        .join(', ');
+      failures.push({
+        kind: 'problem-schema',
+        signature: `${answer.status} ${problem.code ?? '-'}: ${rules} ← ${mutation}`,
+        detail: `the problem breaks Problem: ${describeErrors(verdict.errors)}`,
+      });
     }
     if (problem.status !== answer.status) {
-      failures.push({ kind: 'problem-schema', signature: `${answer.status} ${problem.code ?? '-'}: status field differs ← ${mutation}`, detail: `problem status ${String(problem.status)}, HTTP status ${answer.status}` });
+      failures.push({
+        kind: 'problem-schema',
+        signature: `${answer.status} ${problem.code ?? '-'}: status field differs ← ${mutation}`,
+        detail: `problem status ${String(problem.status)}, HTTP status ${answer.status}`,
+      });
     }
     if (problem.request_id !== answer.headers['x-request-id']) {
       failures.push({
@@ -132,12 +168,21 @@ export class Oracle {
     const declared = operation.responses.get(answer.status);
     if (!declared) return;
     if (!declared.schema) {
-      if (answer.body.length > 0) failures.push({ kind: 'success-schema', signature: `${answer.status} with a body ← ${mutation}`, detail: `${answer.status} declares no body, got ${answer.body.length} bytes` });
+      if (answer.body.length > 0)
+        failures.push({
+          kind: 'success-schema',
+          signature: `${answer.status} with a body ← ${mutation}`,
+          detail: `${answer.status} declares no body, got ${answer.body.length} bytes`,
+        });
       return;
     }
     const mediaType = answer.headers['content-type'] ?? '';
     if (declared.mediaType && !mediaType.startsWith(declared.mediaType)) {
-      failures.push({ kind: 'success-media-type', signature: `${answer.status} as ${mediaType} ← ${mutation}`, detail: `declared ${declared.mediaType}, got ${mediaType}` });
+      failures.push({
+        kind: 'success-media-type',
+        signature: `${answer.status} as ${mediaType} ← ${mutation}`,
+        detail: `declared ${declared.mediaType}, got ${mediaType}`,
+      });
     }
     let body: unknown;
     try {
@@ -148,8 +193,14 @@ export class Oracle {
     }
     const verdict = this.schemas.check(declared.schema, body);
     if (!verdict.valid) {
-      const rules = [...new Set(verdict.errors.map((error) => `${error.instancePath.replace(/\/\d+/g, '/*')} ${error.keyword}`))].sort().join(', ');
-      failures.push({ kind: 'success-schema', signature: `${operation.operationId} ${answer.status}: ${rules}`, detail: describeErrors(verdict.errors) });
+      const rules = [...new Set(verdict.errors.map((error) => `${error.instancePath.replace(/\/\d+/g, '/*')} ${error.keyword}`))]
+        .sort()
+        .join(', ');
+      failures.push({
+        kind: 'success-schema',
+        signature: `${operation.operationId} ${answer.status}: ${rules}`,
+        detail: describeErrors(verdict.errors),
+      });
     }
   }
 }

@@ -15,7 +15,14 @@ type Node =
  */
 const UNIVERSE: number[] = [
   ...Array.from({ length: 0x7f - 0x20 }, (_, index) => 0x20 + index),
-  0xe9, 0xfc, 0xdf, 0xa0, 0x4e2d, 0x6587, 0x1f600, 0x2603,
+  0xe9,
+  0xfc,
+  0xdf,
+  0xa0,
+  0x4e2d,
+  0x6587,
+  0x1f600,
+  0x2603,
 ];
 
 export class PatternGenerator {
@@ -61,8 +68,16 @@ function emit(node: Node, random: Random, stretch: number): string {
 }
 
 const DIGIT: Array<[number, number]> = [[0x30, 0x39]];
-const WORD: Array<[number, number]> = [[0x30, 0x39], [0x41, 0x5a], [0x61, 0x7a], [0x5f, 0x5f]];
-const SPACE: Array<[number, number]> = [[0x09, 0x0d], [0x20, 0x20]];
+const WORD: Array<[number, number]> = [
+  [0x30, 0x39],
+  [0x41, 0x5a],
+  [0x61, 0x7a],
+  [0x5f, 0x5f],
+];
+const SPACE: Array<[number, number]> = [
+  [0x09, 0x0d],
+  [0x20, 0x20],
+];
 
 class Parser {
   private position = 0;
@@ -71,7 +86,8 @@ class Parser {
 
   parse(): Node {
     const node = this.alternation();
-    if (this.position < this.source.length) throw new Error(`pattern ${this.source}: unexpected ${this.source[this.position]} at ${this.position}`);
+    if (this.position < this.source.length)
+      throw new Error(`pattern ${this.source}: unexpected ${this.source[this.position]} at ${this.position}`);
     return node;
   }
 

@@ -64,7 +64,8 @@ export class Random {
     const span = max - min + 1n;
     let value = 0n;
     // 32 bits at a time, 64 bits more than the span needs: the modulo bias is negligible.
-    for (let bits = 0n; bits < BigInt(span.toString(2).length) + 64n; bits += 32n) value = (value << 32n) | BigInt(Math.floor(this.next() * 4294967296));
+    for (let bits = 0n; bits < BigInt(span.toString(2).length) + 64n; bits += 32n)
+      value = (value << 32n) | BigInt(Math.floor(this.next() * 4294967296));
     return min + (value % span);
   }
 

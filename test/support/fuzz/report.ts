@@ -26,7 +26,11 @@ export function formatBytes(bytes: Buffer | undefined): string {
     const shown = text.length > BODY_PREVIEW ? `${text.slice(0, BODY_PREVIEW / 2)}…${text.slice(-BODY_PREVIEW / 4)}` : text;
     return `${bytes.length} bytes, UTF-8: ${JSON.stringify(shown)}${text.length > BODY_PREVIEW ? ' (middle left out)' : ''}`;
   }
-  const hex = bytes.subarray(0, BODY_PREVIEW / 2).toString('hex').replace(/(..)/g, '$1 ').trim();
+  const hex = bytes
+    .subarray(0, BODY_PREVIEW / 2)
+    .toString('hex')
+    .replace(/(..)/g, '$1 ')
+    .trim();
   return `${bytes.length} bytes, not UTF-8, hex: ${hex}${bytes.length > BODY_PREVIEW / 2 ? ' …' : ''}`;
 }
 
@@ -70,7 +74,13 @@ export function groupFailures(failed: CaseFailure[]): FailureGroup[] {
   for (const caseFailure of failed) {
     for (const failure of caseFailure.failures) {
       const key = `${failure.kind}\u0000${failure.signature}`;
-      const group = groups.get(key) ?? { kind: failure.kind, signature: failure.signature, count: 0, operations: new Set(), example: caseFailure };
+      const group = groups.get(key) ?? {
+        kind: failure.kind,
+        signature: failure.signature,
+        count: 0,
+        operations: new Set(),
+        example: caseFailure,
+      };
       group.count++;
       group.operations.add(caseFailure.fuzzCase.operationId);
       groups.set(key, group);
@@ -82,8 +92,11 @@ export function groupFailures(failed: CaseFailure[]): FailureGroup[] {
 /** The failures of one batch, for an assertion message: grouped, one reproduction per group. */
 export function formatBatch(batch: BatchResult, ownerKey: string): string {
   const groups = groupFailures(batch.failed);
-  const lines = [`${batch.failed.length} of ${batch.cases} cases of ${batch.operation.operationId} failed, ${groups.length} distinct failures:`];
-  for (const group of groups) lines.push('', `${group.count}× [${group.kind}] ${group.signature}`, indent(formatFailure(group.example, ownerKey)));
+  const lines = [
+    `${batch.failed.length} of ${batch.cases} cases of ${batch.operation.operationId} failed, ${groups.length} distinct failures:`,
+  ];
+  for (const group of groups)
+    lines.push('', `${group.count}× [${group.kind}] ${group.signature}`, indent(formatFailure(group.example, ownerKey)));
   if (batch.unresponsive) lines.push('', `[unresponsive] after the batch: ${batch.unresponsive}`);
   return lines.join('\n');
 }
@@ -94,7 +107,9 @@ export function formatSummary(batches: BatchResult[], ownerKey: string, seed: nu
   const failed = batches.flatMap((batch) => batch.failed);
   const groups = groupFailures(failed);
   const operations = new Set(batches.map((batch) => batch.operation.operationId)).size;
-  const lines = [`Fuzz campaign, seed ${seed}: ${cases} cases over ${operations} operations, ${failed.length} failed, ${groups.length} distinct failures.`];
+  const lines = [
+    `Fuzz campaign, seed ${seed}: ${cases} cases over ${operations} operations, ${failed.length} failed, ${groups.length} distinct failures.`,
+  ];
   lines.push('', 'What the cases reached (mutation kind: answers by status):', ...formatCoverage(batches), '', 'Failures by kind:');
   const byKind = new Map<string, number>();
   for (const group of groups) byKind.set(group.kind, (byKind.get(group.kind) ?? 0) + group.count);
@@ -102,7 +117,12 @@ export function formatSummary(batches: BatchResult[], ownerKey: string, seed: nu
   const unresponsive = batches.filter((batch) => batch.unresponsive);
   for (const batch of unresponsive) lines.push(`  unresponsive after ${batch.operation.operationId}: ${batch.unresponsive}`);
   for (const group of groups) {
-    lines.push('', `${group.count}× [${group.kind}] ${group.signature}`, `  operations: ${[...group.operations].join(', ')}`, indent(formatFailure(group.example, ownerKey)));
+    lines.push(
+      '',
+      `${group.count}× [${group.kind}] ${group.signature}`,
+      `  operations: ${[...group.operations].join(', ')}`,
+      indent(formatFailure(group.example, ownerKey)),
+    );
   }
   return lines.join('\n');
 }
@@ -122,5 +142,11 @@ function formatCoverage(batches: BatchResult[]): string[] {
   }
   return [...byKind.entries()]
     .sort(([left], [right]) => left.localeCompare(right))
-    .map(([kind, classes]) => `  ${kind.padEnd(26)} ${[...classes.entries()].sort(([left], [right]) => left.localeCompare(right)).map(([name, count]) => `${name}: ${count}`).join(', ')}`);
+    .map(
+      ([kind, classes]) =>
+        `  ${kind.padEnd(26)} ${[...classes.entries()]
+          .sort(([left], [right]) => left.localeCompare(right))
+          .map(([name, count]) => `${name}: ${count}`)
+          .join(', ')}`,
+    );
 }

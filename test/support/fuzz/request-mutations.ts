@@ -43,9 +43,25 @@ function badIds(context: MutationContext): string[] {
   const id = context.random.uuid();
   const otherIds = [...context.target.hints.entries()].filter(([name]) => name.endsWith('_id')).flatMap(([, values]) => values.map(String));
   return [
-    'not-a-uuid', '123', id.replace(/-/g, ''), id.toUpperCase(), `urn:uuid:${id}`, `{${id}}`, `${id}x`, id.slice(0, 35), id.replace(/[0-9a-f]$/, 'g'),
-    '00000000-0000-0000-0000-000000000000', 'ffffffff-ffff-ffff-ffff-ffffffffffff', ` ${id}`, `${id}\u0000`, id.replace(/-/g, '\u2010'),
-    '１２３４５６７８-1234-4234-8234-123456789012', 'in_2026_10_3f6c1a2e', "' OR '1'='1", '../billing', 'a'.repeat(5000),
+    'not-a-uuid',
+    '123',
+    id.replace(/-/g, ''),
+    id.toUpperCase(),
+    `urn:uuid:${id}`,
+    `{${id}}`,
+    `${id}x`,
+    id.slice(0, 35),
+    id.replace(/[0-9a-f]$/, 'g'),
+    '00000000-0000-0000-0000-000000000000',
+    'ffffffff-ffff-ffff-ffff-ffffffffffff',
+    ` ${id}`,
+    `${id}\u0000`,
+    id.replace(/-/g, '\u2010'),
+    '１２３４５６７８-1234-4234-8234-123456789012',
+    'in_2026_10_3f6c1a2e',
+    "' OR '1'='1",
+    '../billing',
+    'a'.repeat(5000),
     ...(otherIds.length > 0 ? [context.random.pick(otherIds)] : []),
   ];
 }
@@ -63,7 +79,24 @@ const badPathId: Mutator = {
   },
 };
 
-const MALFORMED_ENCODINGS = ['%ZZ', '%', '%2', '%G0', '%%', '%u0041', '%C0%AF', '%FF', '%E0%80%80', '%ED%A0%80', '%00', '%2F', '%2e%2e', '%252F', '%0A', '%20'];
+const MALFORMED_ENCODINGS = [
+  '%ZZ',
+  '%',
+  '%2',
+  '%G0',
+  '%%',
+  '%u0041',
+  '%C0%AF',
+  '%FF',
+  '%E0%80%80',
+  '%ED%A0%80',
+  '%00',
+  '%2F',
+  '%2e%2e',
+  '%252F',
+  '%0A',
+  '%20',
+];
 
 const pathPercentEncoding: Mutator = {
   kind: 'path.percent-encoding',
@@ -85,7 +118,17 @@ const pathPercentEncoding: Mutator = {
   },
 };
 
-const SHAPES = ['trailing slash', 'double slash', 'last segment dropped', 'extra segment', 'upper-case V1', 'dot segment', 'dot-dot segment', 'matrix parameter', 'upper-case literal'] as const;
+const SHAPES = [
+  'trailing slash',
+  'double slash',
+  'last segment dropped',
+  'extra segment',
+  'upper-case V1',
+  'dot segment',
+  'dot-dot segment',
+  'matrix parameter',
+  'upper-case literal',
+] as const;
 
 const pathShape: Mutator = {
   kind: 'path.shape',
@@ -93,7 +136,9 @@ const pathShape: Mutator = {
   apply(draft, context) {
     const shape = context.random.pick(SHAPES);
     const segments = draft.segments;
-    const literalIndexes = segments.map((_segment, index) => index).filter((index) => index > 0 && ![...draft.parameterSegments.values()].includes(index));
+    const literalIndexes = segments
+      .map((_segment, index) => index)
+      .filter((index) => index > 0 && ![...draft.parameterSegments.values()].includes(index));
     switch (shape) {
       case 'trailing slash':
         segments.push('');
@@ -136,7 +181,9 @@ const otherMethod: Mutator = {
   apply(draft, context) {
     // Only methods the path does not take: another method of the path is another operation (a
     // GET turned DELETE would delete the fixture every later case aims at).
-    const taken = context.contract.operations.filter((operation) => operation.pathTemplate === draft.operation.pathTemplate).map((operation) => operation.method);
+    const taken = context.contract.operations
+      .filter((operation) => operation.pathTemplate === draft.operation.pathTemplate)
+      .map((operation) => operation.method);
     const method = context.random.pick(['GET', 'PUT', 'POST', 'DELETE', 'PATCH'].filter((candidate) => !taken.includes(candidate)));
     draft.method = method;
     return { description: `method ${method}, which the path does not take`, mustRefuse: true };
@@ -150,13 +197,54 @@ function badQueryValues(parameter: ParameterSpec, context: MutationContext): str
   const schema = context.contract.resolve(parameter.schema);
   const common = ['', ' ', 'a'.repeat(5000), '\u0000', '\n', 'é', '😀', '[object Object]', 'null', 'undefined'];
   if (typesOf(schema).includes('integer')) {
-    return [...common, '0', '201', '-1', '1.5', '1e2', 'abc', '9223372036854775808', '99999999999999999999', ' 5', '5 ', '0x10', '+5', '05', '1.0', '-0', 'NaN', 'Infinity', '2147483648', '1e-400'];
+    return [
+      ...common,
+      '0',
+      '201',
+      '-1',
+      '1.5',
+      '1e2',
+      'abc',
+      '9223372036854775808',
+      '99999999999999999999',
+      ' 5',
+      '5 ',
+      '0x10',
+      '+5',
+      '05',
+      '1.0',
+      '-0',
+      'NaN',
+      'Infinity',
+      '2147483648',
+      '1e-400',
+    ];
   }
   if (schema.format === 'uuid') return [...common, ...badIds(context)];
   if (schema.format === 'date-time') {
-    return [...common, 'yesterday', '2026-13-01T00:00:00Z', '2026-02-30T00:00:00Z', '2026-11-20', '2026-11-20T25:00:00Z', '0', '+275760-09-13T00:00:00.000Z', '1e10', '2026-11-20T09:15:00.123456789Z', '9999-12-31T23:59:59Z', '0000-01-01T00:00:00Z'];
+    return [
+      ...common,
+      'yesterday',
+      '2026-13-01T00:00:00Z',
+      '2026-02-30T00:00:00Z',
+      '2026-11-20',
+      '2026-11-20T25:00:00Z',
+      '0',
+      '+275760-09-13T00:00:00.000Z',
+      '1e10',
+      '2026-11-20T09:15:00.123456789Z',
+      '9999-12-31T23:59:59Z',
+      '0000-01-01T00:00:00Z',
+    ];
   }
-  if (Array.isArray(schema.enum)) return [...common, 'bogus', String(schema.enum[0]).toUpperCase(), `${String(schema.enum[0])} `, `${String(schema.enum[0])},${String(schema.enum[1] ?? '')}`];
+  if (Array.isArray(schema.enum))
+    return [
+      ...common,
+      'bogus',
+      String(schema.enum[0]).toUpperCase(),
+      `${String(schema.enum[0])} `,
+      `${String(schema.enum[0])},${String(schema.enum[1] ?? '')}`,
+    ];
   if (parameter.name === 'label') return [...common, 'nocolon', ':x', 'k:', 'a:b:c', `${'k'.repeat(64)}:v`, 'k:\u0001'];
   return [...common, 'UPPER CASE', 'a'.repeat(64), '%', "' OR 1=1 --"];
 }
@@ -184,7 +272,16 @@ const missingQuery: Mutator = {
 };
 
 const QUERY_GARBAGE: Array<[string, string | null]> = [
-  ['foo', 'bar'], ['LIMIT', '5'], ['limit[$gt]', '1'], ['__proto__', 'x'], ['constructor[prototype][x]', '1'], ['x'.repeat(100), '1'], ['', '1'], ['x', null], ['%ZZ', '1'], ['a%', '%'],
+  ['foo', 'bar'],
+  ['LIMIT', '5'],
+  ['limit[$gt]', '1'],
+  ['__proto__', 'x'],
+  ['constructor[prototype][x]', '1'],
+  ['x'.repeat(100), '1'],
+  ['', '1'],
+  ['x', null],
+  ['%ZZ', '1'],
+  ['a%', '%'],
 ];
 
 const unknownQuery: Mutator = {
@@ -203,8 +300,18 @@ const duplicateQuery: Mutator = {
   apply(draft, context) {
     const parameter = context.random.pick(queryParameters(draft.operation));
     const present = draft.query.find(([key]) => key === parameter.name);
-    const first = present?.[1] ?? encodeQueryValue(String(context.values.valid(parameter.schema, context.random, context.target.hints, parameter.name)), parameter.allowReserved);
-    const second = context.random.chance(0.5) ? first : encodeQueryValue(String(context.values.valid(parameter.schema, context.random, context.target.hints, parameter.name)), parameter.allowReserved);
+    const first =
+      present?.[1] ??
+      encodeQueryValue(
+        String(context.values.valid(parameter.schema, context.random, context.target.hints, parameter.name)),
+        parameter.allowReserved,
+      );
+    const second = context.random.chance(0.5)
+      ? first
+      : encodeQueryValue(
+          String(context.values.valid(parameter.schema, context.random, context.target.hints, parameter.name)),
+          parameter.allowReserved,
+        );
     if (!present) draft.query.push([parameter.name, first]);
     draft.query.push([parameter.name, second]);
     return { description: `query ${parameter.name} given twice (${preview(first)}, ${preview(second)})`, mustRefuse: undefined };
@@ -222,14 +329,19 @@ const queryPercentEncoding: Mutator = {
     draft.query = draft.query.filter(([key]) => key !== parameter.name);
     draft.query.push([parameter.name, raw]);
     // Query strings are commonly decoded leniently (a malformed escape stays as it is): judge that reading.
-    return { description: `query ${parameter.name} sent as ${preview(raw)}`, mustRefuse: parameterBreaksContract(parameter, unescapeQuery(raw), context) };
+    return {
+      description: `query ${parameter.name} sent as ${preview(raw)}`,
+      mustRefuse: parameterBreaksContract(parameter, unescapeQuery(raw), context),
+    };
   },
 };
 
 /** A `next_cursor` of this list or another, decoded when it is base64url JSON (as the server's are). */
 function forgedCursors(draft: Draft, context: MutationContext): Array<{ cursor: string; what: string; mustRefuse: boolean | undefined }> {
   const own = context.target.cursors.get(draft.operation.operationId)?.cursor;
-  const others = [...context.target.cursors.entries()].filter(([operationId]) => operationId !== draft.operation.operationId).map(([operationId, page]) => [operationId, page.cursor] as const);
+  const others = [...context.target.cursors.entries()]
+    .filter(([operationId]) => operationId !== draft.operation.operationId)
+    .map(([operationId, page]) => [operationId, page.cursor] as const);
   const garbage = Buffer.from(Array.from({ length: context.random.int(1, 60) }, () => context.random.int(0, 255))).toString('base64url');
   const list: Array<{ cursor: string; what: string; mustRefuse: boolean | undefined }> = [
     { cursor: garbage, what: 'random base64url', mustRefuse: true },
@@ -246,11 +358,34 @@ function forgedCursors(draft: Draft, context: MutationContext): Array<{ cursor: 
   const template = own ?? others[0]?.[1];
   const decoded = template === undefined ? undefined : decodeCursor(template);
   if (decoded) {
-    const keys = ['0', '1', 'Tue', '+275760-09-13T00:00:00.000Z', '2026-02-30T00:00:00Z', 'Feb 30 2026', '1e10', '2026-11-20T09:15:00.123456789Z', '-000001-01-01T00:00:00Z', 'x'.repeat(400), "2026-11-20' OR '1'='1"];
+    const keys = [
+      '0',
+      '1',
+      'Tue',
+      '+275760-09-13T00:00:00.000Z',
+      '2026-02-30T00:00:00Z',
+      'Feb 30 2026',
+      '1e10',
+      '2026-11-20T09:15:00.123456789Z',
+      '-000001-01-01T00:00:00Z',
+      'x'.repeat(400),
+      "2026-11-20' OR '1'='1",
+    ];
     const forged = [...decoded];
     const position = context.random.int(0, forged.length - 1);
-    forged[position] = context.random.pick<unknown>([...keys, null, 12, [], context.random.uuid().toUpperCase(), '00000000-0000-0000-0000-000000000000']);
-    list.push({ cursor: Buffer.from(JSON.stringify(forged)).toString('base64url'), what: `a forged cursor ${preview(JSON.stringify(forged), 120)}`, mustRefuse: undefined });
+    forged[position] = context.random.pick<unknown>([
+      ...keys,
+      null,
+      12,
+      [],
+      context.random.uuid().toUpperCase(),
+      '00000000-0000-0000-0000-000000000000',
+    ]);
+    list.push({
+      cursor: Buffer.from(JSON.stringify(forged)).toString('base64url'),
+      what: `a forged cursor ${preview(JSON.stringify(forged), 120)}`,
+      mustRefuse: undefined,
+    });
   }
   return list;
 }
@@ -276,9 +411,21 @@ const badCursor: Mutator = {
 };
 
 const CONTENT_TYPES: Array<[string | undefined, boolean | undefined]> = [
-  [undefined, true], ['text/plain', true], ['application/x-www-form-urlencoded', true], ['multipart/form-data; boundary=x', true], ['application/xml', true],
-  ['application/json; charset=utf-16', undefined], ['application/json; charset=latin1', undefined], ['APPLICATION/JSON', false], ['application/json;charset=UTF-8', false],
-  ['application/merge-patch+json', true], ['application/problem+json', true], ['application/jsonx', true], ['json', true], ['*/*', true], ['', true],
+  [undefined, true],
+  ['text/plain', true],
+  ['application/x-www-form-urlencoded', true],
+  ['multipart/form-data; boundary=x', true],
+  ['application/xml', true],
+  ['application/json; charset=utf-16', undefined],
+  ['application/json; charset=latin1', undefined],
+  ['APPLICATION/JSON', false],
+  ['application/json;charset=UTF-8', false],
+  ['application/merge-patch+json', true],
+  ['application/problem+json', true],
+  ['application/jsonx', true],
+  ['json', true],
+  ['*/*', true],
+  ['', true],
   ['application/json, text/plain', undefined],
 ];
 
@@ -320,7 +467,18 @@ const idempotencyKey: Mutator = {
       return { description: 'Idempotency-Key sent twice', mustRefuse: undefined };
     }
     // Characters above 0x7f go out as single bytes (latin1): `Ã©` is the UTF-8 of `é`.
-    const value = context.random.pick(['a'.repeat(256), 'a'.repeat(255), 'has space', 'tab\there', 'caf\u00e9', 'Ã©', 'x'.repeat(8000), '"quoted"', '{}', '\u00ff']);
+    const value = context.random.pick([
+      'a'.repeat(256),
+      'a'.repeat(255),
+      'has space',
+      'tab\there',
+      'caf\u00e9',
+      'Ã©',
+      'x'.repeat(8000),
+      '"quoted"',
+      '{}',
+      '\u00ff',
+    ]);
     draft.headers.push([parameter.name, value]);
     return { description: `Idempotency-Key: ${preview(value)}`, mustRefuse: parameterBreaksContract(parameter, value, context) };
   },
@@ -333,13 +491,25 @@ const authorization: Mutator = {
   apply(draft, context) {
     const key = context.target.ownerKey;
     const variants: Array<[string | undefined, boolean | undefined]> = [
-      [undefined, true], ['Bearer', true], [`Bearer ${key.slice(0, -1)}`, true], [`Bearer ${key}x`, true], ['Basic dXNlcjpwYXNz', true], [key, true],
-      [`bearer ${key}`, undefined], [`Bearer  ${key}`, undefined], [`Bearer ${key} extra`, true], [`Bearer ${key.slice(0, -1)}\u00e9`, true], [`Bearer ${'a'.repeat(8000)}`, true],
+      [undefined, true],
+      ['Bearer', true],
+      [`Bearer ${key.slice(0, -1)}`, true],
+      [`Bearer ${key}x`, true],
+      ['Basic dXNlcjpwYXNz', true],
+      [key, true],
+      [`bearer ${key}`, undefined],
+      [`Bearer  ${key}`, undefined],
+      [`Bearer ${key} extra`, true],
+      [`Bearer ${key.slice(0, -1)}\u00e9`, true],
+      [`Bearer ${'a'.repeat(8000)}`, true],
     ];
     const [value, mustRefuse] = context.random.pick(variants);
     draft.headers = draft.headers.filter(([name]) => name !== 'Authorization');
     if (value !== undefined) draft.headers.unshift(['Authorization', value]);
-    return { description: value === undefined ? 'no Authorization header' : `Authorization: ${preview(value.replace(key, '<owner key>'))}`, mustRefuse };
+    return {
+      description: value === undefined ? 'no Authorization header' : `Authorization: ${preview(value.replace(key, '<owner key>'))}`,
+      mustRefuse,
+    };
   },
 };
 

@@ -53,7 +53,10 @@ function toAjvSchema(node: unknown, rewriteRefs: boolean): unknown {
   if (node === null || typeof node !== 'object') return node;
   const copy: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(node)) {
-    copy[key] = key === '$ref' && rewriteRefs && typeof value === 'string' && value.startsWith('#/') ? `${CONTRACT_ID}${value}` : toAjvSchema(value, rewriteRefs);
+    copy[key] =
+      key === '$ref' && rewriteRefs && typeof value === 'string' && value.startsWith('#/')
+        ? `${CONTRACT_ID}${value}`
+        : toAjvSchema(value, rewriteRefs);
   }
   return copy;
 }

@@ -39,18 +39,26 @@ export function send(baseUrl: string, request: FuzzRequest, timeoutMs: number): 
       });
     } catch (error) {
       // Node refused to send it: a fuzzer bug, reported as such rather than as a server failure.
-      throw new Error(`node:http cannot send ${request.method} ${request.target.slice(0, 200)}: ${(error as Error).message}`, { cause: error });
+      throw new Error(`node:http cannot send ${request.method} ${request.target.slice(0, 200)}: ${(error as Error).message}`, {
+        cause: error,
+      });
     }
     client.setTimeout(timeoutMs, () => {
       client.destroy();
       settle({ error: `no answer within ${timeoutMs} ms`, elapsedMs: elapsed() });
     });
-    client.on('error', (error) => settle({ error: `${(error as NodeJS.ErrnoException).code ?? 'error'}: ${error.message}`, elapsedMs: elapsed() }));
+    client.on('error', (error) =>
+      settle({ error: `${(error as NodeJS.ErrnoException).code ?? 'error'}: ${error.message}`, elapsedMs: elapsed() }),
+    );
     client.on('response', (response) => {
       const chunks: Buffer[] = [];
       response.on('data', (chunk: Buffer) => chunks.push(chunk));
       response.on('error', (error) => settle({ error: `reading the answer: ${error.message}`, elapsedMs: elapsed() }));
-      response.on('end', () => settle({ answer: { status: response.statusCode ?? 0, headers: response.headers, body: Buffer.concat(chunks), elapsedMs: elapsed() } }));
+      response.on('end', () =>
+        settle({
+          answer: { status: response.statusCode ?? 0, headers: response.headers, body: Buffer.concat(chunks), elapsedMs: elapsed() },
+        }),
+      );
     });
     client.end(request.body);
   });

@@ -76,7 +76,8 @@ export class ValueGenerator {
     const variants = (schema.anyOf ?? schema.oneOf) as JsonSchema[] | undefined;
     if (variants) {
       const nonNull = variants.filter((variant) => this.contract.resolve(variant).type !== 'null');
-      const chosen = nonNull.length < variants.length && random.chance(0.15) ? { type: 'null' } : random.pick(nonNull.length > 0 ? nonNull : variants);
+      const chosen =
+        nonNull.length < variants.length && random.chance(0.15) ? { type: 'null' } : random.pick(nonNull.length > 0 ? nonNull : variants);
       return this.generate(chosen, random, hints, name);
     }
     const types = typesOf(schema);
@@ -168,7 +169,8 @@ export class ValueGenerator {
       const maxProperties = (schema.maxProperties as number | undefined) ?? 4;
       const count = random.int(0, Math.min(3, maxProperties));
       const keySchema = (schema.propertyNames as JsonSchema | undefined) ?? { type: 'string', pattern: '^[a-z]{1,12}$' };
-      for (let index = 0; index < count; index++) result[this.string(keySchema, random)] = this.generate(additional as JsonSchema, random, hints);
+      for (let index = 0; index < count; index++)
+        result[this.string(keySchema, random)] = this.generate(additional as JsonSchema, random, hints);
     }
     this.applyConditions(schema, result, random, hints);
     return result;
@@ -217,4 +219,3 @@ function dateTime(random: Random): string {
     [1, `${date}+0${random.int(1, 9)}:00`],
   ]);
 }
-
