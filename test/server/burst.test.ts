@@ -1,7 +1,7 @@
 // A burst of 200 concurrent requests to every write operation of the contract, one operation
 // after another, on a pool of 10 connections: every request is answered (a success, a 4xx, or
 // 503 with Retry-After when no connection came in time; never a 500), and a simple GET still
-// answers within seconds afterwards. 200 concurrent cancels once froze the server for good: a
+// answers within a second afterwards. 200 concurrent cancels once froze the server for good: a
 // transaction held a connection and waited for a second one. And a request that gets no
 // connection in time is answered 503, not left waiting.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
@@ -59,8 +59,22 @@ async function timedGet(): Promise<{ status: number; ms: number }> {
   return { status, ms: performance.now() - started };
 }
 
+/**
+ * The fastest of three GETs a moment apart. The suite shares two cores with other test files, so
+ * one GET may wait on the machine; a server still busy with the burst (or frozen, the defect this
+ * guards against) is slow on all three.
+ */
+async function quickestGet(): Promise<{ status: number; ms: number }> {
+  const answers = [];
+  for (let attempt = 0; attempt < 3; attempt++) {
+    answers.push(await timedGet());
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return answers.reduce((best, answer) => (answer.status === 200 && answer.ms < best.ms ? answer : best));
+}
+
 describe('a burst of 200 concurrent requests to each write operation', () => {
-  test('every request is answered, and the server answers a GET within seconds after each burst', async () => {
+  test('every request is answered, and the server answers a GET within a second after each burst', async () => {
     const org = server.org;
     const vm = await runningVm(server, org);
     const doomed = await runningVm(server, org);
@@ -161,10 +175,9 @@ describe('a burst of 200 concurrent requests to each write operation', () => {
           answers.every((answer) => answer.status === 200 || answer.body.code === 'operation_not_cancellable' || answer.status === 503),
         ).toBe(true);
       }
-      const after = await timedGet();
+      const after = await quickestGet();
       expect(after.status, operationId).toBe(200);
-      // The defect was a server that answered nothing for minutes; a loaded machine may take a second or two.
-      expect(after.ms, `GET after the ${operationId} burst`).toBeLessThan(5000);
+      expect(after.ms, `GET after the ${operationId} burst`).toBeLessThan(1000);
     }
   });
 });
