@@ -7,7 +7,7 @@ import { createPublicIpService } from './public-ip-service.ts';
 import { createReconciler } from './reconciler.ts';
 import { scheduleHandlers, type ScheduleOperations } from './schedule-handlers.ts';
 import { createScheduler } from './scheduler.ts';
-import { createScheduleService } from './schedules.ts';
+import { createScheduleService } from './schedule-service.ts';
 import { sshKeyHandlers } from './ssh-key-handlers.ts';
 import { computeUsage } from './usage.ts';
 import { vmExecutors, type VmOperationType } from './vm-executors.ts';

@@ -3,8 +3,8 @@ import type { Queryable } from '../../db/pool.ts';
 import { decodeCursor, DEFAULT_PAGE_SIZE, keysetPage, page } from '../../core/pagination.ts';
 import { compare } from './catalogue.ts';
 import type { PublicIpRow } from './public-ip-rows.ts';
-import type { ScheduleRow } from './schedules.ts';
-import type { SshKeyRow } from './ssh-keys.ts';
+import type { ScheduleRow } from './schedule-rows.ts';
+import type { SshKeyRow } from './ssh-key-rows.ts';
 import type { VmRow } from './vms.ts';
 
 // The lists of the compute area: oldest first (created_at, then id) for what customers create,

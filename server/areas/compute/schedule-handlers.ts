@@ -5,7 +5,8 @@ import { performWrite } from '../../core/write.ts';
 import type { Pool } from '../../db/pool.ts';
 import { vmNotFound } from './errors.ts';
 import { listSchedules } from './lists.ts';
-import { schedulingEnabled, toScheduledActionOut, type createScheduleService } from './schedules.ts';
+import { schedulingEnabled, toScheduledActionOut } from './schedule-rows.ts';
+import type { createScheduleService } from './schedule-service.ts';
 import { findAnyVm } from './vms.ts';
 
 export type ScheduleOperations = 'scheduleVmRestart' | 'listVmScheduledActions' | 'cancelScheduledAction';

@@ -5,7 +5,8 @@ import { withTransaction, type Pool, type PoolClient } from '../../db/pool.ts';
 import { DomainError } from '../../core/errors.ts';
 import { allowedActions, changeInFlight } from './policy.ts';
 import { nextRunAfter } from './schedule-time.ts';
-import { recurrenceOf, type ScheduleRow } from './schedules.ts';
+import type { ScheduleRow } from './schedule-rows.ts';
+import { recurrenceOf } from './schedule-service.ts';
 import type { VmService } from './vm-service.ts';
 import { toVmOut, type VmRow } from './vms.ts';
 

@@ -3,7 +3,8 @@ import type { RequestContext } from '../../core/request-context.ts';
 import { performWrite } from '../../core/write.ts';
 import type { Pool } from '../../db/pool.ts';
 import { listSshKeys } from './lists.ts';
-import { createSshKey, deleteSshKey, fingerprintOf, toSshKeyOut } from './ssh-keys.ts';
+import { toSshKeyOut } from './ssh-key-rows.ts';
+import { createSshKey, deleteSshKey, fingerprintOf } from './ssh-key-service.ts';
 
 /** Handlers of SSH keys. */
 export function sshKeyHandlers({
