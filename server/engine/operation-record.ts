@@ -69,37 +69,33 @@ export async function enqueueOperation(db: Queryable, operation: NewOperation): 
   await db.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [
     `operations:${operation.orgId}:${operation.resourceType}:${operation.resourceId}`,
   ]);
-  const { rows } = await db.query<OperationRow>(
-    `INSERT INTO operations (id, org_id, type, resource_type, resource_id, state, max_attempts, payload)
-     VALUES ($1, $2, $3, $4, $5, 'queued', $6, $7) RETURNING *`,
-    [
-      randomUUID(),
-      operation.orgId,
-      operation.type,
-      operation.resourceType,
-      operation.resourceId,
-      operation.maxAttempts,
-      JSON.stringify(operation.payload ?? {}),
-    ],
-  );
-  await db.query('SELECT pg_notify($1, $2)', [OPERATIONS_CHANNEL, rows[0]!.id]);
-  return rows[0]!;
+  const operationRow = await insertOperation(db, operation, 'queued');
+  await db.query('SELECT pg_notify($1, $2)', [OPERATIONS_CHANNEL, operationRow.id]);
+  return operationRow;
 }
 
 /**
  * Records work that completed synchronously: an operation returned already `succeeded`, with
  * `finished_at` set.
  */
-export async function recordFinishedOperation(db: Queryable, operation: NewOperation): Promise<OperationRow> {
+export function recordFinishedOperation(db: Queryable, operation: NewOperation): Promise<OperationRow> {
+  return insertOperation(db, operation, 'succeeded');
+}
+
+/** A new operation row: queued, or already succeeded (one attempt, started and finished now). */
+async function insertOperation(db: Queryable, operation: NewOperation, state: 'queued' | 'succeeded'): Promise<OperationRow> {
   const { rows } = await db.query<OperationRow>(
     `INSERT INTO operations (id, org_id, type, resource_type, resource_id, state, attempt, max_attempts, payload, started_at, finished_at)
-     VALUES ($1, $2, $3, $4, $5, 'succeeded', 1, $6, $7, now(), now()) RETURNING *`,
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, CASE WHEN $6 = 'succeeded' THEN now() END, CASE WHEN $6 = 'succeeded' THEN now() END)
+     RETURNING *`,
     [
       randomUUID(),
       operation.orgId,
       operation.type,
       operation.resourceType,
       operation.resourceId,
+      state,
+      state === 'succeeded' ? 1 : 0,
       operation.maxAttempts,
       JSON.stringify(operation.payload ?? {}),
     ],
