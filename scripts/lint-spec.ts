@@ -1,12 +1,13 @@
 // Lints the contract: Redocly (recommended-strict plus our rules, redocly.yaml) on the sources and
-// on the bundle, and Spectral (spectral:oas plus the OWASP API Security ruleset, .spectral.yaml)
-// on the bundle. Any finding, error or warning, fails. The bundle is linted as well as the sources
+// on the bundle, Spectral (spectral:oas, the OWASP API Security ruleset and the layout rules of
+// spec/README.md, .spectral.yaml) on the bundle, and the root's path layout (lib/spec-layout.ts). Any finding, error or warning, fails. The bundle is linted as well as the sources
 // because a component that is only `$ref`'d from the root index looks "used" in the sources.
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { bundleSpec, specRoot } from './lib/bundle.ts';
 import { bin, repoRoot, run } from './lib/run.ts';
+import { rootLayoutFindings } from './lib/spec-layout.ts';
 
 interface Finding {
   tool: string;
@@ -81,6 +82,7 @@ try {
     ...(await redoclyLint(specRoot)),
     ...(await redoclyLint(bundled)).map((finding) => ({ ...finding, where: finding.where.replace(/^.*openapi\.json/, 'bundle') })),
     ...(await spectralLint(bundled)),
+    ...rootLayoutFindings(readFileSync(specRoot, 'utf8')).map((finding) => ({ tool: 'layout', severity: 'error', rule: 'layout-path-refs', ...finding })),
   ];
   for (const finding of findings) {
     console.log(`${finding.tool} ${finding.severity} ${finding.rule} at ${finding.where}\n    ${finding.message}`);
@@ -89,7 +91,7 @@ try {
     console.error(`\nspec:lint: ${findings.length} finding(s); the contract must lint clean.`);
     process.exitCode = 1;
   } else {
-    console.log('spec:lint: Redocly (sources and bundle) and Spectral (spectral:oas + OWASP): no findings.');
+    console.log('spec:lint: Redocly (sources and bundle), Spectral (spectral:oas + OWASP + layout rules) and the root layout: no findings.');
   }
 } finally {
   rmSync(workDir, { recursive: true, force: true });
