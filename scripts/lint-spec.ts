@@ -82,7 +82,12 @@ try {
     ...(await redoclyLint(specRoot)),
     ...(await redoclyLint(bundled)).map((finding) => ({ ...finding, where: finding.where.replace(/^.*openapi\.json/, 'bundle') })),
     ...(await spectralLint(bundled)),
-    ...rootLayoutFindings(readFileSync(specRoot, 'utf8')).map((finding) => ({ tool: 'layout', severity: 'error', rule: 'layout-path-refs', ...finding })),
+    ...rootLayoutFindings(readFileSync(specRoot, 'utf8')).map((finding) => ({
+      tool: 'layout',
+      severity: 'error',
+      rule: 'layout-path-refs',
+      ...finding,
+    })),
   ];
   for (const finding of findings) {
     console.log(`${finding.tool} ${finding.severity} ${finding.rule} at ${finding.where}\n    ${finding.message}`);
@@ -91,7 +96,9 @@ try {
     console.error(`\nspec:lint: ${findings.length} finding(s); the contract must lint clean.`);
     process.exitCode = 1;
   } else {
-    console.log('spec:lint: Redocly (sources and bundle), Spectral (spectral:oas + OWASP + layout rules) and the root layout: no findings.');
+    console.log(
+      'spec:lint: Redocly (sources and bundle), Spectral (spectral:oas + OWASP + layout rules) and the root layout: no findings.',
+    );
   }
 } finally {
   rmSync(workDir, { recursive: true, force: true });
