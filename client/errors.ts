@@ -20,12 +20,14 @@ export class ProblemError extends PlatformError {
   /** The problem's `errors`: one entry per failing field on validation failures, else empty. */
   readonly fieldErrors: ProblemFieldError[];
 
-  constructor(
-    readonly problem: Problem,
-    /** The raw response (its body already read). */
-    readonly response: Response,
-  ) {
+  readonly problem: Problem;
+  /** The raw response (its body already read). */
+  readonly response: Response;
+
+  constructor(problem: Problem, response: Response) {
     super(`${problem.status} ${problem.code}: ${problem.detail} (request ${problem.request_id})`);
+    this.problem = problem;
+    this.response = response;
     this.status = problem.status;
     this.code = problem.code;
     this.title = problem.title;
@@ -43,13 +45,12 @@ export class PlatformNetworkError extends PlatformError {
   /** The `X-Request-Id` the client sent. */
   readonly requestId: string;
 
-  constructor(
-    request: Request,
-    readonly attempts: number,
-    cause: unknown,
-  ) {
+  readonly attempts: number;
+
+  constructor(request: Request, attempts: number, cause: unknown) {
     const reason = cause instanceof Error ? cause.message : String(cause);
     super(`${request.method} ${request.url}: no response after ${attempts} attempt(s): ${reason}`, { cause });
+    this.attempts = attempts;
     this.method = request.method;
     this.url = request.url;
     this.requestId = request.headers.get('x-request-id') ?? '';
@@ -63,8 +64,11 @@ export class OperationFailedError extends PlatformError {
   readonly errorClass: Operation['error_class'];
   readonly errorDetail: Operation['error_detail'];
 
-  constructor(readonly operation: Operation) {
+  readonly operation: Operation;
+
+  constructor(operation: Operation) {
     super(`Operation ${operation.id} (${operation.type}) ${operation.state}${operation.error_detail ? `: ${operation.error_detail}` : ''}`);
+    this.operation = operation;
     this.state = operation.state;
     this.errorClass = operation.error_class;
     this.errorDetail = operation.error_detail;
@@ -75,13 +79,16 @@ export class OperationFailedError extends PlatformError {
 export class OperationTimeoutError extends PlatformError {
   override name = 'OperationTimeoutError';
 
-  constructor(
-    readonly operationId: string,
-    readonly timeoutMs: number,
-    /** The operation as last seen, if it was seen at all. */
-    readonly operation: Operation | undefined,
-  ) {
+  readonly operationId: string;
+  readonly timeoutMs: number;
+  /** The operation as last seen, if it was seen at all. */
+  readonly operation: Operation | undefined;
+
+  constructor(operationId: string, timeoutMs: number, operation: Operation | undefined) {
     super(`Operation ${operationId} did not finish within ${timeoutMs} ms (last state: ${operation?.state ?? 'unknown'})`);
+    this.operationId = operationId;
+    this.timeoutMs = timeoutMs;
+    this.operation = operation;
   }
 }
 

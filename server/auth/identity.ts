@@ -9,10 +9,13 @@ import { looksLikeJwt, type OidcVerifier } from './oidc.ts';
  * member of the organization in the path: 403.
  */
 export class IdentityResolver {
-  constructor(
-    private readonly pool: Pool,
-    private readonly oidc: OidcVerifier | undefined,
-  ) {}
+  private readonly pool: Pool;
+  private readonly oidc: OidcVerifier | undefined;
+
+  constructor(pool: Pool, oidc: OidcVerifier | undefined) {
+    this.pool = pool;
+    this.oidc = oidc;
+  }
 
   async resolve(credential: string, pathOrgId: string | undefined): Promise<Principal | 'no_membership' | undefined> {
     if (looksLikeApiKey(credential)) return this.fromApiKey(credential);

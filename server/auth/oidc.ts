@@ -16,7 +16,11 @@ const ALGORITHMS = ['RS256', 'PS256', 'ES256', 'ES384', 'EdDSA'];
 export class OidcVerifier {
   private keys: JWTVerifyGetKey | undefined;
 
-  constructor(private readonly config: OidcConfig) {}
+  private readonly config: OidcConfig;
+
+  constructor(config: OidcConfig) {
+    this.config = config;
+  }
 
   /** The token's subject and issuer, or undefined when the token is not valid. */
   async verify(token: string): Promise<VerifiedToken | undefined> {

@@ -18,10 +18,13 @@ export class BackgroundRunner {
   private readonly abort = new AbortController();
   private readonly loops: Promise<void>[] = [];
 
-  constructor(
-    private readonly log: Logger,
-    private readonly metrics?: Metrics,
-  ) {}
+  private readonly log: Logger;
+  private readonly metrics?: Metrics;
+
+  constructor(log: Logger, metrics?: Metrics) {
+    this.log = log;
+    this.metrics = metrics;
+  }
 
   start(tasks: BackgroundTask[]): void {
     for (const task of tasks) this.loops.push(this.loop(task));

@@ -10,14 +10,19 @@ export type RefusalKind = 'invalid' | 'forbidden' | 'not_found' | 'conflict' | '
 
 /** A request the rules refuse: a stable `code`, a title, a detail for people, the failing fields. */
 export class DomainError extends Error {
-  constructor(
-    readonly kind: RefusalKind,
-    readonly code: string,
-    readonly title: string,
-    readonly detail: string,
-    readonly fieldErrors?: FieldError[],
-  ) {
+  readonly kind: RefusalKind;
+  readonly code: string;
+  readonly title: string;
+  readonly detail: string;
+  readonly fieldErrors?: FieldError[];
+
+  constructor(kind: RefusalKind, code: string, title: string, detail: string, fieldErrors?: FieldError[]) {
     super(`${code}: ${detail}`);
+    this.kind = kind;
+    this.code = code;
+    this.title = title;
+    this.detail = detail;
+    this.fieldErrors = fieldErrors;
   }
 }
 

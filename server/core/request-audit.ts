@@ -28,12 +28,17 @@ export interface Refusal {
 export class RequestAudit {
   private recorded = false;
 
-  constructor(
-    private readonly operationId: OperationId,
-    private readonly pathParams: Record<string, string>,
-    private readonly principal: Principal,
-    private readonly requestId: string,
-  ) {}
+  private readonly operationId: OperationId;
+  private readonly pathParams: Record<string, string>;
+  private readonly principal: Principal;
+  private readonly requestId: string;
+
+  constructor(operationId: OperationId, pathParams: Record<string, string>, principal: Principal, requestId: string) {
+    this.operationId = operationId;
+    this.pathParams = pathParams;
+    this.principal = principal;
+    this.requestId = requestId;
+  }
 
   /** Records the success of a change, in its transaction. Call `committed` once it commits. */
   async succeeded(tx: Queryable, change: AuditedChange): Promise<void> {

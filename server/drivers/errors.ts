@@ -7,20 +7,20 @@ export type Backend = 'compute backend' | 'object store' | 'billing provider';
 
 /** Worth retrying: a timeout, a 5xx, a dropped connection. */
 export class TransientBackendError extends Error {
-  constructor(
-    readonly backend: Backend,
-    reason: string,
-  ) {
+  readonly backend: Backend;
+
+  constructor(backend: Backend, reason: string) {
     super(`${backend}: transient failure (${reason})`);
+    this.backend = backend;
   }
 }
 
 /** Retrying will not help: the backend refused the request. */
 export class PermanentBackendError extends Error {
-  constructor(
-    readonly backend: Backend,
-    reason: string,
-  ) {
+  readonly backend: Backend;
+
+  constructor(backend: Backend, reason: string) {
     super(`${backend}: refused (${reason})`);
+    this.backend = backend;
   }
 }

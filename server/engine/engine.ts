@@ -44,14 +44,20 @@ export class OperationEngine {
   private wake: (() => void)[] = [];
   private stopped: Promise<void> | undefined;
 
-  constructor(
-    private readonly pool: Pool,
-    /** Partial only for tests that run the engine on a few types; the platform passes them all. */
-    private readonly executors: Partial<ExecutorRegistry>,
-    private readonly config: EngineConfig,
-    private readonly log: Logger,
-    private readonly workerId: string,
-  ) {}
+  private readonly pool: Pool;
+  /** Partial only for tests that run the engine on a few types; the platform passes them all. */
+  private readonly executors: Partial<ExecutorRegistry>;
+  private readonly config: EngineConfig;
+  private readonly log: Logger;
+  private readonly workerId: string;
+
+  constructor(pool: Pool, executors: Partial<ExecutorRegistry>, config: EngineConfig, log: Logger, workerId: string) {
+    this.pool = pool;
+    this.executors = executors;
+    this.config = config;
+    this.log = log;
+    this.workerId = workerId;
+  }
 
   /** Starts listening for queued work (resolves once the first try is made) and the workers. */
   /** Whether the engine was started and is not stopping: its workers take queued work. */

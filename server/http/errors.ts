@@ -10,16 +10,29 @@ export type Problem = components['schemas']['Problem'];
  * with a fixed phrase.
  */
 export class ApiError extends Error {
+  readonly status: number;
+  readonly code: string;
+  readonly title: string;
+  readonly detail: string;
+  readonly fieldErrors?: FieldError[];
+  /** Extra response headers, such as Retry-After. */
+  readonly headers: Record<string, string>;
+
   constructor(
-    readonly status: number,
-    readonly code: string,
-    readonly title: string,
-    readonly detail: string,
-    readonly fieldErrors?: FieldError[],
-    /** Extra response headers, such as Retry-After. */
-    readonly headers: Record<string, string> = {},
+    status: number,
+    code: string,
+    title: string,
+    detail: string,
+    fieldErrors?: FieldError[],
+    headers: Record<string, string> = {},
   ) {
     super(`${code}: ${detail}`);
+    this.status = status;
+    this.code = code;
+    this.title = title;
+    this.detail = detail;
+    this.fieldErrors = fieldErrors;
+    this.headers = headers;
   }
 
   /**

@@ -19,7 +19,11 @@ class WindowCounter {
   private readonly windows = new Map<string, { start: number; count: number }>();
   private lastSweep = Date.now();
 
-  constructor(private readonly windowMs: number) {}
+  private readonly windowMs: number;
+
+  constructor(windowMs: number) {
+    this.windowMs = windowMs;
+  }
 
   /** Counts a request of `key`; returns the count in its window and the ms until the window resets. */
   hit(key: string, now = Date.now()): { count: number; resetMs: number } {

@@ -73,10 +73,13 @@ export function parseSshPublicKey(line: string): ParsedSshKey {
 class WireReader {
   private offset = 0;
 
-  constructor(
-    private readonly data: Buffer,
-    private readonly error: Error,
-  ) {}
+  private readonly data: Buffer;
+  private readonly error: Error;
+
+  constructor(data: Buffer, error: Error) {
+    this.data = data;
+    this.error = error;
+  }
 
   string(): Buffer {
     if (this.offset + 4 > this.data.length) throw this.error;

@@ -47,11 +47,15 @@ export function parseFaultRules(spec: string): FaultRule[] {
 }
 
 export class FaultInjector {
-  constructor(
-    private readonly pool: Pool,
-    private readonly rules: FaultRule[],
-    private readonly random: () => number = Math.random,
-  ) {}
+  private readonly pool: Pool;
+  private readonly rules: FaultRule[];
+  private readonly random: () => number;
+
+  constructor(pool: Pool, rules: FaultRule[], random: () => number = Math.random) {
+    this.pool = pool;
+    this.rules = rules;
+    this.random = random;
+  }
 
   /** Throws the injected failure for this call, if a rule says so. */
   async check(backend: string, driverBackend: Backend, method: string, subject: string): Promise<void> {

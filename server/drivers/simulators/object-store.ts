@@ -37,8 +37,11 @@ export interface ObjectVersion {
 
 /** An S3 write refused by the store, for the reason given (what S3 would answer with an error code). */
 export class WriteRefusedError extends Error {
-  constructor(readonly reason: 'no_such_bucket' | 'bucket_quota_exceeded' | 'organization_quota_exceeded' | 'writes_suspended') {
+  readonly reason: 'no_such_bucket' | 'bucket_quota_exceeded' | 'organization_quota_exceeded' | 'writes_suspended';
+
+  constructor(reason: 'no_such_bucket' | 'bucket_quota_exceeded' | 'organization_quota_exceeded' | 'writes_suspended') {
     super(`write refused: ${reason}`);
+    this.reason = reason;
   }
 }
 

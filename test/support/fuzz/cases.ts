@@ -28,11 +28,14 @@ export class CaseGenerator {
   private readonly values: ValueGenerator;
   private readonly firstPasses = new Map<string, Turn[]>();
 
-  constructor(
-    private readonly contract: FuzzContract,
-    private readonly schemas: SchemaCheck,
-    private readonly target: FuzzTarget,
-  ) {
+  private readonly contract: FuzzContract;
+  private readonly schemas: SchemaCheck;
+  private readonly target: FuzzTarget;
+
+  constructor(contract: FuzzContract, schemas: SchemaCheck, target: FuzzTarget) {
+    this.contract = contract;
+    this.schemas = schemas;
+    this.target = target;
     this.values = new ValueGenerator(contract, schemas);
   }
 

@@ -4,12 +4,20 @@
 
 /** Written into the body exactly as given, in place of a JSON value. */
 export class RawJson {
-  constructor(readonly text: string) {}
+  readonly text: string;
+
+  constructor(text: string) {
+    this.text = text;
+  }
 }
 
 /** A string whose content is these bytes, unescaped (for invalid UTF-8 and the like). */
 export class RawStringBytes {
-  constructor(readonly bytes: Buffer) {}
+  readonly bytes: Buffer;
+
+  constructor(bytes: Buffer) {
+    this.bytes = bytes;
+  }
 }
 
 export type JsonBody = null | boolean | number | bigint | string | RawJson | RawStringBytes | JsonBody[] | { [key: string]: JsonBody };

@@ -58,10 +58,13 @@ function refusesParameterOrJson(problem: { code?: string; errors?: Array<{ point
 }
 
 export class Oracle {
-  constructor(
-    private readonly contract: FuzzContract,
-    private readonly schemas: SchemaCheck,
-  ) {}
+  private readonly contract: FuzzContract;
+  private readonly schemas: SchemaCheck;
+
+  constructor(contract: FuzzContract, schemas: SchemaCheck) {
+    this.contract = contract;
+    this.schemas = schemas;
+  }
 
   judge(fuzzCase: FuzzCase, outcome: Outcome): Failure[] {
     const mutation = fuzzCase.mutation.kind;

@@ -82,7 +82,11 @@ const SPACE: Array<[number, number]> = [
 class Parser {
   private position = 0;
 
-  constructor(private readonly source: string) {}
+  private readonly source: string;
+
+  constructor(source: string) {
+    this.source = source;
+  }
 
   parse(): Node {
     const node = this.alternation();

@@ -40,10 +40,13 @@ export function typesOf(schema: JsonSchema): string[] {
 export class ValueGenerator {
   private readonly patterns = new PatternGenerator();
 
-  constructor(
-    private readonly contract: FuzzContract,
-    private readonly schemas: SchemaCheck,
-  ) {}
+  private readonly contract: FuzzContract;
+  private readonly schemas: SchemaCheck;
+
+  constructor(contract: FuzzContract, schemas: SchemaCheck) {
+    this.contract = contract;
+    this.schemas = schemas;
+  }
 
   /**
    * A value valid for `schema`: generated, checked with ajv, generated again if needed; after
