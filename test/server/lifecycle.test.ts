@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, describe, expect, test } from 'vitest';
-import { bin, repoRoot } from '../../scripts/lib/run.ts';
+import { repoRoot } from '../../scripts/lib/run.ts';
 import { eventually } from '../support/eventually.ts';
 import { freePort, startProcess, waitForHttp, type Started } from '../support/processes.ts';
 import { call, createTestDatabase, readBootstrap, startServerProcess, TEST_ENV } from '../support/server.ts';
@@ -25,7 +25,7 @@ function exited(started: Started): Promise<number | null> {
 }
 
 async function startEmbedded(dataDir: string, port: number): Promise<Started> {
-  const started = startProcess(bin('tsx'), [path.join(repoRoot, 'server', 'main.ts')], {
+  const started = startProcess(process.execPath, [path.join(repoRoot, 'scripts', 'start.mjs'), path.join(repoRoot, 'server', 'main.ts')], {
     ...TEST_ENV,
     LOG_LEVEL: 'info',
     DATA_DIR: dataDir,
@@ -39,9 +39,13 @@ async function startEmbedded(dataDir: string, port: number): Promise<Started> {
 
 function admin(dataDir: string, args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(bin('tsx'), [path.join(repoRoot, 'server', 'admin', 'main.ts'), ...args], {
-      env: { ...process.env, DATA_DIR: dataDir, DATABASE_URL: '' },
-    });
+    const child = spawn(
+      process.execPath,
+      [path.join(repoRoot, 'scripts', 'start.mjs'), path.join(repoRoot, 'server', 'admin', 'main.ts'), ...args],
+      {
+        env: { ...process.env, DATA_DIR: dataDir, DATABASE_URL: '' },
+      },
+    );
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
@@ -116,7 +120,7 @@ describe('start-up', () => {
     const first = await startServerProcess(databaseUrl);
     running.push(first);
     const port = new URL(first.url).port;
-    const busy = startProcess(bin('tsx'), [path.join(repoRoot, 'server', 'main.ts')], {
+    const busy = startProcess(process.execPath, [path.join(repoRoot, 'scripts', 'start.mjs'), path.join(repoRoot, 'server', 'main.ts')], {
       ...TEST_ENV,
       DATABASE_URL: databaseUrl,
       PORT: port,
@@ -129,7 +133,7 @@ describe('start-up', () => {
       .output()
       .trim()
       .split('\n')
-      .filter((line) => !line.startsWith('{'));
+      .filter((line) => !line.startsWith('{') && !line.includes('running through tsx'));
     expect(stderrLines).toEqual([
       `cloud-platform: cannot listen on 127.0.0.1:${port}: the port is already in use; stop the other process or choose another port (PORT, METRICS_PORT).`,
     ]);
@@ -137,7 +141,7 @@ describe('start-up', () => {
     first.child.kill('SIGTERM');
     expect(await exited(first)).toBe(0);
     const otherPort = await freePort();
-    const moved = startProcess(bin('tsx'), [path.join(repoRoot, 'server', 'main.ts')], {
+    const moved = startProcess(process.execPath, [path.join(repoRoot, 'scripts', 'start.mjs'), path.join(repoRoot, 'server', 'main.ts')], {
       ...TEST_ENV,
       DATABASE_URL: databaseUrl,
       PORT: String(otherPort),

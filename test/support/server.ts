@@ -15,7 +15,7 @@ import type { Clock } from '../../server/core/clock.ts';
 import { withTransaction } from '../../server/db/pool.ts';
 import { createLogger } from '../../server/logging.ts';
 import { startPlatform, type Platform } from '../../server/platform.ts';
-import { bin, repoRoot } from '../../scripts/lib/run.ts';
+import { repoRoot } from '../../scripts/lib/run.ts';
 import { freePort, startProcess, waitForHttp, type Started } from './processes.ts';
 
 /** Test defaults: quick backends and loops, quiet logs. A test file can override any of them. */
@@ -174,7 +174,7 @@ export async function startServerProcess(
 ): Promise<Started & { url: string; dataDir: string }> {
   const port = await freePort();
   const dataDir = mkdtempSync(path.join(tmpdir(), 'cloud-platform-proc-'));
-  const started = startProcess(bin('tsx'), [path.join(repoRoot, 'server', 'main.ts')], {
+  const started = startProcess(process.execPath, [path.join(repoRoot, 'scripts', 'start.mjs'), path.join(repoRoot, 'server', 'main.ts')], {
     ...TEST_ENV,
     ...env,
     DATABASE_URL: databaseUrl,
