@@ -56,13 +56,24 @@ describe('the client package', () => {
     expect(tarball).toBeDefined();
     writeFileSync(path.join(project, 'package.json'), JSON.stringify({ name: 'client-user', private: true, type: 'module' }));
     // Its dependencies come from the npm cache that installing this repository filled.
-    const installed = await run('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', path.join(packDir, tarball!)], { cwd: project });
+    const installed = await run('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', path.join(packDir, tarball!)], {
+      cwd: project,
+    });
     expect(installed.code, installed.stderr).toBe(0);
     writeFileSync(path.join(project, 'snippet.ts'), SNIPPET);
     writeFileSync(
       path.join(project, 'tsconfig.json'),
       JSON.stringify({
-        compilerOptions: { target: 'ES2023', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, lib: ['ES2023', 'DOM'], types: [], outDir: 'out', skipLibCheck: false },
+        compilerOptions: {
+          target: 'ES2023',
+          module: 'NodeNext',
+          moduleResolution: 'NodeNext',
+          strict: true,
+          lib: ['ES2023', 'DOM'],
+          types: [],
+          outDir: 'out',
+          skipLibCheck: false,
+        },
         files: ['snippet.ts'],
       }),
     );
