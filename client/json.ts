@@ -16,7 +16,7 @@ export function parseJson(text: string): unknown {
   return parse(text, null, parseNumber);
 }
 
-/** Serializes a request body: a `bigint` is written as its exact digits. */
-export function stringifyJson(value: unknown): string | undefined {
-  return stringify(value);
+/** Serializes a request body: a `bigint` is written as its exact digits (`space` indents, as JSON.stringify's). */
+export function stringifyJson(value: unknown, space?: number): string | undefined {
+  return stringify(value, undefined, space);
 }
