@@ -74,6 +74,7 @@ async function quickestGet(): Promise<{ status: number; ms: number }> {
 }
 
 describe('a burst of 200 concurrent requests to each write operation', () => {
+  // Thirty bursts of 200 requests, each followed by three GETs: minutes on a loaded 2-core machine.
   test('every request is answered, and the server answers a GET within a second after each burst', async () => {
     const org = server.org;
     const vm = await runningVm(server, org);
@@ -179,7 +180,7 @@ describe('a burst of 200 concurrent requests to each write operation', () => {
       expect(after.status, operationId).toBe(200);
       expect(after.ms, `GET after the ${operationId} burst`).toBeLessThan(1000);
     }
-  });
+  }, 240_000);
 });
 
 describe('a pool with no connection free', () => {
