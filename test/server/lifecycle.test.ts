@@ -54,6 +54,37 @@ function admin(dataDir: string, args: string[]): Promise<{ code: number | null; 
   });
 }
 
+/**
+ * Creates an API key with a request whose body arrives in two halves: the first now, the second
+ * after `interrupt` ran (it signals the server) and 300 ms more. Resolves with the answer.
+ */
+function createKeyAcross(
+  baseUrl: string,
+  credentials: { org_id: string; api_key: string },
+  name: string,
+  interrupt: () => void,
+): Promise<{ status: number; body: string }> {
+  const body = JSON.stringify({ name });
+  return new Promise((resolve, reject) => {
+    const headers = {
+      Authorization: `Bearer ${credentials.api_key}`,
+      'Content-Type': 'application/json',
+      'Content-Length': Buffer.byteLength(body),
+    };
+    const req = request(new URL(`${baseUrl}/v1/orgs/${credentials.org_id}/api-tokens`), { method: 'POST', headers }, (res) => {
+      let text = '';
+      res.on('data', (chunk: Buffer) => (text += chunk.toString()));
+      res.on('end', () => resolve({ status: res.statusCode!, body: text }));
+    });
+    req.on('error', reject);
+    req.write(body.slice(0, 10));
+    setTimeout(() => {
+      interrupt();
+      setTimeout(() => req.end(body.slice(10)), 300);
+    }, 200);
+  });
+}
+
 describe('the embedded default', () => {
   test('first start bootstraps an organization; the admin command works with and without a server; a restart keeps everything', async () => {
     const dataDir = mkdtempSync(path.join(tmpdir(), 'cloud-platform-embedded-'));
@@ -185,34 +216,8 @@ describe('graceful shutdown', () => {
     const server = await startServerProcess(databaseUrl);
     running.push(server);
     const credentials = await readBootstrap(server.dataDir);
-    const url = new URL(`${server.url}/v1/orgs/${credentials.org_id}/api-tokens`);
-    const body = JSON.stringify({ name: 'created-during-shutdown' });
-    const inFlight = new Promise<{ status: number; body: string }>((resolve, reject) => {
-      const req = request(
-        url,
-        {
-          method: 'POST',
-          headers: {
-            Authorization: `Bearer ${credentials.api_key}`,
-            'Content-Type': 'application/json',
-            'Content-Length': Buffer.byteLength(body),
-          },
-        },
-        (res) => {
-          let text = '';
-          res.on('data', (chunk: Buffer) => (text += chunk.toString()));
-          res.on('end', () => resolve({ status: res.statusCode!, body: text }));
-        },
-      );
-      req.on('error', reject);
-      // Half the body now, half after the server was told to stop.
-      req.write(body.slice(0, 10));
-      setTimeout(() => {
-        server.child.kill('SIGTERM');
-        setTimeout(() => req.end(body.slice(10)), 300);
-      }, 200);
-    });
-    const response = await inFlight;
+    // Half the body now, half after the server was told to stop.
+    const response = await createKeyAcross(server.url, credentials, 'created-during-shutdown', () => server.child.kill('SIGTERM'));
     expect(response.status).toBe(201);
     expect(JSON.parse(response.body).token.name).toBe('created-during-shutdown');
     expect(await exited(server)).toBe(0);
@@ -226,34 +231,10 @@ describe('Ctrl-C in a terminal', () => {
     const port = await freePort();
     const server = await startEmbedded(dataDir, port);
     const credentials = await readBootstrap(dataDir);
-    const body = JSON.stringify({ name: 'created-during-ctrl-c' });
-    const inFlight = new Promise<{ status: number; body: string }>((resolve, reject) => {
-      const url = new URL(`${credentials.base_url}/v1/orgs/${credentials.org_id}/api-tokens`);
-      const req = request(
-        url,
-        {
-          method: 'POST',
-          headers: {
-            Authorization: `Bearer ${credentials.api_key}`,
-            'Content-Type': 'application/json',
-            'Content-Length': Buffer.byteLength(body),
-          },
-        },
-        (res) => {
-          let text = '';
-          res.on('data', (chunk: Buffer) => (text += chunk.toString()));
-          res.on('end', () => resolve({ status: res.statusCode!, body: text }));
-        },
-      );
-      req.on('error', reject);
-      req.write(body.slice(0, 10));
-      setTimeout(() => {
-        // What a terminal does on Ctrl-C: the signal goes to every process of the foreground group.
-        process.kill(-server.child.pid!, 'SIGINT');
-        setTimeout(() => req.end(body.slice(10)), 500);
-      }, 200);
-    });
-    const response = await inFlight;
+    // What a terminal does on Ctrl-C: the signal goes to every process of the foreground group.
+    const response = await createKeyAcross(credentials.base_url, credentials, 'created-during-ctrl-c', () =>
+      process.kill(-server.child.pid!, 'SIGINT'),
+    );
     expect(response.status, response.body).toBe(201);
     expect(await exited(server)).toBe(0);
     // PostgreSQL was stopped by the server, after the request: its pid file is gone.
