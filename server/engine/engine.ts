@@ -59,12 +59,12 @@ export class OperationEngine {
     this.workerId = workerId;
   }
 
-  /** Starts listening for queued work (resolves once the first try is made) and the workers. */
   /** Whether the engine was started and is not stopping: its workers take queued work. */
   get running(): boolean {
     return this.loops.length > 0 && this.stopped === undefined;
   }
 
+  /** Starts listening for queued work (resolves once the first try is made) and the workers. */
   async start(): Promise<void> {
     const listening = new Promise<void>((resolve) => this.loops.push(this.listenLoop(resolve)));
     for (let worker = 0; worker < this.config.concurrency; worker++) this.loops.push(this.workLoop());
@@ -261,7 +261,8 @@ export class OperationEngine {
       Math.max(50, this.config.leaseMs / 3),
     );
     try {
-      return { kind: 'succeeded', outcome: await this.executorFor(operation).perform(operation, { log, signal: this.abort.signal }) };
+      const attempt = this.executorFor(operation).perform(operation, { log, signal: this.abort.signal });
+      return { kind: 'succeeded', outcome: await untilAborted(attempt, this.abort.signal) };
     } catch (error) {
       return this.judge(operation, error, log);
     } finally {
@@ -383,4 +384,25 @@ export class OperationEngine {
     if (!executor) throw new Error(`no executor for ${operation.type}`);
     return executor;
   }
+}
+
+/**
+ * Settles as `work` does, or rejects as soon as `signal` aborts, whichever comes first. Stopping
+ * the engine must not wait on an executor that misses or ignores the abort: the attempt is
+ * released either way, and whatever the executor still does is repeated by the next attempt
+ * (executors are safe to repeat).
+ */
+function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) {
+    work.catch(() => {});
+    return Promise.reject(new Error('the engine is stopping'));
+  }
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => {
+      work.catch(() => {});
+      reject(new Error('the engine is stopping'));
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+    work.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
 }
