@@ -1,4 +1,4 @@
-import express, { type Express } from 'express';
+import express, { type Express, type Router } from 'express';
 import type { OperationHandlers } from '../generated/operations.ts';
 import type { IdentityResolver } from './auth/identity.ts';
 import type { Config } from './config.ts';
@@ -29,14 +29,16 @@ export interface AppDependencies {
   /** Requests answered, by operation and status (absent: not measured). */
   metrics?: Metrics;
   handlers: OperationHandlers<RequestContext>;
+  /** Pages outside /v1 and the contract (the console page, invoice documents), served before routing. */
+  pages?: Router[];
 }
 
 /**
  * The HTTP application, as a visible chain: request id → security headers → CORS → rate limit
- * by address → route → credential → rate limit by credential → permission → JSON body → integer query literals → contract validation → Idempotency-Key → handler, and one error
+ * by address → pages outside the contract → route → credential → rate limit by credential → permission → JSON body → integer query literals → contract validation → Idempotency-Key → handler, and one error
  * handler at the end that turns every failure into a problem document.
  */
-export function createApp({ config, pool, log, identity, handlers, metrics, rateLimits }: AppDependencies): Express {
+export function createApp({ config, pool, log, identity, handlers, metrics, rateLimits, pages = [] }: AppDependencies): Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
@@ -44,6 +46,7 @@ export function createApp({ config, pool, log, identity, handlers, metrics, rate
   app.use(securityHeaders({ https: config.publicBaseUrl?.startsWith('https:') ?? false }));
   app.use(cors);
   app.use(rateLimits.byAddress);
+  for (const page of pages) app.use(page);
   app.use(routing);
   app.use(authenticate(identity));
   app.use(rateLimits.byCredential);

@@ -34,6 +34,21 @@ export interface Config {
   demoHistory: boolean;
   /** The compute catalogue (regions, images, pools, profiles); the shipped default when absent. */
   catalogueFile: string | undefined;
+  /** The price list (JSON); the shipped default when absent. */
+  priceListFile: string | undefined;
+  /** Organizations' clocks can be moved forward by an operator (tests, sandboxes); see core/test-clocks.ts. */
+  testClocks: boolean;
+  console: ConsoleConfig;
+  /** How long a signed link to an invoice's page or PDF works. */
+  invoiceLinkTtlSeconds: number;
+}
+
+/** The console gateway's sessions. */
+export interface ConsoleConfig {
+  /** A session without a keystroke for this long is closed. */
+  idleTimeoutSeconds: number;
+  /** How often open sessions are checked against their instance and the API key that opened them. */
+  checkIntervalMs: number;
 }
 
 export interface OidcConfig {
@@ -149,6 +164,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     background: boolean(env, 'BACKGROUND_WORK', true),
     demoHistory: boolean(env, 'DEMO_HISTORY', false),
     catalogueFile: env.CATALOGUE_FILE ? path.resolve(env.CATALOGUE_FILE) : undefined,
+    priceListFile: env.PRICE_LIST ? path.resolve(env.PRICE_LIST) : undefined,
+    testClocks: boolean(env, 'TEST_CLOCKS', false),
+    console: {
+      idleTimeoutSeconds: integer(env, 'CONSOLE_IDLE_TIMEOUT_SECONDS', 900, 1, 86_400),
+      checkIntervalMs: integer(env, 'CONSOLE_CHECK_INTERVAL_MS', 1_000, 10, 60_000),
+    },
+    invoiceLinkTtlSeconds: integer(env, 'INVOICE_LINK_TTL_SECONDS', 86_400, 60, 31_536_000),
   };
 }
 

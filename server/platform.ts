@@ -18,6 +18,12 @@ import { OidcVerifier } from './auth/oidc.ts';
 import type { Config } from './config.ts';
 import { BackgroundRunner } from './core/background.ts';
 import { systemClock, type Clock } from './core/clock.ts';
+import { createOrganizationClock } from './core/test-clocks.ts';
+import { createConsoleGateway } from './http/console-gateway.ts';
+import { invoiceDocuments } from './http/invoice-documents.ts';
+import { invoiceLinkSource } from './areas/billing/invoice-links.ts';
+import { loadPriceList } from './areas/billing/prices.ts';
+import { consolePage } from './http/console-page.ts';
 import { purgeExpiredKeys } from './core/idempotency.ts';
 import type { RequestContext } from './core/request-context.ts';
 import { startEmbeddedDatabase } from './db/embedded.ts';
@@ -104,15 +110,32 @@ async function composePlatform(
   backendPool: Pool,
 ): Promise<Platform> {
   const { pool } = database;
-  const dependencies: AreaDependencies = { pool, config, clock, log, drivers, budget: createBudgetGuard(clock) };
+  const orgClock = createOrganizationClock(clock, config.testClocks);
+  // A bad price list stops start-up here, with a message naming the file and the entry.
+  const prices = loadPriceList(config.priceListFile);
+  // Known once the server listens (PORT=0 picks a port); PUBLIC_BASE_URL wins when set.
+  let listeningUrl = `http://${config.host}:${config.port}`;
+  const publicBaseUrl = () => config.publicBaseUrl ?? listeningUrl;
+  const dependencies: AreaDependencies = {
+    pool,
+    config,
+    clock,
+    orgClock,
+    publicBaseUrl,
+    log,
+    drivers,
+    budget: createBudgetGuard(orgClock, prices),
+  };
   const organization = organizationArea(dependencies, storageQuotaOf);
   const apiTokens = apiTokensArea(dependencies);
   const compute = computeArea(dependencies);
   const storage = storageArea(dependencies);
-  const billing = billingArea(
-    dependencies,
-    [compute.usage, storage.usage].filter((source) => source !== undefined),
-  );
+  const invoiceLinks = invoiceLinkSource(pool, { baseUrl: publicBaseUrl, ttlSeconds: config.invoiceLinkTtlSeconds });
+  const billing = billingArea(dependencies, {
+    usageSources: [compute.usage, storage.usage].filter((source) => source !== undefined),
+    prices,
+    links: invoiceLinks,
+  });
   const audit = auditArea(dependencies);
   // Typed as the whole registry: an operation type of the contract without an executor does not compile.
   const executors: ExecutorRegistry = { ...compute.executors, ...storage.executors };
@@ -144,8 +167,25 @@ async function composePlatform(
   metrics.watchPool('backends', backendPool);
   metrics.watchOperations(pool);
   const rateLimits = createRateLimits(config.rateLimit);
-  const app = createApp({ config, pool, log, identity, handlers, metrics, rateLimits });
+  const app = createApp({
+    config,
+    pool,
+    log,
+    identity,
+    handlers,
+    metrics,
+    rateLimits,
+    pages: [consolePage(), invoiceDocuments(pool, invoiceLinks)],
+  });
   const server = await listen(app, config.port, config.host);
+  const consoleGateway = createConsoleGateway({
+    pool,
+    orgClock,
+    hypervisor: drivers.hypervisor,
+    config: config.console,
+    log: log.child({ component: 'console-gateway' }),
+  });
+  consoleGateway.attach(server);
   const metricsEndpoint =
     config.metricsPort === undefined
       ? undefined
@@ -156,6 +196,7 @@ async function composePlatform(
   answerClientErrors(server, log.child({ component: 'http' }), { https: config.publicBaseUrl?.startsWith('https:') ?? false, rateLimits });
   const address = server.address() as AddressInfo;
   const url = `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`;
+  listeningUrl = url;
 
   const background = new BackgroundRunner(log.child({ component: 'background' }), metrics);
   if (config.background) {
@@ -173,6 +214,7 @@ async function composePlatform(
     async close() {
       // No new connections; requests in flight finish. Keep-alive connections are closed as
       // soon as they are idle, rather than when their keep-alive timeout ends.
+      consoleGateway.close();
       await new Promise<void>((resolve) => {
         const sweep = setInterval(() => server.closeIdleConnections(), 50);
         server.close(() => {

@@ -94,4 +94,6 @@ export interface OrganizationReport {
   usage: StorageUsage;
   /** The limits the store enforces; null when none were ever set. */
   enforced: EnforcedQuota | null;
+  /** Bytes the store has served to the organization's clients, ever (monotonic): what egress is billed from. */
+  egressBytes: number;
 }

@@ -203,16 +203,16 @@ export function vmExecutors(pool: Pool, hypervisor: HypervisorDriver, catalogue:
     },
   };
 
-  const prepareConsole: Executor<{ consoleType: 'vnc' | 'serial'; gatewayUrl: string }> = {
+  const prepareConsole: Executor<{ consoleType: 'vnc' | 'serial' }> = {
     perform: async (operation) => hypervisor.prepareConsole(serverOf(await loadVm(pool, operation)), operation.id),
     async succeeded(tx, operation, session) {
       // The instance is locked FOR UPDATE first: the insert's foreign key would take a weaker lock
       // on it, and two transactions upgrading their weak locks deadlock.
       await recordSideOutcome(tx, operation);
       await tx.query(
-        `INSERT INTO console_sessions (operation_id, org_id, vm_id, console_type, gateway_url, prepared_at)
-         VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (operation_id) DO NOTHING`,
-        [operation.id, operation.org_id, operation.resource_id, session.consoleType, session.gatewayUrl, operation.finished_at],
+        `INSERT INTO console_sessions (operation_id, org_id, vm_id, console_type, prepared_at)
+         VALUES ($1, $2, $3, $4, $5) ON CONFLICT (operation_id) DO NOTHING`,
+        [operation.id, operation.org_id, operation.resource_id, session.consoleType, operation.finished_at],
       );
     },
     failed: (tx, operation, failure) => recordSideOutcome(tx, operation, failure),
