@@ -15,8 +15,13 @@ export function egressCounters(objectStore: ObjectStoreDriver): NonNullable<Usag
     );
     const counters: MeteredCounter[] = [];
     for (const { org_id: orgId } of rows) {
-      const report = await objectStore.describeOrganization(orgId);
-      counters.push({ orgId, meter: 'egress_gb', value: report.egressBytes, perMeterUnit: BYTES_PER_BILLED_GB });
+      try {
+        const report = await objectStore.describeOrganization(orgId);
+        counters.push({ orgId, meter: 'egress_gb', value: report.egressBytes, perMeterUnit: BYTES_PER_BILLED_GB });
+      } catch {
+        // The store did not answer for this organization: its increase is counted at the next
+        // reading (the counter is cumulative), and the rest of metering goes on.
+      }
     }
     return counters;
   };
