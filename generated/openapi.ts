@@ -1455,7 +1455,9 @@ export interface paths {
         /**
          * Get billing
          * @description The organization's billing account: state, price list, month-to-date usage and its estimated
-         *     cost, and the spend budget. `spend_budget_cents` can reach 9223372036854775807; parse it with a
+         *     cost, and the spend budget. Month-to-date is what the platform has metered this month (UTC):
+         *     instance vCPU, memory and disk hours while powered, public IPv4 hours, stored bytes over time
+         *     and object-storage egress, updated by the metering loop (every minute by default). `spend_budget_cents` can reach 9223372036854775807; parse it with a
          *     JSON parser that keeps big integers exact.
          */
         get: operations["getBilling"];
@@ -1499,7 +1501,10 @@ export interface paths {
         /**
          * List invoices
          * @description The organization's invoices, newest period first, one per monthly period. Pages follow
-         *     `next_cursor`.
+         *     `next_cursor`. The platform's billing run issues a month's invoice once the month has ended
+         *     (UTC), with a line per meter priced by the price list; an invoice is `draft` until the billing
+         *     provider has collected it, then `paid` (or `open` while payment is due). Its page and PDF open
+         *     from `hosted_invoice_url` and `invoice_pdf`, signed links that need no credential and expire.
          */
         get: operations["listInvoices"];
         put?: never;
@@ -1521,7 +1526,7 @@ export interface paths {
                  */
                 org: components["parameters"]["OrgId"];
                 /**
-                 * @description The invoice's id as issued by the billing provider (not a uuid), such as `in_2026_10_3f6c1a2e`.
+                 * @description The invoice's id (not a uuid; one per organization and month), such as `in_2026_10_3f6c1a2e`.
                  * @example in_2026_10_3f6c1a2e
                  */
                 invoice_id: components["parameters"]["InvoiceId"];
@@ -1530,7 +1535,7 @@ export interface paths {
         };
         /**
          * Get an invoice
-         * @description One invoice of the organization, by the billing provider's id.
+         * @description One invoice of the organization, by its id. Its `hosted_invoice_url` and `invoice_pdf` are fresh signed links each time it is read.
          */
         get: operations["getInvoice"];
         put?: never;
@@ -4888,7 +4893,7 @@ export interface components {
          */
         AccessKeyId: string;
         /**
-         * @description The invoice's id as issued by the billing provider (not a uuid), such as `in_2026_10_3f6c1a2e`.
+         * @description The invoice's id (not a uuid; one per organization and month), such as `in_2026_10_3f6c1a2e`.
          * @example in_2026_10_3f6c1a2e
          */
         InvoiceId: string;
@@ -7596,7 +7601,7 @@ export interface operations {
                  */
                 org: components["parameters"]["OrgId"];
                 /**
-                 * @description The invoice's id as issued by the billing provider (not a uuid), such as `in_2026_10_3f6c1a2e`.
+                 * @description The invoice's id (not a uuid; one per organization and month), such as `in_2026_10_3f6c1a2e`.
                  * @example in_2026_10_3f6c1a2e
                  */
                 invoice_id: components["parameters"]["InvoiceId"];
