@@ -8,7 +8,7 @@
   var input = document.getElementById('url');
   var closeButton = document.getElementById('close');
   var status = document.getElementById('status');
-  var term = new Terminal({ cursorBlink: true, convertEol: false, fontSize: 14, scrollback: 5000 });
+  var term = new Terminal({ cursorBlink: true, convertEol: false, fontSize: 14, lineHeight: 1.15, scrollback: 5000 });
   term.open(document.getElementById('terminal'));
   var socket = null;
 
