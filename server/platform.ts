@@ -186,6 +186,7 @@ async function composePlatform(
     log: log.child({ component: 'console-gateway' }),
   });
   consoleGateway.attach(server);
+  metrics.watchConsoleSessions(() => consoleGateway.openSessions);
   const metricsEndpoint =
     config.metricsPort === undefined
       ? undefined

@@ -44,6 +44,9 @@ describe('a console session', () => {
     expect(url).toMatch(new RegExp(`^${server.url.replace('http://', 'ws://')}/console/sessions/cs_`));
     const session = await connectConsole(url);
     await logIn(session);
+    // Operators see it among the open sessions.
+    const metrics = await (await fetch(server.metricsUrl!)).text();
+    expect(Number(/^cloud_console_sessions_open (\d+)$/m.exec(metrics)?.[1])).toBeGreaterThanOrEqual(1);
     let mark = session.output().length;
     session.type('hostname\r');
     await session.waitFor(`\r\n${vm.name}\r\n`, { from: mark });
