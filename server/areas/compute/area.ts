@@ -36,7 +36,7 @@ export type ComputeOperations =
  * the hypervisor observes and the scheduler runs due restarts.
  */
 export function computeArea(deps: AreaDependencies): Area<ComputeOperations, VmOperationType | PublicIpOperationType> {
-  const { pool, config, clock, orgClock, publicBaseUrl, drivers, budget } = deps;
+  const { pool, config, orgClock, publicBaseUrl, drivers, budget } = deps;
   // A bad catalogue stops start-up here, with a message naming the file and the entry.
   const catalogue = loadCatalogue(config.catalogueFile);
   const maxAttempts = config.engine.maxAttempts;
@@ -48,14 +48,14 @@ export function computeArea(deps: AreaDependencies): Area<ComputeOperations, VmO
 
   return {
     handlers: {
-      ...vmHandlers({ pool, clock, orgClock, publicBaseUrl, vms }),
+      ...vmHandlers({ pool, orgClock, publicBaseUrl, vms }),
       ...catalogueHandlers({ catalogue }),
       ...publicIpHandlers({ pool, publicIps }),
       ...sshKeyHandlers({ pool }),
       ...scheduleHandlers({ pool, orgClock, schedules }),
     },
     executors: {
-      ...vmExecutors(pool, drivers.hypervisor, catalogue),
+      ...vmExecutors(pool, drivers.hypervisor, catalogue, orgClock),
       ...publicIpExecutors(pool, drivers.hypervisor),
     },
     usage: computeUsage,

@@ -1,6 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { components } from '../../../generated/openapi.ts';
-import type { Clock } from '../../core/clock.ts';
 import type { OrganizationClock } from '../../core/test-clocks.ts';
 import type { PoolClient } from '../../db/pool.ts';
 import { consoleNotFound } from './errors.ts';
@@ -37,7 +36,7 @@ interface SessionRow {
  */
 export async function collectConsole(
   tx: PoolClient,
-  clocks: { clock: Clock; orgClock: OrganizationClock },
+  clocks: { orgClock: OrganizationClock },
   request: { orgId: string; vmId: string; operationId: string; tokenId: string | null; gatewayBase: string },
 ): Promise<ConsoleOut> {
   const { rows } = await tx.query<SessionRow>(
@@ -46,11 +45,9 @@ export async function collectConsole(
     [request.operationId, request.orgId, request.vmId],
   );
   const session = rows[0];
-  // The collect window runs from the operation's finish, a moment of the platform's own clock.
-  if (!session || clocks.clock.now().getTime() - session.prepared_at.getTime() > COLLECT_WINDOW_MS) {
-    throw consoleNotFound(request.operationId);
-  }
+  // The window runs from when the console was prepared, by the organization's clock.
   const now = await clocks.orgClock.now(tx, request.orgId);
+  if (!session || now.getTime() - session.prepared_at.getTime() > COLLECT_WINDOW_MS) throw consoleNotFound(request.operationId);
   const token = `cs_${randomBytes(32).toString('base64url')}`;
   await tx.query(
     `UPDATE console_sessions SET collected_at = $2, token_hash = $3, token_expires_at = $4, collected_by_token_id = $5

@@ -1,5 +1,4 @@
 import type { OperationHandlers } from '../../../generated/operations.ts';
-import type { Clock } from '../../core/clock.ts';
 import type { OrganizationClock } from '../../core/test-clocks.ts';
 import type { RequestContext } from '../../core/request-context.ts';
 import { performWrite, type WriteOutcome } from '../../core/write.ts';
@@ -52,13 +51,11 @@ const many = (value: string | string[] | undefined): string[] => (value === unde
 /** Handlers of instances, their actions, firewall, protection and console: parse, call the service, answer. */
 export function vmHandlers({
   pool,
-  clock,
   orgClock,
   publicBaseUrl,
   vms,
 }: {
   pool: Pool;
-  clock: Clock;
   orgClock: OrganizationClock;
   /** The address clients reach the platform at (the console gateway's is derived from it). */
   publicBaseUrl: () => string;
@@ -148,7 +145,7 @@ export function vmHandlers({
         if (!(await findLiveVm(tx, orgId, request.path.vm_id))) throw vmNotFound(request.path.vm_id);
         const collected = await collectConsole(
           tx,
-          { clock, orgClock },
+          { orgClock },
           {
             orgId,
             vmId: request.path.vm_id,

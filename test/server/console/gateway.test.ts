@@ -151,6 +151,15 @@ describe('expiry by the organization clock', () => {
     session.close();
   });
 
+  test('a console not collected within 5 minutes of being prepared, on the moved clock, is 404', async () => {
+    const vm = await runningVm(server, server.org);
+    const requested = await server.org.call('POST', `/compute/vms/${vm.id}/console`);
+    await server.waitForOperation(server.org, requested.body.operation.id);
+    await advanceClock(server.org.orgId, '301s');
+    const late = await server.org.call('GET', `/compute/vms/${vm.id}/console?operation=${requested.body.operation.id}`);
+    expect(late.status).toBe(404);
+  });
+
   test('within expires_in_seconds on the moved clock, a URL still works', async () => {
     const vm = await runningVm(server, server.org);
     const url = await collectConsoleUrl(server, server.org, vm.id);
