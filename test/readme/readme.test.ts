@@ -7,6 +7,7 @@ import path from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
 import { readmeBlocks } from '../../scripts/lib/readme-blocks.ts';
 import { bin, repoRoot, run } from '../../scripts/lib/run.ts';
+import { readFileSync } from 'node:fs';
 
 const runner = path.join(repoRoot, 'scripts', 'readme-test.ts');
 const workDir = mkdtempSync(path.join(tmpdir(), 'readme-runner-'));
@@ -115,5 +116,33 @@ describe('the README runner', () => {
       reason: 'keeps running',
       ready: 'http://127.0.0.1:$PORT/',
     });
+  });
+});
+
+describe("the README's wait_for helper", () => {
+  // The function exactly as README.md defines it, run on its own.
+  const readmeText = readFileSync(path.join(repoRoot, 'README.md'), 'utf8');
+  const definition = /^wait_for\(\) \{\n[\s\S]*?\n\}$/m.exec(readmeText)?.[0];
+  const waitFor = (api: string, operation: string) =>
+    run('bash', ['-c', `${definition}\nwait_for "$1"`, 'wait_for', operation], {
+      env: { API: api, AUTH: 'Authorization: Bearer cpk_x', WAIT_TIMEOUT: '5' },
+    });
+
+  test('is defined in the README', () => {
+    expect(definition).toMatch(/return 1/);
+  });
+
+  test('fails at once, saying so, when the request before it gave no operation id', async () => {
+    const result = await waitFor('http://127.0.0.1:9', 'null');
+    expect(result.code).not.toBe(0);
+    expect(result.stderr).toMatch(/wait_for: no operation id/);
+  });
+
+  test('fails at once, saying so, when the poll is refused or unanswered', async () => {
+    const started = Date.now();
+    const result = await waitFor('http://127.0.0.1:9', 'c1d2e3f4-a5b6-4c7d-8e9f-0a1b2c3d4e51');
+    expect(result.code).not.toBe(0);
+    expect(result.stderr).toMatch(/wait_for: GET http:\/\/127\.0\.0\.1:9\/operations\/c1d2e3f4-a5b6-4c7d-8e9f-0a1b2c3d4e51 failed/);
+    expect(Date.now() - started).toBeLessThan(4_000);
   });
 });
