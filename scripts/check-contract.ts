@@ -24,8 +24,15 @@ const result = checkContract({
 });
 
 if (process.argv.includes('--changelog')) {
-  const version = result.current.text === latest.text ? 'Unreleased' : result.current.text;
-  console.log(changelogSection(version, new Date().toISOString().slice(0, 10), result.changes));
+  // Changes not yet carried by a new info.version are "Unreleased"; otherwise today's date is the proposed release date.
+  const unreleased = result.current.text === latest.text;
+  console.log(
+    changelogSection(
+      unreleased ? 'Unreleased' : result.current.text,
+      unreleased ? undefined : new Date().toISOString().slice(0, 10),
+      result.changes,
+    ),
+  );
 } else {
   for (const change of result.changes) console.log(`${change.kind.padEnd(10)} ${change.message}`);
   if (result.failures.length > 0) {

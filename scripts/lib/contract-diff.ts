@@ -106,20 +106,20 @@ class Differ {
     for (const [name, parameter] of before) {
       const next = after.get(name);
       if (!next) {
-        this.add('breaking', `parameter-removed ${key} ${name}`, `${where}: the ${name} parameter was removed.`);
+        this.add('breaking', `parameter-removed ${key} ${name}`, `${where}: the ${parameterText(name)} was removed.`);
         continue;
       }
       if (next.required === true && parameter.required !== true) {
-        this.add('breaking', `parameter-now-required ${key} ${name}`, `${where}: the ${name} parameter became required.`);
+        this.add('breaking', `parameter-now-required ${key} ${name}`, `${where}: the ${parameterText(name)} became required.`);
       }
-      this.compareSchema(`${key} ${name}`, `${where}: the ${name} parameter`, parameter.schema, next.schema, 'request');
+      this.compareSchema(`${key} ${name}`, `${where}: the ${parameterText(name)}`, parameter.schema, next.schema, 'request');
     }
     for (const [name, parameter] of after) {
       if (before.has(name)) continue;
       if (parameter.required === true) {
-        this.add('breaking', `parameter-required-added ${key} ${name}`, `${where}: a required ${name} parameter was added.`);
+        this.add('breaking', `parameter-required-added ${key} ${name}`, `${where}: a required ${parameterText(name)} was added.`);
       } else {
-        this.add('added', `parameter-added ${key} ${name}`, `${where}: an optional ${name} parameter was added.`);
+        this.add('added', `parameter-added ${key} ${name}`, `${where}: an optional ${parameterText(name)} was added.`);
       }
     }
   }
@@ -410,6 +410,12 @@ function parametersOf(document: Json, entry: OperationEntry): Map<string, Parame
     parameters.set(`${parameter.in}:${name}`, parameter);
   }
   return parameters;
+}
+
+/** `query:limit` as `query parameter limit`. */
+function parameterText(key: string): string {
+  const [where, ...name] = key.split(':');
+  return `${where} parameter ${name.join(':')}`;
 }
 
 function resolvePointer(document: Json, ref: string): unknown {

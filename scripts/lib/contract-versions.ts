@@ -141,14 +141,14 @@ function findOperation(document: Record<string, unknown>, key: string): Record<s
 }
 
 /** The changes as changelog lines (Markdown), grouped by kind. */
-export function changelogSection(version: string, date: string, changes: ContractChange[]): string {
+export function changelogSection(version: string, date: string | undefined, changes: ContractChange[]): string {
   const groups: Array<[string, ContractChange['kind']]> = [
     ['Breaking', 'breaking'],
     ['Deprecated', 'deprecated'],
     ['Added', 'added'],
     ['Changed', 'changed'],
   ];
-  const lines = [`## ${version} (${date})`, ''];
+  const lines = [date ? `## ${version} (${date})` : `## ${version}`, ''];
   for (const [title, kind] of groups) {
     const items = changes.filter((change) => change.kind === kind);
     if (items.length === 0) continue;

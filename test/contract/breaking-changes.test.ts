@@ -5,7 +5,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { diffContracts } from '../../scripts/lib/contract-diff.ts';
-import { checkContract } from '../../scripts/lib/contract-versions.ts';
+import { changelogSection, checkContract } from '../../scripts/lib/contract-versions.ts';
 import { repoRoot } from '../../scripts/lib/run.ts';
 
 type Doc = Record<string, any>;
@@ -326,5 +326,19 @@ describe('the breaking-change check on the real contract', () => {
         (change) => change.kind === 'breaking' && /^response-header-removed .* 429 Retry-After$/.test(change.id),
       ),
     ).toBe(true);
+  });
+});
+
+describe('the changelog', () => {
+  test('prints the changes as CHANGELOG.md lines, grouped by kind, breaking first', () => {
+    const current = smallContract();
+    delete schemas(current).Thing.properties.note;
+    listPath(current).get.parameters.push({ name: 'limit', in: 'query', required: false, schema: { type: 'integer' } });
+    const section = changelogSection('2.0.0', '2027-01-15', diffContracts(smallContract(), current));
+    expect(section.startsWith('## 2.0.0 (2027-01-15)\n\n### Breaking\n\n')).toBe(true);
+    expect(section).toContain('- GET /v1/things (listThings): the 200 response: the field /items/[]/note was removed.');
+    expect(section).toContain('### Added\n\n- GET /v1/things (listThings): an optional query parameter limit was added.');
+    expect(section.indexOf('### Breaking')).toBeLessThan(section.indexOf('### Added'));
+    expect(changelogSection('Unreleased', undefined, [])).toBe('## Unreleased\n\nNo change of the contract.\n');
   });
 });
