@@ -39,6 +39,9 @@ const env: NodeJS.ProcessEnv = {
   LOG_LEVEL: 'warn',
   NO_COLOR: '1',
   NO_UPDATE_NOTIFIER: '1',
+  // The AWS CLI and SDK of the S3 blocks talk only to the local endpoint the blocks name: never
+  // to an instance metadata service for credentials or a region.
+  AWS_EC2_METADATA_DISABLED: 'true',
 };
 const background: ChildProcess[] = [];
 
