@@ -186,9 +186,18 @@ describe("invalid requests get the server's own problem documents", () => {
   afterAll(() => server?.close());
 
   /** The same request to the mock and to the real server (each with its own organization and key). */
-  async function both(method: string, orgPath: string, init: { headers?: Record<string, string>; body?: string } = {}) {
-    const mockAnswer = await fetch(`${base}${orgPath}`, { method, headers: { ...auth, ...init.headers }, body: init.body });
-    const serverAnswer = await server.org.call(method, orgPath, { rawBody: init.body, headers: init.headers });
+  async function both(
+    method: string,
+    orgPath: string,
+    init: { headers?: Record<string, string>; body?: string; anonymous?: boolean } = {},
+  ) {
+    const credential = init.anonymous ? {} : auth;
+    const mockAnswer = await fetch(`${base}${orgPath}`, { method, headers: { ...credential, ...init.headers }, body: init.body });
+    const serverAnswer = await server.org.call(method, orgPath, {
+      rawBody: init.body,
+      headers: init.headers,
+      key: init.anonymous ? null : undefined,
+    });
     const mockProblem = await mockAnswer.json();
     const comparable = (problem: Record<string, any>, orgId: string): Record<string, any> => ({
       ...problem,
@@ -210,6 +219,7 @@ describe("invalid requests get the server's own problem documents", () => {
     ['JSON that is not even started', 'PUT', '/billing', { headers: { 'Content-Type': 'application/json' }, body: 'budget=1' }],
     ['an unknown path', 'GET', '/compute/volumes', {}],
     ['a method the path does not take', 'PATCH', '/billing', {}],
+    ['no credential', 'GET', '/billing', { anonymous: true }],
     [
       'a field of the wrong type',
       'PUT',
