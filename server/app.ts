@@ -14,6 +14,7 @@ import type { RateLimits } from './http/rate-limit.ts';
 import { dispatch } from './http/dispatch.ts';
 import { requestId } from './http/request-id.ts';
 import { routing } from './http/routing.ts';
+import { deprecation } from './http/deprecation.ts';
 import { securityHeaders } from './http/security-headers.ts';
 import { contractValidator, translateValidatorErrors } from './http/validation.ts';
 import type { Logger } from './logging.ts';
@@ -35,7 +36,7 @@ export interface AppDependencies {
 
 /**
  * The HTTP application, as a visible chain: request id → security headers → CORS → rate limit
- * by address → pages outside the contract → route → credential → rate limit by credential → permission → JSON body → integer query literals → contract validation → Idempotency-Key → handler, and one error
+ * by address → pages outside the contract → route (→ Deprecation and Sunset headers of a deprecated operation) → credential → rate limit by credential → permission → JSON body → integer query literals → contract validation → Idempotency-Key → handler, and one error
  * handler at the end that turns every failure into a problem document.
  */
 export function createApp({ config, pool, log, identity, handlers, metrics, rateLimits, pages = [] }: AppDependencies): Express {
@@ -48,6 +49,7 @@ export function createApp({ config, pool, log, identity, handlers, metrics, rate
   app.use(rateLimits.byAddress);
   for (const page of pages) app.use(page);
   app.use(routing);
+  app.use(deprecation);
   app.use(authenticate(identity));
   app.use(rateLimits.byCredential);
   app.use(authorize);
