@@ -1,7 +1,7 @@
 // Serves the contract with the Prism mock: examples as responses, `Prefer: code=…` and
 // `Prefer: example=…` to choose them, and request validation. Usage:
 //   npm run mock [-- --port 4010 --host 127.0.0.1]
-// Prism itself listens on the next port; a thin proxy on --port answers invalid requests with the
+// Prism itself listens on --prism-port (default: the next port); a thin proxy on --port answers invalid requests with the
 // server's own problem documents and serves any named example by `Prefer` (see mock-proxy.ts).
 import { spawn } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -16,10 +16,12 @@ const { values } = parseArgs({
   options: {
     port: { type: 'string', default: process.env.MOCK_PORT ?? '4010' },
     host: { type: 'string', default: process.env.MOCK_HOST ?? '127.0.0.1' },
+    // Where Prism itself listens (default: the next port). Tests pass a port they found free.
+    'prism-port': { type: 'string' },
   },
 });
 const port = Number(values.port);
-const prismPort = port + 1;
+const prismPort = values['prism-port'] ? Number(values['prism-port']) : port + 1;
 
 const documentPath = path.join(repoRoot, '.tmp', `mock-openapi-${port}.json`);
 mkdirSync(path.dirname(documentPath), { recursive: true });

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { CLIENT_IMPORT, curlSample, sampleOperations, typeScriptSample } from '../../scripts/lib/code-samples.ts';
 import { bin, repoRoot, run } from '../../scripts/lib/run.ts';
 import { loadBundle } from '../support/contract.ts';
-import { freePort, startProcess, waitForHttp, type Started } from '../support/processes.ts';
+import { startMock, type Started } from '../support/processes.ts';
 
 const operations = sampleOperations(loadBundle());
 
@@ -15,10 +15,7 @@ let mock: Started;
 let baseUrl: string;
 
 beforeAll(async () => {
-  const port = await freePort();
-  mock = startProcess(bin('tsx'), [path.join(repoRoot, 'scripts', 'mock.ts'), '--port', String(port)]);
-  baseUrl = `http://127.0.0.1:${port}`;
-  await waitForHttp(`${baseUrl}/healthz`, mock);
+  ({ mock, baseUrl } = await startMock());
 });
 
 afterAll(() => mock?.stop());

@@ -1,10 +1,8 @@
 // The Prism mock that front-end teams work against: `npm run mock` serves the contract's
 // examples, lets a caller choose them with `Prefer`, and refuses invalid requests.
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { bin, repoRoot } from '../../scripts/lib/run.ts';
 import { loadBundle } from '../support/contract.ts';
-import { freePort, startProcess, waitForHttp, type Started } from '../support/processes.ts';
+import { startMock, type Started } from '../support/processes.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 
 const org = '3f6c1a2e-9b4d-4c7a-8e21-5d0b7f9a1c34';
@@ -15,10 +13,9 @@ let mock: Started;
 let base: string;
 
 beforeAll(async () => {
-  const port = await freePort();
-  mock = startProcess(bin('tsx'), [path.join(repoRoot, 'scripts', 'mock.ts'), '--port', String(port)]);
-  base = `http://127.0.0.1:${port}/v1/orgs/${org}`;
-  await waitForHttp(base, mock);
+  const started = await startMock(`/v1/orgs/${org}`);
+  mock = started.mock;
+  base = `${started.baseUrl}/v1/orgs/${org}`;
 });
 
 afterAll(() => mock?.stop());
