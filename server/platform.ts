@@ -13,6 +13,7 @@ import { operationsArea } from './areas/operations/area.ts';
 import { organizationArea } from './areas/organization/area.ts';
 import { storageArea } from './areas/storage/area.ts';
 import { storageQuotaOf } from './areas/storage/quota-figures.ts';
+import { CredentialCache } from './auth/credential-cache.ts';
 import { IdentityResolver } from './auth/identity.ts';
 import { OidcVerifier } from './auth/oidc.ts';
 import type { Config } from './config.ts';
@@ -106,7 +107,9 @@ async function composePlatform(
   const { pool } = database;
   const dependencies: AreaDependencies = { pool, config, clock, log, drivers, budget: createBudgetGuard(clock) };
   const organization = organizationArea(dependencies, storageQuotaOf);
-  const apiTokens = apiTokensArea(dependencies);
+  // API keys already looked up; emptied on every change a process announces (LISTEN/NOTIFY).
+  const credentials = new CredentialCache(pool.options);
+  const apiTokens = apiTokensArea(dependencies, () => credentials.invalidate());
   const compute = computeArea(dependencies);
   const storage = storageArea(dependencies);
   const billing = billingArea(
@@ -138,19 +141,24 @@ async function composePlatform(
   };
   const areas: Array<Pick<Area<never>, 'background'>> = [organization, apiTokens, billing, operations, audit, compute, storage];
 
-  const identity = new IdentityResolver(pool, config.oidc ? new OidcVerifier(config.oidc) : undefined);
+  const identity = new IdentityResolver(pool, config.oidc ? new OidcVerifier(config.oidc) : undefined, credentials);
   const metrics = new Metrics();
   metrics.watchPool('api', pool);
   metrics.watchPool('backends', backendPool);
   metrics.watchOperations(pool);
   const rateLimits = createRateLimits(config.rateLimit);
   const app = createApp({ config, pool, log, identity, handlers, metrics, rateLimits });
-  const server = await listen(app, config.port, config.host);
+  await credentials.start();
+  const server = await listen(app, config.port, config.host).catch(async (error: unknown) => {
+    await credentials.stop();
+    throw error;
+  });
   const metricsEndpoint =
     config.metricsPort === undefined
       ? undefined
       : await metrics.serve(config.metricsPort, config.host).catch(async (error: unknown) => {
           await new Promise((resolve) => server.close(resolve));
+          await credentials.stop();
           throw error;
         });
   answerClientErrors(server, log.child({ component: 'http' }), { https: config.publicBaseUrl?.startsWith('https:') ?? false, rateLimits });
@@ -184,6 +192,7 @@ async function composePlatform(
       await background.stop();
       if (config.background) await engine.stop();
       await metricsEndpoint?.close();
+      await credentials.stop();
       await backendPool.end();
       await database.stop();
     },
