@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Server } from 'node:http';
+import type { RequestHandler } from 'express';
 import type { AddressInfo } from 'node:net';
 import type { OperationHandlers } from '../generated/operations.ts';
 import { createApp } from './app.ts';
@@ -21,13 +22,14 @@ import { BackgroundRunner } from './core/background.ts';
 import { systemClock, type Clock } from './core/clock.ts';
 import { purgeExpiredKeys } from './core/idempotency.ts';
 import type { RequestContext } from './core/request-context.ts';
-import { startEmbeddedDatabase } from './db/embedded.ts';
+import { startEmbeddedDatabase, type EmbeddedDatabase } from './db/embedded.ts';
 import { migrate } from './db/migrate.ts';
 import { createPool, type Pool } from './db/pool.ts';
 import type { Drivers } from './drivers/index.ts';
 import { createDrivers, driverMigrations } from './drivers/selection.ts';
 import { OperationEngine } from './engine/engine.ts';
 import { answerClientErrors } from './http/client-errors.ts';
+import { contractValidator } from './http/validation.ts';
 import { createRateLimits } from './http/rate-limit.ts';
 import type { ExecutorRegistry } from './engine/executor.ts';
 import type { Logger } from './logging.ts';
@@ -43,9 +45,14 @@ export interface Platform {
   close(): Promise<void>;
 }
 
-/** The database this configuration names: DATABASE_URL, or the embedded one in DATA_DIR. */
-export async function openDatabase(config: Config, log: Logger): Promise<Database> {
-  const embedded = config.databaseUrl ? undefined : await startEmbeddedDatabase(config.dataDir, (message) => log.info(message));
+/**
+ * The database this configuration names: DATABASE_URL, or the embedded one in DATA_DIR (`starting`:
+ * already being started by the caller, see startEmbeddedEarly).
+ */
+export async function openDatabase(config: Config, log: Logger, starting?: Promise<EmbeddedDatabase>): Promise<Database> {
+  const embedded = config.databaseUrl
+    ? undefined
+    : await (starting ?? startEmbeddedDatabase(config.dataDir, (message) => log.info(message)));
   const connectionString = config.databaseUrl ?? embedded!.connectionString;
   const pool = createPool(connectionString, config.database.poolSize, config.database);
   try {
@@ -78,16 +85,18 @@ export interface Database {
 export async function startPlatform(
   config: Config,
   log: Logger,
-  options: { clock?: Clock; drivers?: (pool: Pool) => Drivers } = {},
+  options: { clock?: Clock; drivers?: (pool: Pool) => Drivers; embedded?: Promise<EmbeddedDatabase> } = {},
 ): Promise<Platform> {
-  const database = await openDatabase(config, log);
+  // Made first: it reads and compiles the contract while PostgreSQL starts (another process).
+  const validator = contractValidator({ validateResponses: config.validateResponses });
+  const database = await openDatabase(config, log, options.embedded);
   // The simulated backends stand for systems outside the platform: they have connections of
   // their own, so that a backend call never waits for one of the API's, and the transaction
   // guard refuses a backend call made inside a transaction.
   const backendPool = createPool(database.connectionString, config.simulators.poolSize, config.database, 'cloud-platform-simulators');
   try {
     const drivers = options.drivers?.(backendPool) ?? createDrivers(config.drivers, backendPool, config.simulators);
-    return await composePlatform(config, log, options.clock ?? systemClock, drivers, database, backendPool);
+    return await composePlatform(config, log, options.clock ?? systemClock, drivers, database, backendPool, validator);
   } catch (error) {
     // A refused start (a bad catalogue, a port in use) stops the database it opened.
     await backendPool.end().catch(() => {});
@@ -103,6 +112,7 @@ async function composePlatform(
   drivers: Drivers,
   database: Database,
   backendPool: Pool,
+  validator: RequestHandler[],
 ): Promise<Platform> {
   const { pool } = database;
   const dependencies: AreaDependencies = { pool, config, clock, log, drivers, budget: createBudgetGuard(clock) };
@@ -147,7 +157,7 @@ async function composePlatform(
   metrics.watchPool('backends', backendPool);
   metrics.watchOperations(pool);
   const rateLimits = createRateLimits(config.rateLimit);
-  const app = createApp({ config, pool, log, identity, handlers, metrics, rateLimits });
+  const app = createApp({ config, pool, log, identity, handlers, metrics, rateLimits, validator });
   await credentials.start();
   const server = await listen(app, config.port, config.host).catch(async (error: unknown) => {
     await credentials.stop();
