@@ -1,4 +1,4 @@
-import express, { type Express, type RequestHandler } from 'express';
+import express, { type Express } from 'express';
 import type { OperationHandlers } from '../generated/operations.ts';
 import type { IdentityResolver } from './auth/identity.ts';
 import type { Config } from './config.ts';
@@ -30,11 +30,6 @@ export interface AppDependencies {
   /** Requests answered, by operation and status (absent: not measured). */
   metrics?: Metrics;
   handlers: OperationHandlers<RequestContext>;
-  /**
-   * The contract validator, when made beforehand (contractValidator): it reads and compiles the
-   * contract from the moment it is made, which start-up overlaps with starting PostgreSQL.
-   */
-  validator?: RequestHandler[];
 }
 
 /**
@@ -42,7 +37,7 @@ export interface AppDependencies {
  * by address → route → credential → rate limit by credential → permission → JSON body → integer query literals → contract validation → Idempotency-Key → handler, and one error
  * handler at the end that turns every failure into a problem document.
  */
-export function createApp({ config, pool, log, identity, handlers, metrics, rateLimits, validator }: AppDependencies): Express {
+export function createApp({ config, pool, log, identity, handlers, metrics, rateLimits }: AppDependencies): Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
@@ -57,7 +52,7 @@ export function createApp({ config, pool, log, identity, handlers, metrics, rate
   app.use(authorize);
   app.use(jsonBody);
   app.use(queryLiterals);
-  app.use(validator ?? contractValidator({ validateResponses: config.validateResponses }));
+  app.use(contractValidator({ validateResponses: config.validateResponses }));
   app.use(translateValidatorErrors);
   app.use(restoreExactIntegers);
   app.use(idempotency(pool));

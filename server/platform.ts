@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import type { Server } from 'node:http';
-import type { RequestHandler } from 'express';
 import type { AddressInfo } from 'node:net';
 import type { OperationHandlers } from '../generated/operations.ts';
 import { createApp } from './app.ts';
@@ -29,7 +28,6 @@ import type { Drivers } from './drivers/index.ts';
 import { createDrivers, driverMigrations } from './drivers/selection.ts';
 import { OperationEngine } from './engine/engine.ts';
 import { answerClientErrors } from './http/client-errors.ts';
-import { contractValidator } from './http/validation.ts';
 import { createRateLimits } from './http/rate-limit.ts';
 import type { ExecutorRegistry } from './engine/executor.ts';
 import type { Logger } from './logging.ts';
@@ -87,8 +85,6 @@ export async function startPlatform(
   log: Logger,
   options: { clock?: Clock; drivers?: (pool: Pool) => Drivers; embedded?: Promise<EmbeddedDatabase> } = {},
 ): Promise<Platform> {
-  // Made first: it reads and compiles the contract while PostgreSQL starts (another process).
-  const validator = contractValidator({ validateResponses: config.validateResponses });
   const database = await openDatabase(config, log, options.embedded);
   // The simulated backends stand for systems outside the platform: they have connections of
   // their own, so that a backend call never waits for one of the API's, and the transaction
@@ -96,7 +92,7 @@ export async function startPlatform(
   const backendPool = createPool(database.connectionString, config.simulators.poolSize, config.database, 'cloud-platform-simulators');
   try {
     const drivers = options.drivers?.(backendPool) ?? createDrivers(config.drivers, backendPool, config.simulators);
-    return await composePlatform(config, log, options.clock ?? systemClock, drivers, database, backendPool, validator);
+    return await composePlatform(config, log, options.clock ?? systemClock, drivers, database, backendPool);
   } catch (error) {
     // A refused start (a bad catalogue, a port in use) stops the database it opened.
     await backendPool.end().catch(() => {});
@@ -112,7 +108,6 @@ async function composePlatform(
   drivers: Drivers,
   database: Database,
   backendPool: Pool,
-  validator: RequestHandler[],
 ): Promise<Platform> {
   const { pool } = database;
   const dependencies: AreaDependencies = { pool, config, clock, log, drivers, budget: createBudgetGuard(clock) };
@@ -157,7 +152,7 @@ async function composePlatform(
   metrics.watchPool('backends', backendPool);
   metrics.watchOperations(pool);
   const rateLimits = createRateLimits(config.rateLimit);
-  const app = createApp({ config, pool, log, identity, handlers, metrics, rateLimits, validator });
+  const app = createApp({ config, pool, log, identity, handlers, metrics, rateLimits });
   await credentials.start();
   const server = await listen(app, config.port, config.host).catch(async (error: unknown) => {
     await credentials.stop();
