@@ -37,7 +37,12 @@ async function stop(server: RunningServer): Promise<void> {
 
 function recordMemory(figure: string, server: RunningServer): void {
   const memory = memoryOf(server.child.process.pid!, path.join(server.dataDir, 'postgres'));
-  record({ figure, real: `RSS ${mib(memory.rss).toFixed(0)} MiB (PSS ${mib(memory.pss).toFixed(0)} MiB)`, goal: 'RSS ≤ 250 MiB' });
+  const node = memoryOf(server.child.process.pid!);
+  record({
+    figure,
+    real: `RSS ${mib(memory.rss).toFixed(0)} MiB, PSS ${mib(memory.pss).toFixed(0)} MiB (Node RSS ${mib(node.rss).toFixed(0)} MiB; PostgreSQL ${memory.processes - 1} processes)`,
+    goal: '≤ 250 MiB',
+  });
 }
 
 try {

@@ -121,7 +121,7 @@ export async function startPrism(): Promise<Child> {
  * running there (its postmaster and every backend). `rss` adds each process's RSS (shared pages
  * counted once per process, as `ps` shows them); `pss` shares them out (proportional set size).
  */
-export function memoryOf(pid: number, postgresDir?: string): { rss: number; pss: number } {
+export function memoryOf(pid: number, postgresDir?: string): { rss: number; pss: number; processes: number } {
   const pids = [pid];
   if (postgresDir) {
     const pidFile = path.join(postgresDir, 'postmaster.pid');
@@ -140,7 +140,7 @@ export function memoryOf(pid: number, postgresDir?: string): { rss: number; pss:
       // Ended meanwhile.
     }
   }
-  return { rss: rss * 1024, pss: pss * 1024 };
+  return { rss: rss * 1024, pss: pss * 1024, processes: pids.length };
 }
 
 function kib(text: string, field: string): number {
