@@ -15,6 +15,7 @@ import { dispatch } from './http/dispatch.ts';
 import { requestId } from './http/request-id.ts';
 import { routing } from './http/routing.ts';
 import { deprecation } from './http/deprecation.ts';
+import { preparedJson } from './http/send.ts';
 import { securityHeaders } from './http/security-headers.ts';
 import { contractValidator, translateValidatorErrors } from './http/validation.ts';
 import type { Logger } from './logging.ts';
@@ -35,7 +36,7 @@ export interface AppDependencies {
 }
 
 /**
- * The HTTP application, as a visible chain: request id → security headers → CORS → rate limit
+ * The HTTP application, as a visible chain: prepared JSON (send.ts) → request id → security headers → CORS → rate limit
  * by address → pages outside the contract → route (→ Deprecation and Sunset headers of a deprecated operation) → credential → rate limit by credential → permission → JSON body → integer query literals → contract validation → Idempotency-Key → handler, and one error
  * handler at the end that turns every failure into a problem document.
  */
@@ -43,6 +44,7 @@ export function createApp({ config, pool, log, identity, handlers, metrics, rate
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
+  app.use(preparedJson);
   app.use(requestId(log, metrics));
   app.use(securityHeaders({ https: config.publicBaseUrl?.startsWith('https:') ?? false }));
   app.use(cors);

@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import path from 'node:path';
 
 /**
@@ -104,6 +105,15 @@ export interface SimulatorConfig {
 
 export class ConfigError extends Error {}
 
+/**
+ * Connections for the machine: PostgreSQL does at most one query per core at a time, so a few
+ * more connections than cores keep it busy; more only queue inside PostgreSQL instead of the
+ * pool, and each costs memory. 6 on 2 cores, 16 from 7 cores on.
+ */
+function defaultPoolSize(): number {
+  return Math.min(16, 2 * availableParallelism() + 2);
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const host = env.HOST ?? '127.0.0.1';
   const port = integer(env, 'PORT', 8080, 0, 65535);
@@ -116,7 +126,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dataDir: path.resolve(env.DATA_DIR ?? 'data'),
     databaseUrl: env.DATABASE_URL || undefined,
     database: {
-      poolSize: integer(env, 'DATABASE_POOL_SIZE', 16, 2, 1000),
+      poolSize: integer(env, 'DATABASE_POOL_SIZE', defaultPoolSize(), 2, 1000),
       connectionTimeoutMs: integer(env, 'DATABASE_CONNECT_TIMEOUT_MS', 5_000, 100, 600_000),
       statementTimeoutMs: integer(env, 'DATABASE_STATEMENT_TIMEOUT_MS', 10_000, 100, 3_600_000),
       idleInTransactionTimeoutMs: integer(env, 'DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS', 15_000, 100, 3_600_000),

@@ -2,8 +2,8 @@
 // PostgreSQL in ./data, simulated backends. See README "Configuration".
 import { bootstrapIfEmpty, keepBootstrapAddressCurrent } from './bootstrap.ts';
 import { ConfigError, loadConfig, type Config } from './config.ts';
+import { startEmbeddedDatabase, type EmbeddedDatabase } from './db/embedded.ts';
 import { createLogger } from './logging.ts';
-import { startPlatform } from './platform.ts';
 import { describeStartupFailure } from './startup-failure.ts';
 
 let config: Config;
@@ -20,7 +20,16 @@ const log = createLogger(config.logLevel, config.logFormat);
 // caught where it can be dealt with. Should one slip through, it is logged and the server keeps
 // serving, rather than Node's default of ending the process (and every request in flight).
 process.on('unhandledRejection', (reason) => log.error({ err: reason }, 'unhandled promise rejection; the process keeps running'));
-const platform = await startPlatform(config, log).catch((error: unknown) => {
+// The embedded PostgreSQL (initdb on a first start) runs in processes of its own: it is started
+// before the rest of the server is loaded, so that loading and starting overlap.
+let embedded: Promise<EmbeddedDatabase> | undefined;
+if (!config.databaseUrl) {
+  embedded = startEmbeddedDatabase(config.dataDir, (message) => log.info(message));
+  // Handled where startPlatform awaits it; marked here so that an early failure is not reported twice.
+  embedded.catch(() => {});
+}
+const { startPlatform } = await import('./platform.ts');
+const platform = await startPlatform(config, log, { embedded }).catch((error: unknown) => {
   // A bad catalogue, a busy port, an unreachable database: one line saying what to change.
   const reason = describeStartupFailure(error, config);
   if (reason === undefined) throw error;

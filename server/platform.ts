@@ -13,6 +13,7 @@ import { operationsArea } from './areas/operations/area.ts';
 import { organizationArea } from './areas/organization/area.ts';
 import { storageArea } from './areas/storage/area.ts';
 import { storageQuotaOf } from './areas/storage/quota-figures.ts';
+import { CredentialCache } from './auth/credential-cache.ts';
 import { IdentityResolver } from './auth/identity.ts';
 import { OidcVerifier } from './auth/oidc.ts';
 import type { Config } from './config.ts';
@@ -26,7 +27,7 @@ import { loadPriceList } from './areas/billing/prices.ts';
 import { consolePage } from './http/console-page.ts';
 import { purgeExpiredKeys } from './core/idempotency.ts';
 import type { RequestContext } from './core/request-context.ts';
-import { startEmbeddedDatabase } from './db/embedded.ts';
+import { startEmbeddedDatabase, type EmbeddedDatabase } from './db/embedded.ts';
 import { migrate } from './db/migrate.ts';
 import { createPool, type Pool } from './db/pool.ts';
 import type { Drivers } from './drivers/index.ts';
@@ -48,9 +49,14 @@ export interface Platform {
   close(): Promise<void>;
 }
 
-/** The database this configuration names: DATABASE_URL, or the embedded one in DATA_DIR. */
-export async function openDatabase(config: Config, log: Logger): Promise<Database> {
-  const embedded = config.databaseUrl ? undefined : await startEmbeddedDatabase(config.dataDir, (message) => log.info(message));
+/**
+ * The database this configuration names: DATABASE_URL, or the embedded one in DATA_DIR (`starting`:
+ * already being started by the caller, see startEmbeddedEarly).
+ */
+export async function openDatabase(config: Config, log: Logger, starting?: Promise<EmbeddedDatabase>): Promise<Database> {
+  const embedded = config.databaseUrl
+    ? undefined
+    : await (starting ?? startEmbeddedDatabase(config.dataDir, (message) => log.info(message)));
   const connectionString = config.databaseUrl ?? embedded!.connectionString;
   const pool = createPool(connectionString, config.database.poolSize, config.database);
   try {
@@ -83,9 +89,9 @@ export interface Database {
 export async function startPlatform(
   config: Config,
   log: Logger,
-  options: { clock?: Clock; drivers?: (pool: Pool) => Drivers } = {},
+  options: { clock?: Clock; drivers?: (pool: Pool) => Drivers; embedded?: Promise<EmbeddedDatabase> } = {},
 ): Promise<Platform> {
-  const database = await openDatabase(config, log);
+  const database = await openDatabase(config, log, options.embedded);
   // The simulated backends stand for systems outside the platform: they have connections of
   // their own, so that a backend call never waits for one of the API's, and the transaction
   // guard refuses a backend call made inside a transaction.
@@ -127,7 +133,9 @@ async function composePlatform(
     budget: createBudgetGuard(orgClock, prices),
   };
   const organization = organizationArea(dependencies, storageQuotaOf);
-  const apiTokens = apiTokensArea(dependencies);
+  // API keys already looked up; emptied on every change a process announces (LISTEN/NOTIFY).
+  const credentials = new CredentialCache(pool.options);
+  const apiTokens = apiTokensArea(dependencies, () => credentials.invalidate());
   const compute = computeArea(dependencies);
   const storage = storageArea(dependencies);
   const invoiceLinks = invoiceLinkSource(pool, { baseUrl: publicBaseUrl, ttlSeconds: config.invoiceLinkTtlSeconds });
@@ -161,7 +169,7 @@ async function composePlatform(
   };
   const areas: Array<Pick<Area<never>, 'background'>> = [organization, apiTokens, billing, operations, audit, compute, storage];
 
-  const identity = new IdentityResolver(pool, config.oidc ? new OidcVerifier(config.oidc) : undefined);
+  const identity = new IdentityResolver(pool, config.oidc ? new OidcVerifier(config.oidc) : undefined, credentials);
   const metrics = new Metrics();
   metrics.watchPool('api', pool);
   metrics.watchPool('backends', backendPool);
@@ -177,7 +185,11 @@ async function composePlatform(
     rateLimits,
     pages: [consolePage(), invoiceDocuments(pool, invoiceLinks)],
   });
-  const server = await listen(app, config.port, config.host);
+  await credentials.start();
+  const server = await listen(app, config.port, config.host).catch(async (error: unknown) => {
+    await credentials.stop();
+    throw error;
+  });
   const consoleGateway = createConsoleGateway({
     pool,
     orgClock,
@@ -192,6 +204,7 @@ async function composePlatform(
       ? undefined
       : await metrics.serve(config.metricsPort, config.host).catch(async (error: unknown) => {
           await new Promise((resolve) => server.close(resolve));
+          await credentials.stop();
           throw error;
         });
   answerClientErrors(server, log.child({ component: 'http' }), { https: config.publicBaseUrl?.startsWith('https:') ?? false, rateLimits });
@@ -227,6 +240,7 @@ async function composePlatform(
       await background.stop();
       if (config.background) await engine.stop();
       await metricsEndpoint?.close();
+      await credentials.stop();
       await backendPool.end();
       await database.stop();
     },
