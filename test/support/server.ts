@@ -33,6 +33,9 @@ export const TEST_ENV: Record<string, string> = {
   RATE_LIMIT_ANONYMOUS: '100000',
   // Any free port: test servers run side by side.
   METRICS_PORT: '0',
+  S3_PORT: '0',
+  // The simulated object store (figures only, faults injectable); the S3 tests choose `embedded`.
+  OBJECT_STORE_DRIVER: 'simulator',
 };
 
 /** A new, empty database in the test run's PostgreSQL. */
@@ -74,6 +77,9 @@ export interface CallOptions {
 
 export interface TestServer {
   url: string;
+  /** The S3 endpoint (with OBJECT_STORE_DRIVER=embedded). */
+  s3Url: string | undefined;
+  dataDir: string;
   metricsUrl: string | undefined;
   databaseUrl: string;
   pool: pg.Pool;
@@ -133,19 +139,22 @@ async function newOrg(url: string, pool: pg.Pool, name: string, options: { demoH
 /** The real platform in this test process, on its own database. */
 export async function startTestServer(env: Record<string, string> = {}, options: { clock?: Clock } = {}): Promise<TestServer> {
   const databaseUrl = await createTestDatabase();
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'cloud-platform-test-'));
   const config = loadConfig({
     ...TEST_ENV,
     ...env,
     DATABASE_URL: databaseUrl,
     PORT: '0',
     HOST: '127.0.0.1',
-    DATA_DIR: mkdtempSync(path.join(tmpdir(), 'cloud-platform-test-')),
+    DATA_DIR: dataDir,
   });
   const platform: Platform = await startPlatform(config, createLogger(config.logLevel), { clock: options.clock });
   const pool = platform.pool;
   const org = await newOrg(platform.url, pool, 'Acme Robotics');
   return {
     url: platform.url,
+    s3Url: platform.s3Url,
+    dataDir,
     metricsUrl: platform.metricsUrl,
     databaseUrl,
     pool,
