@@ -197,7 +197,7 @@ export async function startServerProcess(
 }
 
 /** The bootstrap credentials the server writes on its first start (waits for them briefly). */
-export async function readBootstrap(dataDir: string): Promise<{ org_id: string; api_key: string; base_url: string }> {
+export async function readBootstrap(dataDir: string): Promise<{ org_id: string; api_key: string; base_url: string; s3_endpoint?: string }> {
   const file = path.join(dataDir, 'bootstrap.json');
   for (let waited = 0; !existsSync(file) && waited < 10_000; waited += 50) await new Promise((resolve) => setTimeout(resolve, 50));
   return JSON.parse(readFileSync(file, 'utf8'));
