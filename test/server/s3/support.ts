@@ -74,3 +74,17 @@ export async function s3ErrorOf(promise: Promise<unknown>): Promise<{ code: stri
   }
   throw new Error('the call succeeded');
 }
+
+/** Retries assertions until they hold (for figures background work brings), failing with the last miss. */
+export async function settles(assertions: () => Promise<void>, timeoutMs = 15_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      await assertions();
+      return;
+    } catch (error) {
+      if (Date.now() > deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+}
