@@ -180,9 +180,10 @@ export async function waitForOperation(org: TestOrg, operationId: string, timeou
 export async function startServerProcess(
   databaseUrl: string,
   env: Record<string, string> = {},
+  options: { dataDir?: string; port?: number } = {},
 ): Promise<Started & { url: string; dataDir: string }> {
-  const port = await freePort();
-  const dataDir = mkdtempSync(path.join(tmpdir(), 'cloud-platform-proc-'));
+  const port = options.port ?? (await freePort());
+  const dataDir = options.dataDir ?? mkdtempSync(path.join(tmpdir(), 'cloud-platform-proc-'));
   const started = startProcess(process.execPath, [path.join(repoRoot, 'scripts', 'start.mjs'), path.join(repoRoot, 'server', 'main.ts')], {
     ...TEST_ENV,
     ...env,
