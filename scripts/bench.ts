@@ -11,6 +11,7 @@ import { createOrganization } from '../server/auth/organizations.ts';
 import { loadConfig } from '../server/config.ts';
 import { createLogger } from '../server/logging.ts';
 import { startPlatform } from '../server/platform.ts';
+import { runS3Bench } from './bench-s3.ts';
 
 const { values } = parseArgs({
   options: {
@@ -72,6 +73,7 @@ async function run(validateResponses: boolean): Promise<void> {
     ...process.env,
     DATA_DIR: dataDir,
     PORT: '0',
+    S3_PORT: '0',
     LOG_LEVEL: 'silent',
     RATE_LIMIT: '1000000',
     VALIDATE_RESPONSES: String(validateResponses),
@@ -98,3 +100,4 @@ async function run(validateResponses: boolean): Promise<void> {
 
 await run(true);
 await run(false);
+await runS3Bench();
