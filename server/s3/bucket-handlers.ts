@@ -261,7 +261,7 @@ const listObjectVersions: S3Handler = async (request) => {
 /** DeleteObjects: up to 1000 keys, each answered on its own; Content-MD5 or a checksum is checked when sent. */
 const deleteObjects: S3Handler = async (request) => {
   const bucket = await request.access.bucket(request.caller, request.bucketName);
-  const raw = await smallBody(request.req);
+  const raw = await smallBody(request.req, request.res);
   const md5 = request.req.headers['content-md5'];
   if (typeof md5 === 'string' && createHash('md5').update(raw).digest('base64') !== md5.trim())
     throw new S3Error('BadDigest', 400, 'The Content-MD5 you specified did not match what we received.');

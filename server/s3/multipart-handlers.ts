@@ -37,7 +37,7 @@ const uploadPart: S3Handler = async (request) => {
   const bucket = await request.access.bucket(request.caller, request.bucketName);
   const uploadId = request.query.get('uploadId')!;
   const partNumber = partNumberOf(request);
-  const body = uploadBody(request.req, request.signed.payloadHash, {
+  const body = uploadBody(request.req, request.res, request.signed.payloadHash, {
     key: request.signingKey,
     amzDate: request.signed.amzDate,
     scope: request.scope,
@@ -64,7 +64,7 @@ const completeUpload: S3Handler = async (request) => {
   const uploadId = request.query.get('uploadId')!;
   // The upload must exist before its (small) body is read.
   await request.store.multipart.upload(bucket.id, request.key, uploadId);
-  const xml = (await smallBody(request.req)).toString('utf8');
+  const xml = (await smallBody(request.req, request.res)).toString('utf8');
   const parts = blocks(xml, 'Part').map((block) => {
     const partNumber = Number(text(block, 'PartNumber'));
     const checksums: Record<string, string> = {};

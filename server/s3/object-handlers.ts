@@ -262,7 +262,7 @@ const putObject: S3Handler = async (request) => {
   if (header(request, 'x-amz-copy-source') !== undefined) return copyObject(request);
   const bucket = await request.access.bucket(request.caller, request.bucketName);
   await assertPutCondition(request, bucket);
-  const upload = uploadBody(request.req, request.signed.payloadHash, {
+  const upload = uploadBody(request.req, request.res, request.signed.payloadHash, {
     key: request.signingKey,
     amzDate: request.signed.amzDate,
     scope: request.scope,

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
-import type { IncomingMessage } from 'node:http';
-import { Transform, type Readable } from 'node:stream';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { Readable, Transform } from 'node:stream';
 import { CHECKSUM_ALGORITHMS, isChecksumAlgorithm, runningChecksum, type ChecksumAlgorithm } from '../drivers/embedded/checksums.ts';
 import { AwsChunkedDecoder, type ChunkSigning } from './chunked.ts';
 import { S3Error, invalidArgument } from './errors.ts';
@@ -29,7 +29,12 @@ const header = (request: IncomingMessage, name: string): string | undefined => {
  * checks it asked for (Content-MD5; `x-amz-checksum-<algorithm>` in a header or announced as a
  * trailer by `x-amz-trailer`; `x-amz-sdk-checksum-algorithm` alone asks to compute one).
  */
-export function uploadBody(request: IncomingMessage, payloadHash: string, signing: ChunkSigning | undefined): UploadBody {
+export function uploadBody(
+  request: IncomingMessage,
+  response: ServerResponse,
+  payloadHash: string,
+  signing: ChunkSigning | undefined,
+): UploadBody {
   const streaming = STREAMING_SIGNED.has(payloadHash) || payloadHash === STREAMING_UNSIGNED;
   let size: number;
   let body: Readable = request;
@@ -46,6 +51,9 @@ export function uploadBody(request: IncomingMessage, payloadHash: string, signin
     if (payloadHash !== UNSIGNED_PAYLOAD && !/^[0-9a-f]{64}$/.test(payloadHash))
       throw new S3Error('InvalidArgument', 400, 'x-amz-content-sha256 must be UNSIGNED-PAYLOAD, STREAMING-… or a SHA256 hex digest');
   }
+
+  // A client waiting for `100 Continue` is asked for the body when the store starts reading it.
+  if (/100-continue/i.test(header(request, 'expect') ?? '')) body = askedFor(body, response);
 
   const contentMd5 = header(request, 'content-md5');
   const trailer = header(request, 'x-amz-trailer')?.trim().toLowerCase();
@@ -115,4 +123,15 @@ function declaredLength(value: string | undefined): number {
     throw invalidArgument('The content length is not a number', 'Content-Length', value);
   if (size > 5 * 1024 ** 4) throw new S3Error('EntityTooLarge', 400, 'Your proposed upload exceeds the maximum allowed object size.');
   return size;
+}
+
+/** The body, read only once the store reads it: then `100 Continue` is sent. */
+function askedFor(source: Readable, response: ServerResponse): Readable {
+  return Readable.from(
+    (async function* () {
+      response.writeContinue();
+      for await (const chunk of source) yield chunk as Buffer;
+    })(),
+    { objectMode: false },
+  );
 }

@@ -35,7 +35,8 @@ export function sendXml(res: ServerResponse, status: number, xml: string, header
 }
 
 /** Reads a small request body (Delete, CompleteMultipartUpload): at most `limit` bytes. */
-export async function smallBody(req: IncomingMessage, limit = 2 * 1024 * 1024): Promise<Buffer> {
+export async function smallBody(req: IncomingMessage, res: ServerResponse, limit = 2 * 1024 * 1024): Promise<Buffer> {
+  if (/100-continue/i.test(req.headers.expect ?? '')) res.writeContinue();
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of req as AsyncIterable<Buffer>) {

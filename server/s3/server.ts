@@ -73,12 +73,17 @@ export async function startS3Endpoint(options: {
     await route(request)(request);
   };
 
-  const server: Server = createServer((req, res) => {
+  const onRequest = (req: IncomingMessage, res: ServerResponse) => {
     const requestId = randomBytes(8).toString('hex').toUpperCase();
     res.setHeader('x-amz-request-id', requestId);
     res.setHeader('Server', 'cloud-platform-s3');
     handle(req, res, requestId).catch((error: unknown) => answerError(req, res, error, requestId, log));
-  });
+  };
+  const server: Server = createServer(onRequest);
+  // `Expect: 100-continue` (the SDK's large uploads): the client sends the body only once asked
+  // for it, after the signature and the quota reservation passed (payload.ts), so a refused
+  // upload costs no transfer.
+  server.on('checkContinue', onRequest);
   // Large objects stream for as long as they take.
   server.requestTimeout = 0;
   server.headersTimeout = 60_000;

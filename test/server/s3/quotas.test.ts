@@ -88,23 +88,30 @@ describe('per-bucket quotas', () => {
 });
 
 describe("the organization's ceiling", () => {
-  test('a write larger than the ceiling is refused before its body is sent', async () => {
+  test('a write larger than the ceiling is refused before its body is asked for', async () => {
     const org = await server.createOrg('Ceiling Co');
     const key = await createAccessKey(server, org);
     await createBucket(server, org, 'ceiling-bucket');
     expect((await org.call('PUT', '/s3/quota', { body: { hard_bytes: GiB } })).status).toBe(200);
     const client = s3Client(server, key);
     const url = await getSignedUrl(client, new PutObjectCommand({ Bucket: 'ceiling-bucket', Key: 'huge' }), { expiresIn: 60 });
-    // Declares 1 GiB + 1 and sends nothing: the answer comes at once.
-    const answer = await new Promise<{ status: number; body: string }>((resolve, reject) => {
-      const sent = httpRequest(url, { method: 'PUT', headers: { 'Content-Length': String(GiB + 1) } }, (response) => {
-        let body = '';
-        response.on('data', (chunk: Buffer) => (body += chunk.toString()));
-        response.on('end', () => resolve({ status: response.statusCode!, body }));
-      });
+    // Declares 1 GiB + 1 and waits to be asked for the body (Expect: 100-continue): it never is.
+    const answer = await new Promise<{ status: number; body: string; askedForBody: boolean }>((resolve, reject) => {
+      let askedForBody = false;
+      const sent = httpRequest(
+        url,
+        { method: 'PUT', headers: { 'Content-Length': String(GiB + 1), Expect: '100-continue' } },
+        (response) => {
+          let body = '';
+          response.on('data', (chunk: Buffer) => (body += chunk.toString()));
+          response.on('end', () => resolve({ status: response.statusCode!, body, askedForBody }));
+        },
+      );
+      sent.on('continue', () => (askedForBody = true));
       sent.on('error', reject);
       sent.flushHeaders();
     });
+    expect(answer.askedForBody).toBe(false);
     expect(answer.status).toBe(403);
     expect(answer.body).toContain('<Code>QuotaExceeded</Code>');
   });
