@@ -43,7 +43,13 @@ export function uploadBody(
     size = declaredLength(header(request, 'x-amz-decoded-content-length'));
     decoder = new AwsChunkedDecoder(STREAMING_SIGNED.has(payloadHash) ? signing : undefined);
     body = request.pipe(decoder);
-    request.on('error', (error) => decoder!.destroy(error));
+    // pipe() does not pass on a client that went away: the decoder must end too, or the write
+    // would wait forever (holding its reservation).
+    const decoding = decoder;
+    request.on('error', (error) => decoding.destroy(error));
+    request.on('close', () => {
+      if (!request.complete) decoding.destroy(Object.assign(new Error('the client went away mid-body'), { code: 'ECONNRESET' }));
+    });
   } else {
     if (header(request, 'content-length') === undefined)
       throw new S3Error('MissingContentLength', 411, 'You must provide the Content-Length HTTP header.');

@@ -4,6 +4,9 @@
 // signature checked; bytes served are metered as egress.
 import { GetObjectCommand, ListBucketsCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { createHash, createHmac } from 'node:crypto';
+import { readdirSync } from 'node:fs';
+import { request as httpRequest } from 'node:http';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { createAccessKey, createBucket, s3Client, s3ErrorOf, settles, startS3Server, type IssuedKey } from './support.ts';
 
@@ -91,8 +94,8 @@ function signingKeyOf(secret: string, date: string, region: string): Buffer {
 const sha256 = (data: string | Buffer) => createHash('sha256').update(data).digest('hex');
 
 /** A PUT with a STREAMING-AWS4-HMAC-SHA256-PAYLOAD body: every chunk signed, chained from the seed. */
-function signedChunkedPut(path: string, chunks: Buffer[], options: { tamper?: boolean } = {}) {
-  const url = new URL(`${server.s3Url}${path}`);
+function signedChunkedPut(target: string, chunks: Buffer[], options: { tamper?: boolean; cutAfter?: number } = {}): Promise<Response> {
+  const url = new URL(`${server.s3Url}${target}`);
   const now = new Date();
   const amzDate = now
     .toISOString()
@@ -129,15 +132,22 @@ function signedChunkedPut(path: string, chunks: Buffer[], options: { tamper?: bo
     pieces.push(Buffer.from(`${chunk.length.toString(16)};chunk-signature=${signature}\r\n`), sent, Buffer.from('\r\n'));
   }
   const body = Buffer.concat(pieces);
-  return fetch(url, {
-    method: 'PUT',
-    headers: {
-      ...headers,
-      'content-length': String(body.length),
-      authorization: `AWS4-HMAC-SHA256 Credential=${s3Key().accessKeyId}/${scope}, SignedHeaders=${names.join(';')}, Signature=${seed}`,
-    },
-    body,
-  });
+  const requestHeaders = {
+    ...headers,
+    'content-length': String(body.length),
+    authorization: `AWS4-HMAC-SHA256 Credential=${s3Key().accessKeyId}/${scope}, SignedHeaders=${names.join(';')}, Signature=${seed}`,
+  };
+  if (options.cutAfter !== undefined) {
+    // Sends the start of the body, waits until the server is storing it, then goes away.
+    const sent = httpRequest(url, { method: 'PUT', headers: requestHeaders });
+    sent.on('error', () => {});
+    sent.write(body.subarray(0, options.cutAfter));
+    return settles(async () => expect(readdirSync(path.join(server.dataDir, 'objects', 'tmp'))).toHaveLength(1)).then(() => {
+      sent.destroy();
+      return new Response(null, { status: 499 });
+    });
+  }
+  return fetch(url, { method: 'PUT', headers: requestHeaders, body });
 }
 const s3Key = () => key;
 
@@ -153,6 +163,20 @@ describe('signed aws-chunked bodies', () => {
     expect(tampered.status).toBe(403);
     expect(await tampered.text()).toContain('<Code>SignatureDoesNotMatch</Code>');
     expect(await s3ErrorOf(s3.send(new GetObjectCommand({ Bucket: 'team-files', Key: 'tampered.bin' })))).toEqual({
+      code: 'NoSuchKey',
+      status: 404,
+    });
+  });
+
+  test('a client that goes away mid-body leaves no file and no reserved space behind', async () => {
+    const chunks = [Buffer.alloc(256 * 1024, 'a'), Buffer.alloc(256 * 1024, 'b')];
+    await signedChunkedPut('/team-files/abandoned.bin', chunks, { cutAfter: 100 * 1024 });
+    const tmp = path.join(server.dataDir, 'objects', 'tmp');
+    await settles(async () => {
+      expect(readdirSync(tmp)).toEqual([]);
+      expect((await server.pool.query('SELECT count(*)::int AS n FROM store_reservations')).rows[0].n).toBe(0);
+    });
+    expect(await s3ErrorOf(s3.send(new GetObjectCommand({ Bucket: 'team-files', Key: 'abandoned.bin' })))).toEqual({
       code: 'NoSuchKey',
       status: 404,
     });
