@@ -3,6 +3,7 @@
 // service serve nothing; secrets sealed at rest; signed aws-chunked bodies have every chunk's
 // signature checked; bytes served are metered as egress.
 import { GetObjectCommand, ListBucketsCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { createHash, createHmac } from 'node:crypto';
 import { readdirSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
@@ -179,6 +180,18 @@ describe('signed aws-chunked bodies', () => {
     expect(await s3ErrorOf(s3.send(new GetObjectCommand({ Bucket: 'team-files', Key: 'abandoned.bin' })))).toEqual({
       code: 'NoSuchKey',
       status: 404,
+    });
+
+    // The same with a plain body (a presigned PUT).
+    const url = await getSignedUrl(s3, new PutObjectCommand({ Bucket: 'team-files', Key: 'abandoned-too.bin' }), { expiresIn: 60 });
+    const sent = httpRequest(url, { method: 'PUT', headers: { 'Content-Length': String(1024 * 1024) } });
+    sent.on('error', () => {});
+    sent.write(Buffer.alloc(100 * 1024));
+    await settles(async () => expect(readdirSync(tmp)).toHaveLength(1));
+    sent.destroy();
+    await settles(async () => {
+      expect(readdirSync(tmp)).toEqual([]);
+      expect((await server.pool.query('SELECT count(*)::int AS n FROM store_reservations')).rows[0].n).toBe(0);
     });
   });
 });
