@@ -10,6 +10,7 @@ import {
   HeadBucketCommand,
   HeadObjectCommand,
   ListBucketsCommand,
+  ListObjectsCommand,
   ListObjectsV2Command,
   PutObjectCommand,
   type S3Client,
@@ -162,6 +163,25 @@ describe('objects through the SDK', () => {
     });
   });
 
+  test('PutObject If-None-Match: * writes only a new key; response-* parameters override the answer headers', async () => {
+    await s3.send(new PutObjectCommand({ Bucket: 'photos', Key: 'once', Body: 'first', IfNoneMatch: '*' }));
+    expect(await s3ErrorOf(s3.send(new PutObjectCommand({ Bucket: 'photos', Key: 'once', Body: 'second', IfNoneMatch: '*' })))).toEqual({
+      code: 'PreconditionFailed',
+      status: 412,
+    });
+    const got = await s3.send(
+      new GetObjectCommand({
+        Bucket: 'photos',
+        Key: 'once',
+        ResponseContentType: 'text/x-override',
+        ResponseContentDisposition: 'attachment',
+      }),
+    );
+    expect(await got.Body!.transformToString()).toBe('first');
+    expect(got.ContentType).toBe('text/x-override');
+    expect(got.ContentDisposition).toBe('attachment');
+  });
+
   test('a missing key is NoSuchKey; a missing bucket NoSuchBucket', async () => {
     expect(await s3ErrorOf(s3.send(new GetObjectCommand({ Bucket: 'photos', Key: 'nothing-here' })))).toEqual({
       code: 'NoSuchKey',
@@ -205,6 +225,19 @@ describe('buckets and listings', () => {
     expect(seen).toEqual(keys);
     const after = await s3.send(new ListObjectsV2Command({ Bucket: 'listing', StartAfter: 'b/1' }));
     expect(after.Contents?.map((o) => o.Key)).toEqual(['c', 'd', 'e']);
+  });
+
+  test('ListObjects (V1) pages with markers and folds common prefixes', async () => {
+    const first = await s3.send(new ListObjectsCommand({ Bucket: 'listing', MaxKeys: 3 }));
+    expect(first.Contents?.map((o) => o.Key)).toEqual(['a/1', 'a/2', 'a/b/3']);
+    expect(first.IsTruncated).toBe(true);
+    const rest = await s3.send(new ListObjectsCommand({ Bucket: 'listing', Marker: 'a/b/3' }));
+    expect(rest.Contents?.map((o) => o.Key)).toEqual(['b/1', 'c', 'd', 'e']);
+    const folded = await s3.send(new ListObjectsCommand({ Bucket: 'listing', Delimiter: '/', MaxKeys: 1 }));
+    expect(folded.CommonPrefixes?.map((p) => p.Prefix)).toEqual(['a/']);
+    const next = await s3.send(new ListObjectsCommand({ Bucket: 'listing', Delimiter: '/', Marker: folded.NextMarker }));
+    expect(next.CommonPrefixes?.map((p) => p.Prefix)).toEqual(['b/']);
+    expect(next.Contents?.map((o) => o.Key)).toEqual(['c', 'd', 'e']);
   });
 
   test('DeleteObjects removes several keys in one request (the SDK sends its checksum)', async () => {
