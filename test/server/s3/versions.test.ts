@@ -6,6 +6,7 @@ import {
   CompleteMultipartUploadCommand,
   CreateMultipartUploadCommand,
   DeleteObjectCommand,
+  GetBucketVersioningCommand,
   GetObjectCommand,
   HeadObjectCommand,
   ListMultipartUploadsCommand,
@@ -45,6 +46,7 @@ function storedFiles(): string[] {
 describe('versioning', () => {
   test('a versioned bucket keeps every version; GET by version id; a delete adds a marker that hides the key', async () => {
     const bucket = await createBucket(server, server.org, 'history', { versioning: true });
+    expect((await s3.send(new GetBucketVersioningCommand({ Bucket: 'history' }))).Status).toBe('Enabled');
     const v1 = await s3.send(new PutObjectCommand({ Bucket: 'history', Key: 'doc', Body: 'first' }));
     const v2 = await s3.send(new PutObjectCommand({ Bucket: 'history', Key: 'doc', Body: 'second' }));
     expect(v1.VersionId).toBeTruthy();
