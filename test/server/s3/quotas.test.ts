@@ -1,7 +1,16 @@
 // Quotas enforced by the embedded store at write time, exactly: per-bucket max_objects and
 // max_size_bytes, the organization's ceiling (hard_bytes), concurrent writes at the edge, a
 // ceiling set below usage, and usage measured from what is stored.
-import { DeleteObjectCommand, HeadObjectCommand, ListObjectVersionsCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import {
+  CompleteMultipartUploadCommand,
+  CreateMultipartUploadCommand,
+  DeleteObjectCommand,
+  HeadObjectCommand,
+  ListObjectVersionsCommand,
+  PutObjectCommand,
+  UploadPartCommand,
+  type S3Client,
+} from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { request as httpRequest } from 'node:http';
 import { Readable } from 'node:stream';
@@ -66,6 +75,39 @@ describe('per-bucket quotas', () => {
     await put('capped-versions', 'k', 'v3');
     const versions = await s3.send(new ListObjectVersionsCommand({ Bucket: 'capped-versions' }));
     expect((versions.Versions?.length ?? 0) + (versions.DeleteMarkers?.length ?? 0)).toBe(3);
+  });
+
+  test('multipart: uploaded parts count against the cap, so the part that would pass it is refused', async () => {
+    const bucket = await createBucket(server, server.org, 'capped-parts');
+    await setBucketQuota(server, server.org, bucket.id, { max_size_bytes: 8 * MiB });
+    const { UploadId } = await s3.send(new CreateMultipartUploadCommand({ Bucket: 'capped-parts', Key: 'big' }));
+    const first = await s3.send(
+      new UploadPartCommand({ Bucket: 'capped-parts', Key: 'big', UploadId, PartNumber: 1, Body: Buffer.alloc(5 * MiB) }),
+    );
+    expect(
+      await s3ErrorOf(
+        s3.send(new UploadPartCommand({ Bucket: 'capped-parts', Key: 'big', UploadId, PartNumber: 2, Body: Buffer.alloc(5 * MiB) })),
+      ),
+    ).toEqual(quotaExceeded);
+    // Nor can a plain write use the space the parts hold.
+    expect(await s3ErrorOf(put('capped-parts', 'small', Buffer.alloc(4 * MiB)))).toEqual(quotaExceeded);
+    const last = await s3.send(
+      new UploadPartCommand({ Bucket: 'capped-parts', Key: 'big', UploadId, PartNumber: 2, Body: Buffer.alloc(3 * MiB) }),
+    );
+    await s3.send(
+      new CompleteMultipartUploadCommand({
+        Bucket: 'capped-parts',
+        Key: 'big',
+        UploadId,
+        MultipartUpload: {
+          Parts: [
+            { PartNumber: 1, ETag: first.ETag },
+            { PartNumber: 2, ETag: last.ETag },
+          ],
+        },
+      }),
+    );
+    expect((await s3.send(new HeadObjectCommand({ Bucket: 'capped-parts', Key: 'big' }))).ContentLength).toBe(8 * MiB);
   });
 
   test('concurrent writes at the edge cannot overshoot together: exactly what fits is stored', async () => {

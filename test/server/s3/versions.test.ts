@@ -83,6 +83,29 @@ describe('versioning', () => {
     expect(accepted.status, accepted.text).toBe(202);
   });
 
+  test('ListObjectVersions pages with key and version-id markers, every version and marker once', async () => {
+    await createBucket(server, server.org, 'paged', { versioning: true });
+    for (const body of ['1', '2', '3']) await s3.send(new PutObjectCommand({ Bucket: 'paged', Key: 'a', Body: body }));
+    await s3.send(new DeleteObjectCommand({ Bucket: 'paged', Key: 'a' }));
+    await s3.send(new PutObjectCommand({ Bucket: 'paged', Key: 'b', Body: 'b' }));
+    const all = await s3.send(new ListObjectVersionsCommand({ Bucket: 'paged' }));
+    const expected = [...(all.DeleteMarkers ?? []), ...(all.Versions ?? [])].map((entry) => entry.VersionId).sort();
+    expect(expected).toHaveLength(5);
+    const seen: string[] = [];
+    let keyMarker: string | undefined;
+    let versionIdMarker: string | undefined;
+    for (let page = 0; page < 10; page++) {
+      const listed = await s3.send(
+        new ListObjectVersionsCommand({ Bucket: 'paged', MaxKeys: 2, KeyMarker: keyMarker, VersionIdMarker: versionIdMarker }),
+      );
+      seen.push(...[...(listed.DeleteMarkers ?? []), ...(listed.Versions ?? [])].map((entry) => entry.VersionId!));
+      if (!listed.IsTruncated) break;
+      keyMarker = listed.NextKeyMarker;
+      versionIdMarker = listed.NextVersionIdMarker;
+    }
+    expect(seen.sort()).toEqual(expected);
+  });
+
   test('a delete marker asked for by version id is 405; HEAD of a deleted key says so', async () => {
     await createBucket(server, server.org, 'markers', { versioning: true });
     await s3.send(new PutObjectCommand({ Bucket: 'markers', Key: 'k', Body: 'x' }));
