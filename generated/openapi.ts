@@ -1137,7 +1137,10 @@ export interface paths {
         /**
          * Create a bucket
          * @description Creates a bucket and returns it (state `creating`) with the `bucket.create` operation that
-         *     creates it in the object store. When the operation has succeeded the bucket is `active`.
+         *     creates it in the object store. When the operation has succeeded the bucket is `active`, and
+         *     its `name` is the bucket name on the S3 endpoint (`s3_endpoint` in `DATA_DIR/bootstrap.json`,
+         *     path-style: `<s3_endpoint>/<name>/<key>`) for the organization's S3 access keys. Buckets are
+         *     created and deleted only through this API; S3's CreateBucket and DeleteBucket are refused.
          *
          *     - `name`: 3 to 63 characters, lowercase letters, digits and hyphens, starting and ending with a
          *       letter or digit; dots are not permitted (`400 validation_failed`). It must be unique within
@@ -1329,6 +1332,9 @@ export interface paths {
         /**
          * Create an S3 access key
          * @description Issues an S3 access key for the S3-compatible object-storage endpoint. No request body.
+         *     The endpoint's address is in `DATA_DIR/bootstrap.json` as `s3_endpoint` (embedded default:
+         *     `http://127.0.0.1:9000`, or `S3_PUBLIC_URL`); it uses path-style addressing and Signature
+         *     Version 4, with `objectstore_access_key_id` as the access key id and the secret below.
          *
          *     The response holds the key (state `issuing`; `objectstore_access_key_id` is null until the
          *     object store has registered it), the `access_key.create` operation, and the plaintext

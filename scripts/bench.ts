@@ -9,6 +9,7 @@ import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
+import { runS3Bench } from './bench-s3.ts';
 import { mib } from './bench/api.ts';
 import { ENGINE_ENV, engineSection } from './bench/engine.ts';
 import { listsSection } from './bench/lists.ts';
@@ -80,6 +81,8 @@ try {
   await stop(engine);
 
   printTable();
+  // The S3 endpoint's figures, on a server of their own (scripts/bench-s3.ts).
+  if (!quick) await runS3Bench();
 } finally {
   for (const server of [...running]) await server.child.stop();
   rmSync(workDir, { recursive: true, force: true });

@@ -26,8 +26,14 @@ export interface Config {
   rateLimit: { limit: number; anonymousLimit: number; windowSeconds: number };
   engine: EngineConfig;
   intervals: LoopIntervals;
-  /** Which backend each driver talks to (`simulator` is the only choice so far; see drivers/selection.ts). */
-  drivers: { compute: 'simulator'; objectStore: 'simulator'; billing: 'simulator' };
+  /**
+   * Which backend each driver talks to (see drivers/selection.ts). The object store's default is
+   * `embedded` (drivers/embedded/: objects stored under DATA_DIR, served by the S3 endpoint);
+   * `simulator` keeps objects as figures only, with no S3 endpoint.
+   */
+  drivers: { compute: 'simulator'; objectStore: 'embedded' | 'simulator'; billing: 'simulator' };
+  /** The S3 endpoint of the embedded object store. */
+  s3: S3Config;
   simulators: SimulatorConfig;
   /** Background loops (operations workers, reconciler, scheduler, metering); off in some tests. */
   background: boolean;
@@ -50,6 +56,17 @@ export interface ConsoleConfig {
   idleTimeoutSeconds: number;
   /** How often open sessions are checked against their instance and the API key that opened them. */
   checkIntervalMs: number;
+}
+
+export interface S3Config {
+  /** Its own port on HOST (S3_PORT, default 9000; 0 picks a free one). */
+  port: number;
+  /** The address users are told (S3_PUBLIC_URL); the listening address when unset. */
+  publicUrl: string | undefined;
+  /** The region signatures are made for (S3_REGION); any region is accepted, this one is reported. */
+  region: string;
+  /** The secret store's sealing key (SECRET_STORE_KEY, base64 of 32 bytes); DATA_DIR/secret-store.key when unset. */
+  secretStoreKey: string | undefined;
 }
 
 export interface OidcConfig {
@@ -133,7 +150,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     logLevel: oneOf(env, 'LOG_LEVEL', 'info', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
     logFormat: oneOf(env, 'LOG_FORMAT', process.stdout.isTTY ? 'pretty' : 'json', ['pretty', 'json']),
-    // Beside the API's port by default (PORT + 2; PORT + 1 is the S3 endpoint's); 0 picks a free port.
+    // Beside the API's port by default (PORT + 2); 0 picks a free port.
     metricsPort: env.METRICS_PORT === 'off' ? undefined : integer(env, 'METRICS_PORT', port === 0 ? 0 : port + 2, 0, 65_535),
     validateResponses: boolean(env, 'VALIDATE_RESPONSES', true),
     oidc: oidcIssuer
@@ -163,8 +180,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     drivers: {
       compute: oneOf(env, 'COMPUTE_DRIVER', 'simulator', ['simulator']),
-      objectStore: oneOf(env, 'OBJECT_STORE_DRIVER', 'simulator', ['simulator']),
+      objectStore: oneOf(env, 'OBJECT_STORE_DRIVER', 'embedded', ['embedded', 'simulator']),
       billing: oneOf(env, 'BILLING_DRIVER', 'simulator', ['simulator']),
+    },
+    s3: {
+      port: integer(env, 'S3_PORT', 9000, 0, 65_535),
+      publicUrl: env.S3_PUBLIC_URL ? url(env.S3_PUBLIC_URL, 'S3_PUBLIC_URL') : undefined,
+      region: env.S3_REGION || 'us-east-1',
+      secretStoreKey: env.SECRET_STORE_KEY || undefined,
     },
     simulators: {
       poolSize: integer(env, 'SIM_POOL_SIZE', 4, 1, 100),

@@ -37,13 +37,16 @@ const platform = await startPlatform(config, log, { embedded }).catch((error: un
   process.exit(error instanceof ConfigError ? 2 : 1);
 });
 const baseUrl = config.publicBaseUrl ?? platform.url;
+// What S3 clients are told: S3_PUBLIC_URL, or where the endpoint listens.
+const s3Endpoint = platform.s3Url === undefined ? undefined : (config.s3.publicUrl ?? platform.s3Url);
 const credentials = await bootstrapIfEmpty(platform.pool, {
   dataDir: config.dataDir,
   baseUrl,
+  s3Endpoint,
   now: new Date(),
   demoHistory: config.demoHistory,
 });
-if (!credentials) keepBootstrapAddressCurrent(config.dataDir, baseUrl);
+if (!credentials) keepBootstrapAddressCurrent(config.dataDir, baseUrl, s3Endpoint);
 if (credentials) {
   // Printed once, on the first start, for the operator to copy; never written to the log.
   process.stdout.write(
@@ -53,13 +56,16 @@ if (credentials) {
       `  org_id:   ${credentials.org_id}`,
       `  api_key:  ${credentials.api_key}`,
       `  base_url: ${credentials.base_url}`,
+      ...(credentials.s3_endpoint
+        ? [`  s3_endpoint: ${credentials.s3_endpoint}  (S3 API, path-style; create a bucket and an S3 access key through the API first)`]
+        : []),
       `Saved to ${config.dataDir}/bootstrap.json (mode 0600). The key is not shown again.`,
       '',
       '',
     ].join('\n'),
   );
 }
-log.info({ url: platform.url, data_dir: config.databaseUrl ? undefined : config.dataDir }, 'listening');
+log.info({ url: platform.url, s3_endpoint: s3Endpoint, data_dir: config.databaseUrl ? undefined : config.dataDir }, 'listening');
 
 let stopping = false;
 for (const signal of ['SIGTERM', 'SIGINT'] as const) {

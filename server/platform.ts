@@ -31,17 +31,25 @@ import { startEmbeddedDatabase, type EmbeddedDatabase } from './db/embedded.ts';
 import { migrate } from './db/migrate.ts';
 import { createPool, type Pool } from './db/pool.ts';
 import type { Drivers } from './drivers/index.ts';
-import { createDrivers, driverMigrations } from './drivers/selection.ts';
+import type { EmbeddedObjectStore } from './drivers/embedded/store.ts';
+import { createDrivers, driverMigrations, type DriverSet } from './drivers/selection.ts';
 import { OperationEngine } from './engine/engine.ts';
 import { answerClientErrors } from './http/client-errors.ts';
 import { createRateLimits } from './http/rate-limit.ts';
 import type { ExecutorRegistry } from './engine/executor.ts';
 import type { Logger } from './logging.ts';
 import { Metrics } from './metrics.ts';
+import { createAccess } from './s3/access.ts';
+import { startS3Endpoint } from './s3/server.ts';
+
+/** Connections the embedded object store adds to the backends' pool (S3 requests use them). */
+const EMBEDDED_STORE_CONNECTIONS = 12;
 
 export interface Platform {
   /** Where the API listens, such as http://127.0.0.1:8080. */
   url: string;
+  /** Where the S3 endpoint listens (the embedded object store's); undefined with another object store. */
+  s3Url: string | undefined;
   /** Where Prometheus scrapes, such as http://127.0.0.1:8082/metrics; undefined when METRICS_PORT=off. */
   metricsUrl: string | undefined;
   pool: Pool;
@@ -95,12 +103,23 @@ export async function startPlatform(
   // The simulated backends stand for systems outside the platform: they have connections of
   // their own, so that a backend call never waits for one of the API's, and the transaction
   // guard refuses a backend call made inside a transaction.
-  const backendPool = createPool(database.connectionString, config.simulators.poolSize, config.database, 'cloud-platform-simulators');
+  // The embedded object store serves S3 requests on these connections too: a few more of them.
+  const backendPoolSize = config.simulators.poolSize + (config.drivers.objectStore === 'embedded' ? EMBEDDED_STORE_CONNECTIONS : 0);
+  const backendPool = createPool(database.connectionString, backendPoolSize, config.database, 'cloud-platform-backends');
+  let embeddedStore: EmbeddedObjectStore | undefined;
   try {
-    const drivers = options.drivers?.(backendPool) ?? createDrivers(config.drivers, backendPool, config.simulators);
+    const drivers: DriverSet = options.drivers
+      ? { ...options.drivers(backendPool), embeddedStore: undefined }
+      : await createDrivers(config.drivers, backendPool, {
+          simulators: config.simulators,
+          dataDir: config.dataDir,
+          secretStoreKey: config.s3.secretStoreKey,
+        });
+    embeddedStore = drivers.embeddedStore;
     return await composePlatform(config, log, options.clock ?? systemClock, drivers, database, backendPool);
   } catch (error) {
     // A refused start (a bad catalogue, a port in use) stops the database it opened.
+    await embeddedStore?.close().catch(() => {});
     await backendPool.end().catch(() => {});
     await database.stop().catch(() => {});
     throw error;
@@ -111,7 +130,7 @@ async function composePlatform(
   config: Config,
   log: Logger,
   clock: Clock,
-  drivers: Drivers,
+  drivers: DriverSet,
   database: Database,
   backendPool: Pool,
 ): Promise<Platform> {
@@ -207,6 +226,21 @@ async function composePlatform(
           await credentials.stop();
           throw error;
         });
+  const s3 = drivers.embeddedStore
+    ? await startS3Endpoint({
+        store: drivers.embeddedStore,
+        access: createAccess(pool, drivers.embeddedStore),
+        port: config.s3.port,
+        host: config.host,
+        region: config.s3.region,
+        log: log.child({ component: 's3' }),
+      }).catch(async (error: unknown) => {
+        await new Promise((resolve) => server.close(resolve));
+        await metricsEndpoint?.close();
+        await credentials.stop();
+        throw error;
+      })
+    : undefined;
   answerClientErrors(server, log.child({ component: 'http' }), { https: config.publicBaseUrl?.startsWith('https:') ?? false, rateLimits });
   const address = server.address() as AddressInfo;
   const url = `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`;
@@ -218,11 +252,13 @@ async function composePlatform(
     background.start([
       ...areas.flatMap((area) => area.background ?? []),
       { name: 'idempotency-purge', intervalMs: 3_600_000, run: async () => void (await purgeExpiredKeys(pool)) },
+      ...(drivers.embeddedStore ? [{ name: 'object-store-sweep', intervalMs: 60_000, run: () => drivers.embeddedStore!.sweep() }] : []),
     ]);
   }
 
   return {
     url,
+    s3Url: s3?.url,
     metricsUrl: metricsEndpoint?.url,
     pool,
     async close() {
@@ -241,6 +277,8 @@ async function composePlatform(
       if (config.background) await engine.stop();
       await metricsEndpoint?.close();
       await credentials.stop();
+      await s3?.close();
+      await drivers.embeddedStore?.close();
       await backendPool.end();
       await database.stop();
     },

@@ -9,7 +9,7 @@ import { systemClock } from '../core/clock.ts';
 import type { Actor } from '../core/principal.ts';
 import { createOrganizationClock, moveTestClock } from '../core/test-clocks.ts';
 import { withTransaction, type Pool } from '../db/pool.ts';
-import { createDrivers } from '../drivers/selection.ts';
+import { createDrivers, type DriverSet } from '../drivers/selection.ts';
 import type { Logger } from '../logging.ts';
 
 /** The organization's test clock: its offset and the time it reads now. */
@@ -33,7 +33,26 @@ export async function advanceClock(
   request: { orgId: string; byMs: number; actor: Actor },
 ): Promise<Record<string, unknown>> {
   const orgClock = createOrganizationClock(systemClock, true);
-  const drivers = createDrivers(config.drivers, pool, config.simulators);
+  const drivers = await createDrivers(config.drivers, pool, {
+    simulators: config.simulators,
+    dataDir: config.dataDir,
+    secretStoreKey: config.s3.secretStoreKey,
+  });
+  try {
+    return await advanceWith(pool, drivers, config, log, orgClock, request);
+  } finally {
+    await drivers.embeddedStore?.close();
+  }
+}
+
+async function advanceWith(
+  pool: Pool,
+  drivers: DriverSet,
+  config: Config,
+  log: Logger,
+  orgClock: ReturnType<typeof createOrganizationClock>,
+  request: { orgId: string; byMs: number; actor: Actor },
+): Promise<Record<string, unknown>> {
   const billingRun = createBillingRun({
     pool,
     orgClock,

@@ -94,6 +94,9 @@ export interface OrganizationReport {
   usage: StorageUsage;
   /** The limits the store enforces; null when none were ever set. */
   enforced: EnforcedQuota | null;
-  /** Bytes the store has served to the organization's clients, ever (monotonic): what egress is billed from. */
+  /**
+   * Bytes served to clients (GetObject bodies) for the organization since it exists: monotonic,
+   * never reset (billing meters egress from the growth of this figure).
+   */
   egressBytes: number;
 }

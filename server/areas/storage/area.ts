@@ -40,7 +40,7 @@ export function storageArea(deps: AreaDependencies): Area<StorageOperations, Sto
     handlers: {
       ...bucketHandlers({ pool, clock, buckets }),
       ...accessKeyHandlers({ pool, accessKeys }),
-      ...quotaHandlers({ pool }),
+      ...quotaHandlers({ pool, objectStore: drivers.objectStore }),
     },
   };
 }
