@@ -7,7 +7,7 @@ import { loadConfig } from '../../server/config.ts';
 import { parseDuration } from '../../server/core/test-clocks.ts';
 import { createLogger } from '../../server/logging.ts';
 import { eventually } from '../support/eventually.ts';
-import { startTestServer, type TestOrg, type TestServer } from '../support/server.ts';
+import { startTestServer, TEST_ENV, type TestOrg, type TestServer } from '../support/server.ts';
 import { runningVm } from './compute/fixtures.ts';
 
 let server: TestServer;
@@ -19,7 +19,7 @@ afterAll(() => server?.close());
 const HOUR = 3_600_000;
 
 function clockCommand(args: string[], options: Record<string, string>, testClocks = true) {
-  const config = loadConfig({ TEST_CLOCKS: String(testClocks), SIM_LATENCY_MS: '1', DATABASE_URL: server.databaseUrl });
+  const config = loadConfig({ ...TEST_ENV, TEST_CLOCKS: String(testClocks), SIM_LATENCY_MS: '1', DATABASE_URL: server.databaseUrl });
   return runAdminCommand(server.pool, 'clock', options, 'operator-alice', { config, log: createLogger('silent'), args });
 }
 

@@ -6,7 +6,7 @@ import { runAdminCommand } from '../../../server/admin/commands.ts';
 import { loadConfig } from '../../../server/config.ts';
 import { createLogger } from '../../../server/logging.ts';
 import { collectConsoleUrl, connectConsole, type ConsoleConnection } from '../../support/console-client.ts';
-import { startTestServer, type TestServer } from '../../support/server.ts';
+import { startTestServer, TEST_ENV, type TestServer } from '../../support/server.ts';
 import { act, runningVm, singleCopyRequest } from '../compute/fixtures.ts';
 
 let server: TestServer;
@@ -33,7 +33,7 @@ async function logIn(session: ConsoleConnection, user = 'root'): Promise<void> {
 
 /** Moves the organization's test clock as the operator's command does. */
 async function advanceClock(orgId: string, by: string): Promise<Record<string, unknown>> {
-  const config = loadConfig({ TEST_CLOCKS: 'true', SIM_LATENCY_MS: '1', DATABASE_URL: server.databaseUrl });
+  const config = loadConfig({ ...TEST_ENV, TEST_CLOCKS: 'true', SIM_LATENCY_MS: '1', DATABASE_URL: server.databaseUrl });
   return runAdminCommand(server.pool, 'clock', { org: orgId, by }, 'test', { config, log: createLogger('silent'), args: ['advance'] });
 }
 
