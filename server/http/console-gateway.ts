@@ -71,12 +71,19 @@ export function createConsoleGateway(deps: {
     clearTimeout(session.idleTimer);
     session.attachment?.detach();
     sessions.delete(session.console.operationId);
-    if (session.socket.readyState === session.socket.OPEN || session.socket.readyState === session.socket.CONNECTING) {
-      session.socket.close(close.code, close.reason);
-    }
-    recordSessionEnd(pool, session.console.operationId, record).catch((error: unknown) =>
-      log.warn({ err: error, operation_id: session.console.operationId }, 'recording the end of a console session failed'),
-    );
+    const closeSocket = (): void => {
+      if (session.socket.readyState === session.socket.OPEN || session.socket.readyState === session.socket.CONNECTING) {
+        session.socket.close(close.code, close.reason);
+      }
+    };
+    // A server going down closes at once; otherwise the end is on record before the client
+    // sees the close, so whoever reacts to the close code finds why the session ended.
+    if (record === 'server_shutdown') closeSocket();
+    recordSessionEnd(pool, session.console.operationId, record)
+      .catch((error: unknown) =>
+        log.warn({ err: error, operation_id: session.console.operationId }, 'recording the end of a console session failed'),
+      )
+      .finally(closeSocket);
   }
 
   function armIdleTimer(session: LiveSession): void {
