@@ -4,6 +4,8 @@
 // cold start and restart. Prints each figure with its ratio and goal; asserts nothing.
 //   npm run bench               the full run (about ten minutes)
 //   npm run bench -- --quick    a smoke run (also BENCH_QUICK=1): short loads, 10,000 rows
+//   npm run bench -- --only requests,startup   only the named sections
+//     (startup, requests, lists, engine, s3; memory comes with requests and lists)
 // Each section is a module of scripts/bench/; a new one is a function called below.
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -18,8 +20,16 @@ import { printTable, record, section } from './bench/report.ts';
 import { requestsSection } from './bench/requests.ts';
 import { startWithDataDir, type RunningServer } from './bench/servers.ts';
 
-const { values } = parseArgs({ options: { quick: { type: 'boolean', default: false } } });
+const SECTIONS = ['startup', 'requests', 'lists', 'engine', 's3'] as const;
+const { values } = parseArgs({ options: { quick: { type: 'boolean', default: false }, only: { type: 'string' } } });
 const quick = values.quick || process.env.BENCH_QUICK === '1';
+const only = values.only?.split(',').map((name) => name.trim());
+const unknownSection = only?.find((name) => !(SECTIONS as readonly string[]).includes(name));
+if (unknownSection) {
+  console.error(`bench: no section "${unknownSection}"; the sections are ${SECTIONS.join(', ')}`);
+  process.exit(2);
+}
+const runs = (name: (typeof SECTIONS)[number]): boolean => !only || only.includes(name);
 const workDir = mkdtempSync(path.join(tmpdir(), 'cloud-platform-bench-'));
 // As root, the embedded PostgreSQL runs as a user of its own, which must be able to enter it.
 chmodSync(workDir, 0o711);
@@ -49,40 +59,50 @@ function recordMemory(figure: string, server: RunningServer): void {
 try {
   console.log(`cloud-platform bench${quick ? ' (quick)' : ''}: Node ${process.versions.node}, work in ${workDir}`);
 
-  section('start-up');
-  const cold = await start('startup');
-  record({ figure: 'cold start (empty DATA_DIR, initdb included)', real: `${(cold.startMs / 1000).toFixed(2)} s`, goal: '< 3 s' });
-  await stop(cold);
-  const again = await start('startup');
-  record({ figure: 'restart (same DATA_DIR)', real: `${(again.startMs / 1000).toFixed(2)} s`, goal: '< 1.5 s' });
-  await stop(again);
+  if (runs('startup')) {
+    section('start-up');
+    const cold = await start('startup');
+    record({ figure: 'cold start (empty DATA_DIR, initdb included)', real: `${(cold.startMs / 1000).toFixed(2)} s`, goal: '< 3 s' });
+    await stop(cold);
+    const again = await start('startup');
+    record({ figure: 'restart (same DATA_DIR)', real: `${(again.startMs / 1000).toFixed(2)} s`, goal: '< 1.5 s' });
+    await stop(again);
+  }
 
-  const main = await start('main');
-  await requestsSection({
-    api: main.api,
-    workDir,
-    listSize: 100,
-    settings: quick ? { connections: 32, seconds: 2, warmupSeconds: 1 } : { connections: 32, seconds: 10, warmupSeconds: 3 },
-  });
-  section('memory');
-  recordMemory('server + embedded PostgreSQL after the requests', main);
-  await listsSection({
-    api: main.api,
-    databaseUrl: main.databaseUrl,
-    rows: quick ? 10_000 : 100_000,
-    settings: quick ? { connections: 1, seconds: 1, warmupSeconds: 0.3 } : { connections: 1, seconds: 3, warmupSeconds: 1 },
-  });
-  section('memory');
-  recordMemory('server + embedded PostgreSQL at the end', main);
-  await stop(main);
+  if (runs('requests') || runs('lists')) {
+    const main = await start('main');
+    if (runs('requests')) {
+      await requestsSection({
+        api: main.api,
+        workDir,
+        listSize: 100,
+        settings: quick ? { connections: 32, seconds: 2, warmupSeconds: 1 } : { connections: 32, seconds: 10, warmupSeconds: 3 },
+      });
+      section('memory');
+      recordMemory('server + embedded PostgreSQL after the requests', main);
+    }
+    if (runs('lists')) {
+      await listsSection({
+        api: main.api,
+        databaseUrl: main.databaseUrl,
+        rows: quick ? 10_000 : 100_000,
+        settings: quick ? { connections: 1, seconds: 1, warmupSeconds: 0.3 } : { connections: 1, seconds: 3, warmupSeconds: 1 },
+      });
+      section('memory');
+      recordMemory('server + embedded PostgreSQL at the end', main);
+    }
+    await stop(main);
+  }
 
-  const engine = await start('engine', ENGINE_ENV);
-  await engineSection(engine, quick ? 300 : 3000);
-  await stop(engine);
+  if (runs('engine')) {
+    const engine = await start('engine', ENGINE_ENV);
+    await engineSection(engine, quick ? 300 : 3000);
+    await stop(engine);
+  }
 
   printTable();
   // The S3 endpoint's figures, on a server of their own (scripts/bench-s3.ts).
-  if (!quick) await runS3Bench();
+  if (only ? runs('s3') : !quick) await runS3Bench();
 } finally {
   for (const server of [...running]) await server.child.stop();
   rmSync(workDir, { recursive: true, force: true });

@@ -1,5 +1,5 @@
 import { pino, type Logger, type LoggerOptions } from 'pino';
-import pretty from 'pino-pretty';
+import { createRequire } from 'node:module';
 
 export type { Logger };
 
@@ -33,6 +33,8 @@ export function createLogger(level: string, format: 'json' | 'pretty' = 'json'):
     },
   };
   if (format === 'json') return pino(options);
+  // Loaded only for a terminal: a server logging JSON (every deployment) never needs it.
+  const pretty = createRequire(import.meta.url)('pino-pretty') as typeof import('pino-pretty');
   return pino(
     options,
     pretty({ colorize: process.stdout.isTTY, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname,service', sync: true }),

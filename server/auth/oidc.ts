@@ -1,4 +1,5 @@
-import { createRemoteJWKSet, jwtVerify, type JWTVerifyGetKey } from 'jose';
+// jose is loaded with the first token to verify: a server without OIDC never needs it.
+import type { JWTVerifyGetKey } from 'jose';
 import type { OidcConfig } from '../config.ts';
 
 /**
@@ -25,6 +26,7 @@ export class OidcVerifier {
   /** The token's subject and issuer, or undefined when the token is not valid. */
   async verify(token: string): Promise<VerifiedToken | undefined> {
     try {
+      const { jwtVerify } = await import('jose');
       const { payload } = await jwtVerify(token, await this.jwks(), {
         issuer: this.config.issuer,
         audience: this.config.audience,
@@ -40,6 +42,7 @@ export class OidcVerifier {
   private async jwks(): Promise<JWTVerifyGetKey> {
     if (!this.keys) {
       const jwksUrl = this.config.jwksUrl ?? (await this.discoverJwksUrl());
+      const { createRemoteJWKSet } = await import('jose');
       this.keys = createRemoteJWKSet(new URL(jwksUrl));
     }
     return this.keys;

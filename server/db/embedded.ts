@@ -22,8 +22,11 @@ interface StoredSettings {
 }
 
 const DATABASE = 'cloud_platform';
-/** PostgreSQL settings of the embedded server (an external DATABASE_URL keeps its own). */
-const EMBEDDED_SETTINGS = ['shared_buffers=32MB', 'io_method=sync'];
+/**
+ * PostgreSQL settings of the embedded server (an external DATABASE_URL keeps its own). No logical
+ * replication here: without workers for it, PostgreSQL does not start its launcher process.
+ */
+const EMBEDDED_SETTINGS = ['shared_buffers=32MB', 'io_method=sync', 'max_logical_replication_workers=0'];
 const USER = 'postgres';
 
 export async function startEmbeddedDatabase(dataDir: string, log: (message: string) => void): Promise<EmbeddedDatabase> {

@@ -5,6 +5,21 @@ import type { Metrics } from '../metrics.ts';
 import { stateOf } from './request-state.ts';
 
 const CLIENT_REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
+const ID_BYTES = 12;
+/** Random bytes for this many ids are drawn at once: one call into OpenSSL per 512 requests, not one per request. */
+const POOL_IDS = 512;
+let pool = Buffer.alloc(0);
+let offset = 0;
+
+/** A new request id: 12 random bytes (96 bits), base64url. */
+export function newRequestId(): string {
+  if (offset >= pool.length) {
+    pool = randomBytes(ID_BYTES * POOL_IDS);
+    offset = 0;
+  }
+  offset += ID_BYTES;
+  return `req_${pool.toString('base64url', offset - ID_BYTES, offset)}`;
+}
 
 /**
  * Gives every request an id (the client's `X-Request-Id` when it is well-formed, else a new one),
@@ -14,7 +29,7 @@ const CLIENT_REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
 export function requestId(log: Logger, metrics?: Metrics) {
   return (req: Request, res: Response, next: NextFunction): void => {
     const offered = req.get('X-Request-Id');
-    const id = offered && CLIENT_REQUEST_ID.test(offered) ? offered : `req_${randomBytes(12).toString('base64url')}`;
+    const id = offered && CLIENT_REQUEST_ID.test(offered) ? offered : newRequestId();
     const state = stateOf(res);
     state.requestId = id;
     state.startedAt = performance.now();

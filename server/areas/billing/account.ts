@@ -17,21 +17,29 @@ interface AccountRow {
 
 /** Month-to-date usage and its estimated cost, in the month of the organization's `now`. */
 async function monthToDate(db: Queryable, prices: PriceList, orgId: string, now: Date): Promise<BillingOut['month_to_date']> {
-  const usage = await usageOfMonth(db, orgId, monthOf(now));
+  return monthToDateOf(prices, await usageOfMonth(db, orgId, monthOf(now)));
+}
+
+function monthToDateOf(prices: PriceList, usage: Map<string, string>): BillingOut['month_to_date'] {
   const decimal = (meter: string) => Number(usage.get(meter) ?? 0).toFixed(6);
   return { egress_gb: decimal('egress_gb'), estimated_cents: costInCents(prices, usage), storage_gb_month: decimal('storage_gb_month') };
 }
 
 export async function billingOf(db: Queryable, prices: PriceList, orgId: string, now: Date): Promise<BillingOut> {
-  const { rows } = await db.query<AccountRow>('SELECT state, billing_exempt, spend_budget_cents FROM billing_accounts WHERE org_id = $1', [
-    orgId,
-  ]);
+  // The account and its month's usage in one round trip: GET /billing is read on every dashboard load.
+  const { rows } = await db.query<AccountRow & { usage: Array<[meter: string, quantity: string]> }>(
+    `SELECT a.state, a.billing_exempt, a.spend_budget_cents,
+            COALESCE((SELECT json_agg(json_build_array(u.meter, u.quantity::text))
+                        FROM usage_totals u WHERE u.org_id = a.org_id AND u.month = $2), '[]') AS usage
+       FROM billing_accounts a WHERE a.org_id = $1`,
+    [orgId, monthOf(now)],
+  );
   const account = rows[0];
   if (!account) throw notFound();
   return {
     state: account.state,
     billing_exempt: account.billing_exempt,
-    month_to_date: await monthToDate(db, prices, orgId, now),
+    month_to_date: monthToDateOf(prices, new Map(account.usage)),
     prices: prices.prices.map(({ meter, unit, unit_amount_micro_eur }) => ({ meter, unit, unit_amount_micro_eur })),
     plan: { ...prices.plan },
     current_period_end: iso(startOfMonth(now, 1)),

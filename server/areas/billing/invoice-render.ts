@@ -1,4 +1,3 @@
-import PDFDocument from 'pdfkit';
 import type { InvoiceDocument } from './invoices.ts';
 
 const STATUS_WORDS: Record<string, string> = {
@@ -110,8 +109,12 @@ ${sizes ? `<h2>Instance hours by size</h2>\n<table>\n<tbody>\n${sizes}\n</tbody>
 `;
 }
 
-/** The invoice as a PDF (pdfkit, its built-in Helvetica: nothing is fetched). */
-export function renderInvoicePdf(document: InvoiceDocument): Promise<Buffer> {
+/**
+ * The invoice as a PDF (pdfkit, its built-in Helvetica: nothing is fetched). pdfkit is loaded on
+ * the first PDF asked for, not at start: it is the heaviest module the server uses (about 0.2 s).
+ */
+export async function renderInvoicePdf(document: InvoiceDocument): Promise<Buffer> {
+  const { default: PDFDocument } = await import('pdfkit');
   const facts = summary(document);
   const { invoice } = document;
   const pdf = new PDFDocument({ size: 'A4', margin: 56, info: { Title: facts.title, Author: 'Cloud Platform' } });
