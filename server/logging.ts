@@ -1,5 +1,6 @@
 import { pino, type Logger, type LoggerOptions } from 'pino';
 import { createRequire } from 'node:module';
+import type PinoPretty from 'pino-pretty';
 
 export type { Logger };
 
@@ -34,7 +35,7 @@ export function createLogger(level: string, format: 'json' | 'pretty' = 'json'):
   };
   if (format === 'json') return pino(options);
   // Loaded only for a terminal: a server logging JSON (every deployment) never needs it.
-  const pretty = createRequire(import.meta.url)('pino-pretty') as typeof import('pino-pretty');
+  const pretty = createRequire(import.meta.url)('pino-pretty') as typeof PinoPretty;
   return pino(
     options,
     pretty({ colorize: process.stdout.isTTY, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname,service', sync: true }),
