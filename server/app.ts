@@ -1,4 +1,4 @@
-import express, { type Express, type Router } from 'express';
+import express, { type Express, type RequestHandler, type Router } from 'express';
 import type { OperationHandlers } from '../generated/operations.ts';
 import type { IdentityResolver } from './auth/identity.ts';
 import type { Config } from './config.ts';
@@ -31,6 +31,8 @@ export interface AppDependencies {
   /** Requests answered, by operation and status (absent: not measured). */
   metrics?: Metrics;
   handlers: OperationHandlers<RequestContext>;
+  /** The contract's validator, when made (and warmed up) ahead of the app; made here otherwise. */
+  contract?: RequestHandler[];
   /** Pages outside /v1 and the contract (the console page, invoice documents), served before routing. */
   pages?: Router[];
 }
@@ -40,7 +42,7 @@ export interface AppDependencies {
  * by address → pages outside the contract → route (→ Deprecation and Sunset headers of a deprecated operation) → credential → rate limit by credential → permission → JSON body → integer query literals → contract validation → Idempotency-Key → handler, and one error
  * handler at the end that turns every failure into a problem document.
  */
-export function createApp({ config, pool, log, identity, handlers, metrics, rateLimits, pages = [] }: AppDependencies): Express {
+export function createApp({ config, pool, log, identity, handlers, metrics, rateLimits, contract, pages = [] }: AppDependencies): Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
@@ -57,7 +59,7 @@ export function createApp({ config, pool, log, identity, handlers, metrics, rate
   app.use(authorize);
   app.use(jsonBody);
   app.use(queryLiterals);
-  app.use(contractValidator({ validateResponses: config.validateResponses }));
+  app.use(contract ?? contractValidator({ validateResponses: config.validateResponses }));
   app.use(translateValidatorErrors);
   app.use(restoreExactIntegers);
   app.use(idempotency(pool));

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { OperationHandlers } from '../generated/operations.ts';
+import type { RequestHandler } from 'express';
 import { createApp } from './app.ts';
 import type { Area, AreaDependencies } from './areas/area.ts';
 import { apiTokensArea } from './areas/api-tokens/area.ts';
@@ -25,6 +26,7 @@ import { invoiceDocuments } from './http/invoice-documents.ts';
 import { invoiceLinkSource } from './areas/billing/invoice-links.ts';
 import { loadPriceList } from './areas/billing/prices.ts';
 import { consolePage } from './http/console-page.ts';
+import { contractValidator, warmUpContractValidator } from './http/validation.ts';
 import { purgeExpiredKeys } from './core/idempotency.ts';
 import type { RequestContext } from './core/request-context.ts';
 import { startEmbeddedDatabase, type EmbeddedDatabase } from './db/embedded.ts';
@@ -99,6 +101,9 @@ export async function startPlatform(
   log: Logger,
   options: { clock?: Clock; drivers?: (pool: Pool) => Drivers; embedded?: Promise<EmbeddedDatabase> } = {},
 ): Promise<Platform> {
+  // The validator loads and compiles the contract while the database starts (and migrates).
+  const contract = contractValidator({ validateResponses: config.validateResponses });
+  const contractWarmedUp = warmUpContractValidator(contract);
   const database = await openDatabase(config, log, options.embedded);
   // The simulated backends stand for systems outside the platform: they have connections of
   // their own, so that a backend call never waits for one of the API's, and the transaction
@@ -116,7 +121,8 @@ export async function startPlatform(
           secretStoreKey: config.s3.secretStoreKey,
         });
     embeddedStore = drivers.embeddedStore;
-    return await composePlatform(config, log, options.clock ?? systemClock, drivers, database, backendPool);
+    await contractWarmedUp;
+    return await composePlatform(config, log, options.clock ?? systemClock, drivers, database, backendPool, contract);
   } catch (error) {
     // A refused start (a bad catalogue, a port in use) stops the database it opened.
     await embeddedStore?.close().catch(() => {});
@@ -133,6 +139,7 @@ async function composePlatform(
   drivers: DriverSet,
   database: Database,
   backendPool: Pool,
+  contract: RequestHandler[],
 ): Promise<Platform> {
   const { pool } = database;
   const orgClock = createOrganizationClock(clock, config.testClocks);
@@ -202,6 +209,7 @@ async function composePlatform(
     handlers,
     metrics,
     rateLimits,
+    contract,
     pages: [consolePage(), invoiceDocuments(pool, invoiceLinks)],
   });
   await credentials.start();
