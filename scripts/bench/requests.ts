@@ -4,7 +4,7 @@ import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { call, inParallel, vmRequest, type Api } from './api.ts';
 import type { RecordedAnswer } from './floor-server.ts';
-import { load, type LoadRequest, type LoadSettings } from './load.ts';
+import { load, type LoadFigures, type LoadRequest, type LoadSettings } from './load.ts';
 import { startFloor, startPrism, type Child } from './processes.ts';
 import { ms, perSecond, ratio, record, section } from './report.ts';
 
@@ -74,7 +74,7 @@ export async function requestsSection({ api, workDir, settings, listSize }: Requ
       return undefined;
     });
     for (const figure of figures) {
-      const against = (base: string) =>
+      const against = (base: string, loadSettings: LoadSettings) =>
         load(
           {
             method: figure.method,
@@ -83,17 +83,31 @@ export async function requestsSection({ api, workDir, settings, listSize }: Requ
             body: figure.body === undefined ? undefined : JSON.stringify(figure.body),
             freshIdempotencyKey: figure.freshIdempotencyKey,
           },
-          settings,
+          loadSettings,
         );
-      const real = await against(api.base);
-      const floorFigures = await against(floor.url);
-      const prismFigures = prism ? await against(prism.url) : undefined;
+      // The real server and the floor take turns in short rounds, and the ratio is the median of
+      // the rounds' ratios: a burst of other work on the machine then weighs on both sides alike
+      // instead of on whichever happened to run during it.
+      const rounds = settings.seconds >= 6 ? 3 : 1;
+      const round: LoadSettings = { ...settings, seconds: settings.seconds / rounds, warmupSeconds: 0 };
+      await against(api.base, { ...settings, seconds: settings.warmupSeconds, warmupSeconds: 0 });
+      await against(floor.url, { ...settings, seconds: settings.warmupSeconds, warmupSeconds: 0 });
+      const real: LoadFigures[] = [];
+      const floorRounds: LoadFigures[] = [];
+      for (let turn = 0; turn < rounds; turn++) {
+        real.push(await against(api.base, round));
+        floorRounds.push(await against(floor.url, round));
+      }
+      const prismFigures = prism ? await against(prism.url, settings) : undefined;
+      const realFigures = combined(real);
+      const floorFigures = combined(floorRounds);
+      const ratios = real.map((figures, turn) => figures.rps / floorRounds[turn]!.rps).sort((a, b) => a - b);
       const failures = (count: number) => (count > 0 ? ` (${count} failed)` : '');
       record({
         figure: figure.name,
-        real: `${perSecond(real.rps)}, p50 ${ms(real.p50)}${failures(real.failures)}`,
+        real: `${perSecond(realFigures.rps)}, p50 ${ms(realFigures.p50)}${failures(realFigures.failures)}`,
         floor: `${perSecond(floorFigures.rps)}, p50 ${ms(floorFigures.p50)}${failures(floorFigures.failures)}`,
-        ratio: ratio(real.rps / floorFigures.rps),
+        ratio: `${ratio(ratios[Math.floor(ratios.length / 2)]!)}${rounds > 1 ? ` (rounds ${ratios.map((value) => value.toFixed(2)).join(', ')})` : ''}`,
         prism: prismFigures ? `${perSecond(prismFigures.rps)}${failures(prismFigures.failures)}` : '—',
         goal: figure.goal,
       });
@@ -118,4 +132,15 @@ async function seedInstances(api: Api, count: number): Promise<void> {
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
   throw new Error('the seeded instances were not created within 2 minutes');
+}
+
+/** Rounds of one load as one figure: mean throughput, median of the rounds' p50, failures summed. */
+function combined(rounds: LoadFigures[]): LoadFigures {
+  const p50s = rounds.map((figures) => figures.p50).sort((a, b) => a - b);
+  return {
+    rps: rounds.reduce((sum, figures) => sum + figures.rps, 0) / rounds.length,
+    p50: p50s[Math.floor(p50s.length / 2)]!,
+    p99: Math.max(...rounds.map((figures) => figures.p99)),
+    failures: rounds.reduce((sum, figures) => sum + figures.failures, 0),
+  };
 }
