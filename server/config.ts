@@ -166,7 +166,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       windowSeconds: integer(env, 'RATE_LIMIT_WINDOW_SECONDS', 60, 1, 3600),
     },
     engine: {
-      concurrency: integer(env, 'WORKER_CONCURRENCY', 4, 0, 64),
+      // Attempts mostly wait (on a backend, on the database): many at once cost little, and
+      // their successes are recorded in batches (engine/engine.ts).
+      concurrency: integer(env, 'WORKER_CONCURRENCY', 32, 0, 256),
       pollIntervalMs: integer(env, 'WORKER_POLL_MS', 250, 10, 60_000),
       leaseMs: integer(env, 'WORKER_LEASE_MS', 30_000, 100, 3_600_000),
       maxAttempts: integer(env, 'OPERATION_MAX_ATTEMPTS', 5, 1, 100),

@@ -5,8 +5,12 @@ import path from 'node:path';
 import type { Api } from './api.ts';
 import { startRealServer, type Child } from './processes.ts';
 
-/** What every real server of the benchmark runs with: `npm start`'s defaults, unthrottled. */
-export const SERVER_ENV = { RATE_LIMIT: '1000000', RATE_LIMIT_ANONYMOUS: '1000000' };
+/**
+ * What every real server of the benchmark runs with: `npm start`'s defaults, unthrottled, and its
+ * S3 endpoint on a free port (two servers of one run, or another server on the machine, would
+ * otherwise both want 9000).
+ */
+export const SERVER_ENV = { RATE_LIMIT: '1000000', RATE_LIMIT_ANONYMOUS: '1000000', S3_PORT: '0' };
 
 export interface RunningServer {
   child: Child;

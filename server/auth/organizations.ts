@@ -43,17 +43,31 @@ export async function addMember(
   return id;
 }
 
+/** An API key as stored, without its secret's hash (what the API shows of a key). */
+export interface StoredApiKey {
+  id: string;
+  name: string;
+  scopes: string[];
+  created_at: Date;
+  expires_at: Date | null;
+  last_used_at: Date | null;
+  revoked_at: Date | null;
+}
+
+/** A new API key: its row (read back by the INSERT itself) and its secret, to be shown once. */
 export async function createApiKeyRow(
   db: Queryable,
   key: { orgId: string; memberId: string; name: string; scopes: string[]; expiresAt: string | null },
-): Promise<{ id: string; secret: string }> {
+): Promise<{ id: string; secret: string; row: StoredApiKey }> {
   const id = randomUUID();
   const { secret, hash } = generateApiKey();
-  await db.query(
-    `INSERT INTO api_tokens (id, org_id, member_id, name, scopes, secret_hash, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-    [id, key.orgId, key.memberId, key.name, key.scopes, hash, key.expiresAt],
-  );
-  return { id, secret };
+  const { rows } = await db.query<StoredApiKey>({
+    name: 'api-token-insert',
+    text: `INSERT INTO api_tokens (id, org_id, member_id, name, scopes, secret_hash, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7)
+           RETURNING id, name, scopes, created_at, expires_at, last_used_at, revoked_at`,
+    values: [id, key.orgId, key.memberId, key.name, key.scopes, hash, key.expiresAt],
+  });
+  return { id, secret, row: rows[0]! };
 }
 
 export async function organizationExists(db: Queryable): Promise<boolean> {

@@ -25,27 +25,56 @@ export interface AuditRecord extends AuditEntry {
   requestId?: string | null;
 }
 
-export async function recordAudit(db: Queryable, record: AuditRecord): Promise<void> {
-  await db.query(
-    `INSERT INTO audit_events (id, org_id, action, resource_type, resource_id, result, actor_sub, actor_realm,
+/**
+ * The completion of a request's Idempotency-Key (core/idempotency.ts), written by the statement
+ * that writes the request's audit event: one round trip instead of two on every creating request.
+ */
+export interface KeyCompletion {
+  key: string;
+  status: number;
+  /** The stored response, already serialized ('' when there is no body). */
+  body: string;
+}
+
+const AUDIT_INSERT = `INSERT INTO audit_events (id, org_id, action, resource_type, resource_id, result, actor_sub, actor_realm,
        actor_token_id, before, after, operation_id, reason, request_id)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
-    [
-      randomUUID(),
-      record.orgId,
-      record.action,
-      record.resourceType,
-      resourceIdOf(record.resourceId),
-      record.result,
-      record.actor.subject,
-      record.actor.realm,
-      record.actor.tokenId,
-      snapshotOf(record.before),
-      snapshotOf(record.after),
-      record.operationId ?? null,
-      reasonOf(record.reason),
-      record.requestId ?? null,
-    ],
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`;
+
+/** The event and the key's completion in one statement (a data-modifying WITH runs whether or not it is read). */
+const AUDIT_INSERT_COMPLETING_KEY = `WITH completed AS (
+       UPDATE idempotency_keys SET state = 'completed', locked_until = NULL, response_status = $16, response_body = $17
+       WHERE org_id = $2 AND key = $15)
+     ${AUDIT_INSERT}`;
+
+/**
+ * Writes an audit event; with `completing`, also completes that Idempotency-Key of the event's
+ * organization in the same statement. Named statements: parsed and planned once per connection.
+ */
+export async function recordAudit(db: Queryable, record: AuditRecord, completing?: KeyCompletion): Promise<void> {
+  const values: unknown[] = [
+    randomUUID(),
+    record.orgId,
+    record.action,
+    record.resourceType,
+    resourceIdOf(record.resourceId),
+    record.result,
+    record.actor.subject,
+    record.actor.realm,
+    record.actor.tokenId,
+    snapshotOf(record.before),
+    snapshotOf(record.after),
+    record.operationId ?? null,
+    reasonOf(record.reason),
+    record.requestId ?? null,
+  ];
+  await db.query(
+    completing
+      ? {
+          name: 'audit-insert-completing-key',
+          text: AUDIT_INSERT_COMPLETING_KEY,
+          values: [...values, completing.key, completing.status, completing.body],
+        }
+      : { name: 'audit-insert', text: AUDIT_INSERT, values },
   );
 }
 

@@ -16,12 +16,14 @@ export type Claim = { kind: 'claimed' } | { kind: 'replay'; status: number; body
  * change and its stored response together.
  */
 export async function claimKey(pool: Pool, orgId: string, key: string, fingerprint: Buffer): Promise<Claim> {
-  const inserted = await pool.query(
-    `INSERT INTO idempotency_keys (org_id, key, fingerprint, state, locked_until)
-     VALUES ($1, $2, $3, 'processing', now() + make_interval(secs => $4))
-     ON CONFLICT (org_id, key) DO NOTHING`,
-    [orgId, key, fingerprint, PROCESSING_LOCK_SECONDS],
-  );
+  // Named: parsed and planned once per connection, as every creating request claims a key.
+  const inserted = await pool.query({
+    name: 'idempotency-key-claim',
+    text: `INSERT INTO idempotency_keys (org_id, key, fingerprint, state, locked_until)
+           VALUES ($1, $2, $3, 'processing', now() + make_interval(secs => $4))
+           ON CONFLICT (org_id, key) DO NOTHING`,
+    values: [orgId, key, fingerprint, PROCESSING_LOCK_SECONDS],
+  });
   if (inserted.rowCount === 1) return { kind: 'claimed' };
   const { rows } = await pool.query<{
     fingerprint: Buffer;
@@ -47,12 +49,18 @@ export async function claimKey(pool: Pool, orgId: string, key: string, fingerpri
   return takenOver.rowCount === 1 ? { kind: 'claimed' } : { kind: 'in_use' };
 }
 
-/** Stores the response to replay. Secrets shown once must already be removed from `body`. */
+/** The stored form of a response to replay: its body as written ('' for none). */
+export const storedBody = (body: unknown): string => (body === undefined ? '' : stringify(body)!);
+
+/**
+ * Stores the response to replay. Secrets shown once must already be removed from `body`. (A
+ * successful change completes its key with its audit event instead: core/audit.ts.)
+ */
 export async function completeKey(db: Queryable, orgId: string, key: string, status: number, body: unknown): Promise<void> {
   await db.query(
     `UPDATE idempotency_keys SET state = 'completed', locked_until = NULL, response_status = $3, response_body = $4
      WHERE org_id = $1 AND key = $2`,
-    [orgId, key, status, body === undefined ? '' : stringify(body)],
+    [orgId, key, status, storedBody(body)],
   );
 }
 

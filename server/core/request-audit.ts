@@ -1,6 +1,6 @@
 import type { OperationId } from '../../generated/operations.ts';
 import type { Queryable } from '../db/pool.ts';
-import { recordAudit } from './audit.ts';
+import { recordAudit, type KeyCompletion } from './audit.ts';
 import { auditNames } from './audit-names.ts';
 import { actorOf, type Principal } from './principal.ts';
 
@@ -40,11 +40,18 @@ export class RequestAudit {
     this.requestId = requestId;
   }
 
-  /** Records the success of a change, in its transaction. Call `committed` once it commits. */
-  async succeeded(tx: Queryable, change: AuditedChange): Promise<void> {
+  /**
+   * Records the success of a change, in its transaction (completing the request's
+   * Idempotency-Key in the same statement, when given). Call `committed` once it commits.
+   */
+  async succeeded(tx: Queryable, change: AuditedChange, completing?: KeyCompletion): Promise<void> {
     const names = auditNames[this.operationId];
     if (!names) throw new Error(`operation ${this.operationId} has no audit names (core/audit-names.ts)`);
-    await recordAudit(tx, { action: names.action, resourceType: names.resourceType, ...change, ...this.who(), result: 'succeeded' });
+    await recordAudit(
+      tx,
+      { action: names.action, resourceType: names.resourceType, ...change, ...this.who(), result: 'succeeded' },
+      completing,
+    );
   }
 
   /** The change and its event have committed: nothing more is recorded for this request. */

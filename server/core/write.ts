@@ -1,5 +1,5 @@
 import { withTransaction, type Pool, type PoolClient } from '../db/pool.ts';
-import { completeKey } from './idempotency.ts';
+import { storedBody } from './idempotency.ts';
 import type { AuditedChange } from './request-audit.ts';
 import type { RequestContext } from './request-context.ts';
 
@@ -32,11 +32,13 @@ export async function performWrite<Response extends { status: number; body?: unk
 ): Promise<Response> {
   const outcome = await withTransaction(pool, async (tx) => {
     const result = await work(tx);
-    await context.audit.succeeded(tx, result.audit);
-    if (context.idempotency) {
-      const replayBody = 'replayBody' in result ? result.replayBody : result.response.body;
-      await completeKey(tx, context.principal.orgId, context.idempotency.key, result.response.status, replayBody);
-    }
+    const replayBody = 'replayBody' in result ? result.replayBody : result.response.body;
+    // The event and the key's stored response: one statement.
+    await context.audit.succeeded(
+      tx,
+      result.audit,
+      context.idempotency ? { key: context.idempotency.key, status: result.response.status, body: storedBody(replayBody) } : undefined,
+    );
     return result;
   });
   context.audit.committed();

@@ -23,6 +23,18 @@ type Verdict =
 
 /** The longest pause between tries while the database cannot be reached. */
 const MAX_OUTAGE_BACKOFF_MS = 5_000;
+/** Successes recorded in one transaction at most, and transactions recording them at once. */
+const MAX_SUCCESS_BATCH = 64;
+const MAX_SUCCESS_WRITERS = 2;
+
+/** A successful attempt waiting to be recorded. */
+interface PendingSuccess {
+  operation: OperationRow;
+  outcome: unknown;
+  log: Logger;
+  resolve: () => void;
+  reject: (error: unknown) => void;
+}
 
 /**
  * The operations engine. The operations table is the durable work queue: workers claim an
@@ -42,7 +54,13 @@ export class OperationEngine {
   private readonly abort = new AbortController();
   private readonly loops: Promise<void>[] = [];
   private wake: (() => void)[] = [];
+  /** Set by a kick that found nobody waiting (the dispatcher was claiming): its next pause is skipped. */
+  private kicked = false;
   private stopped: Promise<void> | undefined;
+  /** Successful attempts waiting to be recorded, a batch per transaction (`recordSuccesses`). */
+  private successes: PendingSuccess[] = [];
+  /** Transactions recording successes now (at most MAX_SUCCESS_WRITERS). */
+  private successWriters = 0;
 
   private readonly pool: Pool;
   /** Partial only for tests that run the engine on a few types; the platform passes them all. */
@@ -75,6 +93,8 @@ export class OperationEngine {
   kick(): void {
     const waiting = this.wake;
     this.wake = [];
+    // Work announced while the dispatcher was busy claiming is not lost: it claims again at once.
+    if (waiting.length === 0) this.kicked = true;
     waiting.forEach((resolve) => resolve());
   }
 
@@ -179,6 +199,8 @@ export class OperationEngine {
         continue;
       }
       let claimed: OperationRow[];
+      // Whatever was announced until now, this claim sees.
+      this.kicked = false;
       try {
         claimed = await this.claim(free);
         if (failures > 0) this.log.info('claiming operations works again');
@@ -204,6 +226,10 @@ export class OperationEngine {
   /** Waits `ms`, or less when work is queued or the engine stops. */
   private pause(ms: number): Promise<void> {
     if (this.abort.signal.aborted) return Promise.resolve();
+    if (this.kicked) {
+      this.kicked = false;
+      return Promise.resolve();
+    }
     return new Promise((resolve) => {
       const timer = setTimeout(resolve, ms);
       this.wake.push(() => {
@@ -334,13 +360,64 @@ export class OperationEngine {
     }
   }
 
-  private async succeed(operation: OperationRow, outcome: unknown, log: Logger): Promise<void> {
-    await withTransaction(this.pool, async (tx) => {
-      const finished = await this.finish(tx, operation, 'succeeded');
-      if (!finished) return log.warn('lost the lease before finishing; another worker owns the operation');
-      const result = await this.executorFor(operation).succeeded(tx, finished, outcome);
-      if (result) await tx.query('UPDATE operations SET result = $2 WHERE id = $1', [operation.id, JSON.stringify(result)]);
+  /**
+   * Records a success. Successes are recorded in batches, one transaction each (at most
+   * MAX_SUCCESS_WRITERS at once): those that finish while a batch is being written go together in
+   * the next, so under load an operation costs a share of one BEGIN/UPDATE/COMMIT rather than its
+   * own. Should a batch fail, each of its operations is recorded alone, so that one broken
+   * operation never holds the others back (it alone stays leased, to be attempted again).
+   */
+  private succeed(operation: OperationRow, outcome: unknown, log: Logger): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.successes.push({ operation, outcome, log, resolve, reject });
+      void this.recordSuccesses();
     });
+  }
+
+  private async recordSuccesses(): Promise<void> {
+    if (this.successWriters >= MAX_SUCCESS_WRITERS) return;
+    this.successWriters++;
+    try {
+      while (this.successes.length > 0) {
+        const batch = this.successes.splice(0, MAX_SUCCESS_BATCH);
+        try {
+          await withTransaction(this.pool, (tx) => this.succeedAll(tx, batch));
+          batch.forEach((success) => success.resolve());
+        } catch (error) {
+          if (batch.length === 1) {
+            batch[0]!.reject(error);
+            continue;
+          }
+          for (const success of batch) {
+            await withTransaction(this.pool, (tx) => this.succeedAll(tx, [success])).then(success.resolve, success.reject);
+          }
+        }
+      }
+    } finally {
+      this.successWriters--;
+    }
+  }
+
+  /** Marks the batch's operations succeeded (those this worker still holds) and lets each executor record its outcome. */
+  private async succeedAll(tx: PoolClient, batch: PendingSuccess[]): Promise<void> {
+    const { rows } = await tx.query<OperationRow>({
+      name: 'operations-succeed',
+      text: `UPDATE operations SET state = 'succeeded', finished_at = now(), error_class = NULL, error_detail = NULL,
+                    lease_owner = NULL, lease_expires_at = NULL
+             WHERE id = ANY($1::uuid[]) AND lease_owner = $2 AND state = 'running' RETURNING *`,
+      values: [batch.map((success) => success.operation.id), this.workerId],
+    });
+    const finished = new Map(rows.map((row) => [row.id, row]));
+    // In the order they were accepted, as they were claimed.
+    for (const success of [...batch].sort((a, b) => a.operation.seq - b.operation.seq)) {
+      const operation = finished.get(success.operation.id);
+      if (!operation) {
+        success.log.warn('lost the lease before finishing; another worker owns the operation');
+        continue;
+      }
+      const result = await this.executorFor(operation).succeeded(tx, operation, success.outcome);
+      if (result) await tx.query('UPDATE operations SET result = $2 WHERE id = $1', [operation.id, JSON.stringify(result)]);
+    }
   }
 
   private async fail(operation: OperationRow, failure: OperationFailure, log: Logger): Promise<void> {

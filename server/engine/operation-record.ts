@@ -66,12 +66,29 @@ export const OPERATIONS_CHANNEL = 'operations_queued';
  * at commit, and not at all on rollback).
  */
 export async function enqueueOperation(db: Queryable, operation: NewOperation): Promise<OperationRow> {
-  await db.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [
-    `operations:${operation.orgId}:${operation.resourceType}:${operation.resourceId}`,
-  ]);
-  const operationRow = await insertOperation(db, operation, 'queued');
-  await db.query('SELECT pg_notify($1, $2)', [OPERATIONS_CHANNEL, operationRow.id]);
-  return operationRow;
+  // One statement, in this order: the resource's lock (the subquery runs first, and OFFSET 0 keeps
+  // it a subquery of its own), the row with its `seq`, then the announcement.
+  const { rows } = await db.query<OperationRow>({
+    name: 'operation-enqueue',
+    text: `WITH queued AS (
+             INSERT INTO operations (id, org_id, type, resource_type, resource_id, state, attempt, max_attempts, payload)
+             SELECT $1, $2, $3, $4, $5, 'queued', 0, $6, $7
+             FROM (SELECT pg_advisory_xact_lock(hashtextextended($8, 0)) OFFSET 0) AS resource_lock
+             RETURNING *)
+           SELECT queued.* FROM queued, pg_notify($9, queued.id::text)`,
+    values: [
+      randomUUID(),
+      operation.orgId,
+      operation.type,
+      operation.resourceType,
+      operation.resourceId,
+      operation.maxAttempts,
+      JSON.stringify(operation.payload ?? {}),
+      `operations:${operation.orgId}:${operation.resourceType}:${operation.resourceId}`,
+      OPERATIONS_CHANNEL,
+    ],
+  });
+  return rows[0]!;
 }
 
 /**

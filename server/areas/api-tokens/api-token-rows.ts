@@ -27,10 +27,6 @@ export const toApiTokenOut = (row: TokenRow): ApiTokenOut => ({
   revoked_at: isoOrNull(row.revoked_at),
 });
 
-export async function tokenById(db: Queryable, tokenId: string): Promise<TokenRow | undefined> {
-  return (await db.query<TokenRow>('SELECT * FROM api_tokens WHERE id = $1', [tokenId])).rows[0];
-}
-
 /** The organization's key, locked for a change. */
 export async function lockToken(db: Queryable, orgId: string, tokenId: string): Promise<TokenRow | undefined> {
   return (await db.query<TokenRow>('SELECT * FROM api_tokens WHERE org_id = $1 AND id = $2 FOR UPDATE', [orgId, tokenId])).rows[0];

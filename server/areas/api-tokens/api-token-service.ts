@@ -3,7 +3,7 @@ import type { Clock } from '../../core/clock.ts';
 import { fieldInvalid, forbidden, notFound } from '../../core/errors.ts';
 import type { Principal, Scope } from '../../core/principal.ts';
 import type { PoolClient } from '../../db/pool.ts';
-import { lockToken, markRevoked, tokenById, type TokenRow } from './api-token-rows.ts';
+import { lockToken, markRevoked, type TokenRow } from './api-token-rows.ts';
 
 /** The rules of API keys: a key never holds a scope its creator lacks, and expires in the future. */
 export function createApiTokenService(clock: Clock) {
@@ -30,7 +30,7 @@ export function createApiTokenService(clock: Clock) {
         scopes,
         expiresAt: request.expiresAt,
       });
-      return { token: (await tokenById(tx, key.id))!, secret: key.secret };
+      return { token: key.row as TokenRow, secret: key.secret };
     },
 
     async revoke(tx: PoolClient, orgId: string, tokenId: string): Promise<{ before: TokenRow; after: TokenRow }> {

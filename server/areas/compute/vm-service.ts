@@ -149,10 +149,16 @@ export function createVmService({ catalogue, budget, maxAttempts }: VmServiceDep
           references.push({ pointer: '/network_profile', detail: `no network profile ${request.network_profile} in region ${region.id}` });
       }
       const keyNames = request.ssh_keys ?? [];
-      const { rows: keys } = await tx.query<InstalledSshKey>(
-        'SELECT name, public_key AS "publicKey" FROM ssh_keys WHERE org_id = $1 AND name = ANY($2::text[])',
-        [orgId, keyNames],
-      );
+      // Most creations name no key: no query for none.
+      const keys =
+        keyNames.length === 0
+          ? []
+          : (
+              await tx.query<InstalledSshKey>(
+                'SELECT name, public_key AS "publicKey" FROM ssh_keys WHERE org_id = $1 AND name = ANY($2::text[])',
+                [orgId, keyNames],
+              )
+            ).rows;
       const installed = keyNames.map((name) => keys.find((key) => key.name === name));
       installed.forEach((key, index) => {
         if (!key) references.push({ pointer: `/ssh_keys/${index}`, detail: `no SSH key named ${keyNames[index]} in this organization` });
@@ -162,20 +168,21 @@ export function createVmService({ catalogue, budget, maxAttempts }: VmServiceDep
       const shortfalls = imageShortfalls(image!, request);
       if (shortfalls.length > 0) throw imageRequirementsNotMet(`The image ${image!.id} needs ${needs(image!, shortfalls)}.`, shortfalls);
 
-      const { rows: taken } = await tx.query(
-        'SELECT 1 FROM vms WHERE org_id = $1 AND region_id = $2 AND name = $3 AND deleted_at IS NULL',
-        [orgId, region!.id, request.name],
-      );
-      if (taken.length > 0) throw vmNameTaken(request.name, region!.id);
-      await budget.assertCanCreateBillable(tx, orgId);
-
+      // The name's check is the INSERT itself (the live-name index; a concurrent insert of the
+      // same name is waited for), and the row is read back by it: one round trip for three. The
+      // budget is checked after it, in the same transaction, so a taken name is still the answer
+      // that comes first.
       const id = randomUUID();
+      let vm: VmRow | undefined;
       try {
-        await tx.query(
-          `INSERT INTO vms (id, org_id, name, region_id, disk_redundancy, storage_pool_id, network_profile_id, image_id, image_name,
+        const { rows } = await tx.query<VmRow>({
+          name: 'vm-create-insert',
+          text: `INSERT INTO vms (id, org_id, name, region_id, disk_redundancy, storage_pool_id, network_profile_id, image_id, image_name,
              vcpus, memory_mb, disk_gb, state, desired_state, ssh_keys, labels)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, 'creating', 'running', $13, $14)`,
-          [
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, 'creating', 'running', $13, $14)
+           ON CONFLICT (org_id, region_id, name) WHERE deleted_at IS NULL DO NOTHING
+           RETURNING *`,
+          values: [
             id,
             orgId,
             request.name,
@@ -191,13 +198,15 @@ export function createVmService({ catalogue, budget, maxAttempts }: VmServiceDep
             JSON.stringify(installed),
             JSON.stringify(request.labels ?? {}),
           ],
-        );
+        });
+        vm = rows[0];
       } catch (error) {
         // Two requests for one name at once: the unique index lets one through.
         if ((error as { code?: string }).code === '23505') throw vmNameTaken(request.name, region!.id);
         throw error;
       }
-      const vm = (await findLiveVm(tx, orgId, id))!;
+      if (!vm) throw vmNameTaken(request.name, region!.id);
+      await budget.assertCanCreateBillable(tx, orgId);
       const operation = await queue(tx, maxAttempts, orgId, 'vm.create', { type: 'vm', id });
       return { vm, operation, before: vm };
     },

@@ -131,6 +131,15 @@ export async function updateVm(
   return (await updateRow<VmRow>(db, 'vms', vmId, changes, CHANGEABLE))!;
 }
 
+/** As `updateVm`, for a caller that has not locked the instance first: undefined when there is none. */
+export function updateVmIfExists(
+  db: Queryable,
+  vmId: string,
+  changes: Partial<Omit<VmRow, 'id' | 'org_id' | 'observed_status' | 'observed_addresses' | 'observed_at'>>,
+): Promise<VmRow | undefined> {
+  return updateRow<VmRow>(db, 'vms', vmId, changes, CHANGEABLE);
+}
+
 /**
  * Records what the hypervisor reported. Observed fields are not desired ones: updated_at stays.
  * An older report never replaces a newer one; of two made in the same millisecond, the one an

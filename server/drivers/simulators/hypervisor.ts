@@ -45,15 +45,20 @@ export function createHypervisorSimulator({ pool, latencyMs, faults }: Simulator
     return rows[0];
   }
 
-  /**
-   * What the hypervisor sees of a server read at `observedAt`. The time is taken before the
-   * read, so that a report never claims to be newer than the state it shows.
-   */
-  async function report(db: Queryable, server: ServerRow, observedAt: Date): Promise<ServerReport> {
+  /** The public IPs attached to a server, oldest first. */
+  async function addressesOf(db: Queryable, server: ServerRow): Promise<Array<{ address: string }>> {
     const { rows } = await db.query<{ address: string }>(
       'SELECT address FROM sim_addresses WHERE server_id = $1 ORDER BY created_at, address',
       [server.server_id],
     );
+    return rows;
+  }
+
+  /**
+   * What the hypervisor sees of a server read at `observedAt`. The time is taken before the
+   * read, so that a report never claims to be newer than the state it shows.
+   */
+  function report(server: ServerRow, observedAt: Date, rows: Array<{ address: string }>): ServerReport {
     return {
       serverId: server.server_id,
       status: server.power,
@@ -70,7 +75,7 @@ export function createHypervisorSimulator({ pool, latencyMs, faults }: Simulator
   async function describe(serverId: string): Promise<ServerReport | undefined> {
     const observedAt = new Date();
     const server = await serverRow(pool, serverId);
-    return server ? report(pool, server, observedAt) : undefined;
+    return server ? report(server, observedAt, await addressesOf(pool, server)) : undefined;
   }
 
   /** Changes an existing server and reports it; a server that does not exist is refused. */
@@ -87,12 +92,14 @@ export function createHypervisorSimulator({ pool, latencyMs, faults }: Simulator
       await call('createServer', spec.name);
       const { rows } = await pool.query<{ n: string }>(`SELECT nextval('sim_server_host_seq')::text AS n`);
       const host = Number(rows[0]!.n);
+      const observedAt = new Date();
       // A repeated create (after a crashed attempt) finds the server the first one made.
-      await pool.query(
+      const { rows: created } = await pool.query<ServerRow>(
         `INSERT INTO sim_servers (server_id, name, region_id, storage_pool_id, network_profile_id, console_type, image_id,
            vcpus, memory_mb, disk_gb, power, ssh_keys, firewall, private_ipv4, public_ipv4, ipv6)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'running', $11, $12, $13, $14, $15)
-         ON CONFLICT (server_id) DO NOTHING`,
+         ON CONFLICT (server_id) DO NOTHING
+         RETURNING *`,
         [
           spec.serverId,
           spec.name,
@@ -111,6 +118,8 @@ export function createHypervisorSimulator({ pool, latencyMs, faults }: Simulator
           spec.publicNetwork ? `2001:db8:${(host >> 16).toString(16)}:${(host & 0xffff).toString(16)}::1` : null,
         ],
       );
+      // A server made just now has no addresses attached yet: it is reported as inserted.
+      if (created[0]) return report(created[0], observedAt, []);
       return (await describe(spec.serverId))!;
     },
 
@@ -201,7 +210,7 @@ export function createHypervisorSimulator({ pool, latencyMs, faults }: Simulator
       await call('describeServers', 'servers');
       const observedAt = new Date();
       const { rows } = await pool.query<ServerRow>('SELECT * FROM sim_servers WHERE server_id = ANY($1::uuid[])', [serverIds]);
-      return Promise.all(rows.map((row) => report(pool, row, observedAt)));
+      return Promise.all(rows.map(async (row) => report(row, observedAt, await addressesOf(pool, row))));
     },
 
     async allocateAddress({ addressId, regionId }) {
