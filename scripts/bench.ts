@@ -80,9 +80,9 @@ try {
   await engineSection(engine, quick ? 300 : 3000);
   await stop(engine);
 
-  printTable();
   // The S3 endpoint's figures, on a server of their own (scripts/bench-s3.ts).
-  if (!quick) await runS3Bench();
+  await runS3Bench({ quick });
+  printTable();
 } finally {
   for (const server of [...running]) await server.child.stop();
   rmSync(workDir, { recursive: true, force: true });
