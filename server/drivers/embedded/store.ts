@@ -39,7 +39,11 @@ export interface EmbeddedStoreOptions {
   dataDir: string;
   secretKey: string | undefined;
   faults: FaultInjector;
+  /** Multipart uploads begun longer ago than this are aborted by the sweep (default 7 days). */
+  incompleteUploadRetentionMs?: number;
 }
+
+export const DEFAULT_INCOMPLETE_UPLOAD_RETENTION_MS = 7 * 86_400_000;
 
 const UNIQUE_VIOLATION = '23505';
 const ACCESS_KEY_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789';
@@ -53,7 +57,13 @@ const toReport = (row: StoredBucket): BucketReport => ({
   usage: { bytes: row.usage_bytes, objects: row.usage_objects },
 });
 
-export async function createEmbeddedObjectStore({ pool, dataDir, secretKey, faults }: EmbeddedStoreOptions): Promise<EmbeddedObjectStore> {
+export async function createEmbeddedObjectStore({
+  pool,
+  dataDir,
+  secretKey,
+  faults,
+  incompleteUploadRetentionMs = DEFAULT_INCOMPLETE_UPLOAD_RETENTION_MS,
+}: EmbeddedStoreOptions): Promise<EmbeddedObjectStore> {
   const blobs = new BlobFiles(path.join(dataDir, 'objects'));
   await blobs.init();
   const box = createSecretBox(loadSecretBoxKey(dataDir, secretKey));
@@ -261,7 +271,7 @@ export async function createEmbeddedObjectStore({ pool, dataDir, secretKey, faul
       return row ? { orgId: row.org_id, keyId: row.key_id, secret: box.open(row.secret_sealed) } : null;
     },
 
-    sweep: () => sweep(context, INSTANCE_LOCK_NAMESPACE),
+    sweep: () => sweep(context, INSTANCE_LOCK_NAMESPACE, incompleteUploadRetentionMs),
 
     async close() {
       await lockClient.end().catch(() => {});
