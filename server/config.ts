@@ -126,6 +126,11 @@ export interface SimulatorConfig {
   latencyMs: [number, number];
   /** Fault rules, see drivers/simulators/faults.ts. */
   faults: string;
+  /**
+   * Latency added to the embedded object store's driver calls, for tests: SIM_LATENCY_MS when it
+   * is set, none otherwise (the store is real; the simulators' default latency is not its own).
+   */
+  embeddedStoreLatencyMs: [number, number];
 }
 
 export class ConfigError extends Error {}
@@ -202,6 +207,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     simulators: {
       poolSize: integer(env, 'SIM_POOL_SIZE', 4, 1, 100),
       latencyMs: range(env, 'SIM_LATENCY_MS', [20, 120]),
+      embeddedStoreLatencyMs: range(env, 'SIM_LATENCY_MS', [0, 0]),
       faults: env.SIM_FAULTS ?? '',
     },
     background: boolean(env, 'BACKGROUND_WORK', true),

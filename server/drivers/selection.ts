@@ -51,6 +51,7 @@ export async function createDrivers(
           secretKey: options.secretStoreKey,
           incompleteUploadRetentionMs: options.incompleteUploadRetentionMs,
           faults: new FaultInjector(pool, parseFaultRules(options.simulators.faults)),
+          latencyMs: options.simulators.embeddedStoreLatencyMs,
         })
       : undefined;
   return {
