@@ -1,6 +1,8 @@
 // The S3 endpoint's part of `npm run bench`: PUT and GET throughput of 1 MiB and 256 MiB objects
-// through the official SDK, next to a plain file copy on the same disk, and the process's RSS
-// while a 1 GiB object streams up and back down. Prints figures; asserts nothing.
+// through the official SDK (its defaults: CRC32 checksum, aws-chunked bodies), side by side with a
+// plain file copy on the same disk, and the server's RSS while a 1 GiB object streams up and back
+// down. Rounds alternate copy, PUT and GET so that the noise of a shared machine falls on all
+// three alike; each figure is the median round. Prints figures; asserts nothing.
 import { GetObjectCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createReadStream, createWriteStream, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -10,13 +12,14 @@ import path from 'node:path';
 import { Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createPlatformClient } from '../client/index.ts';
+import { ratio, record, section } from './bench/report.ts';
 import { repoRoot } from './lib/run.ts';
 
 const MiB = 1024 * 1024;
 const CHUNK = Buffer.alloc(4 * MiB, 0x5a);
 
 /** `size` bytes from one reused buffer: the client holds no more than a chunk. */
-function zeros(size: number): Readable {
+export function zeros(size: number): Readable {
   return Readable.from(
     (function* () {
       for (let sent = 0; sent < size; sent += CHUNK.length) yield CHUNK.subarray(0, Math.min(CHUNK.length, size - sent));
@@ -25,11 +28,16 @@ function zeros(size: number): Readable {
 }
 
 /** Reads a body to its end, keeping nothing. */
-const discard = () => new Writable({ write: (_chunk, _encoding, callback) => callback() });
+export const discard = () => new Writable({ write: (_chunk, _encoding, callback) => callback() });
 
-const rate = (bytes: number, ms: number) => `${((bytes / MiB / ms) * 1000).toFixed(0).padStart(5)} MiB/s`;
-
-/** A plain copy on the same disk, made durable like a stored object (streamed, then fsync). */
+/**
+ * The yardstick: a plain copy of a file on the same disk, as `cp` without copy_file_range does it:
+ * the bytes read into user space and written out (1 MiB at a time), then fsync, as a stored
+ * object is made durable. Not fs.copyFile: that uses copy_file_range, which never moves the
+ * bytes through a process, while the endpoint must (they come from a socket). The source was
+ * just written, so it is read from the page cache, as the client's bytes come from memory.
+ * Returns the milliseconds the copy took.
+ */
 async function fileCopy(dir: string, size: number): Promise<number> {
   const source = path.join(dir, `source-${size}`);
   await pipeline(zeros(size), createWriteStream(source));
@@ -53,22 +61,28 @@ function freePort(): Promise<number> {
 }
 
 /** `npm start` in a process of its own (the server's RSS is its own), on free ports. */
-async function startServer(dataDir: string): Promise<{ child: ChildProcess; bootstrap: Bootstrap }> {
+export async function startServer(dataDir: string): Promise<{ child: ChildProcess; bootstrap: Bootstrap }> {
   const [port, s3Port] = [await freePort(), await freePort()];
-  const child = spawn(process.execPath, [path.join(repoRoot, 'scripts', 'start.mjs'), path.join(repoRoot, 'server', 'main.ts')], {
-    env: {
-      ...process.env,
-      DATA_DIR: dataDir,
-      PORT: String(port),
-      S3_PORT: String(s3Port),
-      METRICS_PORT: 'off',
-      LOG_LEVEL: 'silent',
-      RATE_LIMIT: '1000000',
-      OBJECT_STORE_DRIVER: 'embedded',
-      SIM_LATENCY_MS: '0',
+  // BENCH_S3_NODE_ARGS: extra Node flags for the server (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to profile it).
+  const nodeArgs = (process.env.BENCH_S3_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  const child = spawn(
+    process.execPath,
+    [...nodeArgs, path.join(repoRoot, 'scripts', 'start.mjs'), path.join(repoRoot, 'server', 'main.ts')],
+    {
+      env: {
+        ...process.env,
+        DATA_DIR: dataDir,
+        PORT: String(port),
+        S3_PORT: String(s3Port),
+        METRICS_PORT: 'off',
+        LOG_LEVEL: 'silent',
+        RATE_LIMIT: '1000000',
+        OBJECT_STORE_DRIVER: 'embedded',
+        SIM_LATENCY_MS: '0',
+      },
+      stdio: 'ignore',
     },
-    stdio: 'ignore',
-  });
+  );
   const file = path.join(dataDir, 'bootstrap.json');
   for (let waited = 0; !existsSync(file); waited += 100) {
     if (child.exitCode !== null || waited > 120_000) throw new Error('the server did not start');
@@ -98,7 +112,17 @@ function rssOf(pid: number): number | undefined {
 
 const mib = (bytes: number | undefined) => (bytes === undefined ? 'n/a' : `${(bytes / MiB).toFixed(0)} MiB`);
 
-export async function runS3Bench(): Promise<void> {
+/** MiB/s of `bytes` moved in `ms`. */
+const throughput = (bytes: number, ms: number) => bytes / MiB / (ms / 1000);
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+const spread = (values: number[]) => (values.length > 1 ? ` (${values.map((value) => value.toFixed(0)).join(', ')})` : '');
+
+export interface S3BenchOptions {
+  /** A smoke run: smaller objects, one round, 256 MiB for the memory figure. */
+  quick: boolean;
+}
+
+export async function runS3Bench({ quick }: S3BenchOptions): Promise<void> {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'cloud-platform-bench-s3-'));
   const { child, bootstrap } = await startServer(dataDir);
   try {
@@ -115,46 +139,78 @@ export async function runS3Bench(): Promise<void> {
       credentials: { accessKeyId: items[0]!.objectstore_access_key_id!, secretAccessKey: issued.secret_access_key! },
     });
 
-    console.log(`\nS3 endpoint (npm start with the embedded object store; the SDK's defaults: CRC32, aws-chunked uploads)`);
-    for (const [label, size, count] of [
-      ['1 MiB', MiB, 64],
-      ['256 MiB', 256 * MiB, 2],
-    ] as const) {
-      let putMs = 0;
-      let getMs = 0;
-      for (let index = 0; index < count; index++) {
-        const key = `object-${label}-${index}`;
-        let started = performance.now();
-        await s3.send(new PutObjectCommand({ Bucket: 'bench', Key: key, Body: zeros(size), ContentLength: size }));
-        putMs += performance.now() - started;
-        started = performance.now();
-        const got = await s3.send(new GetObjectCommand({ Bucket: 'bench', Key: key }));
-        await pipeline(got.Body as Readable, discard());
-        getMs += performance.now() - started;
+    section(
+      `S3 endpoint (npm start, embedded object store; the SDK's defaults: CRC32, aws-chunked; one request at a time; ` +
+        `MiB/s, median of ${quick ? 1 : 5} rounds alternating copy, PUT and GET, each round in brackets)`,
+    );
+    const sizes = quick
+      ? ([
+          ['1 MiB', MiB, 8],
+          ['32 MiB', 32 * MiB, 1],
+        ] as const)
+      : ([
+          ['1 MiB', MiB, 32],
+          ['256 MiB', 256 * MiB, 1],
+        ] as const);
+    const rounds = quick ? 1 : 5;
+    for (const [label, size, count] of sizes) {
+      const copy: number[] = [];
+      const put: number[] = [];
+      const get: number[] = [];
+      for (let round = 0; round < rounds; round++) {
+        let copyMs = 0;
+        for (let index = 0; index < count; index++) copyMs += await fileCopy(dataDir, size);
+        copy.push(throughput(size * count, copyMs));
+        let putMs = 0;
+        for (let index = 0; index < count; index++) {
+          const started = performance.now();
+          await s3.send(new PutObjectCommand({ Bucket: 'bench', Key: `object-${label}-${index}`, Body: zeros(size), ContentLength: size }));
+          putMs += performance.now() - started;
+        }
+        put.push(throughput(size * count, putMs));
+        let getMs = 0;
+        for (let index = 0; index < count; index++) {
+          const started = performance.now();
+          const got = await s3.send(new GetObjectCommand({ Bucket: 'bench', Key: `object-${label}-${index}` }));
+          await pipeline(got.Body as Readable, discard());
+          getMs += performance.now() - started;
+        }
+        get.push(throughput(size * count, getMs));
       }
-      const copies = Math.min(count, 4);
-      let copyMs = 0;
-      for (let index = 0; index < copies; index++) copyMs += await fileCopy(dataDir, size);
-      console.log(
-        `  ${label.padEnd(8)} PUT ${rate(size * count, putMs)}   GET ${rate(size * count, getMs)}   plain file copy ${rate(size * copies, copyMs)}   (${count} objects, one at a time)`,
-      );
+      const floor = median(copy);
+      const floorText = `file copy ${floor.toFixed(0)} MiB/s${spread(copy)}`;
+      for (const [verb, figures] of [
+        ['PUT', put],
+        ['GET', get],
+      ] as const) {
+        record({
+          figure: `S3 ${verb} ${label} objects (${count} per round)`,
+          real: `${median(figures).toFixed(0)} MiB/s${spread(figures)}`,
+          floor: floorText,
+          ratio: ratio(median(figures) / floor),
+          goal: '≥ 0.50× file copy',
+        });
+      }
     }
 
-    // The server's RSS while a 1 GiB object goes up and comes back down, sampled every 100 ms.
+    // The server's RSS while a large object goes up and comes back down, sampled every 100 ms.
+    const size = (quick ? 256 : 1024) * MiB;
     const samples: number[] = [];
     const before = rssOf(child.pid!);
     const sampler = setInterval(() => {
       const rss = rssOf(child.pid!);
       if (rss !== undefined) samples.push(rss);
     }, 100);
-    const size = 1024 * MiB;
-    await s3.send(new PutObjectCommand({ Bucket: 'bench', Key: 'one-gib', Body: zeros(size), ContentLength: size }));
-    const got = await s3.send(new GetObjectCommand({ Bucket: 'bench', Key: 'one-gib' }));
+    await s3.send(new PutObjectCommand({ Bucket: 'bench', Key: 'large', Body: zeros(size), ContentLength: size }));
+    const got = await s3.send(new GetObjectCommand({ Bucket: 'bench', Key: 'large' }));
     await pipeline(got.Body as Readable, discard());
     clearInterval(sampler);
-    console.log(
-      `  1 GiB up and down: server rss before ${mib(before)}, peak ${mib(samples.length ? Math.max(...samples) : undefined)}, after ${mib(rssOf(child.pid!))}`,
-    );
+    const peak = samples.length ? Math.max(...samples) : undefined;
+    record({
+      figure: `S3 server RSS while ${quick ? '256 MiB' : '1 GiB'} goes up and down`,
+      real: `before ${mib(before)}, peak ${mib(peak)}, after ${mib(rssOf(child.pid!))}`,
+      goal: 'flat (peak within 64 MiB of before)',
+    });
   } finally {
     child.kill('SIGTERM');
     await new Promise((resolve) => (child.exitCode !== null ? resolve(undefined) : child.once('exit', resolve)));

@@ -100,9 +100,9 @@ try {
     await stop(engine);
   }
 
-  printTable();
   // The S3 endpoint's figures, on a server of their own (scripts/bench-s3.ts).
-  if (only ? runs('s3') : !quick) await runS3Bench();
+  if (runs('s3')) await runS3Bench({ quick });
+  printTable();
 } finally {
   for (const server of [...running]) await server.child.stop();
   rmSync(workDir, { recursive: true, force: true });

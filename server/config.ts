@@ -67,6 +67,12 @@ export interface S3Config {
   region: string;
   /** The secret store's sealing key (SECRET_STORE_KEY, base64 of 32 bytes); DATA_DIR/secret-store.key when unset. */
   secretStoreKey: string | undefined;
+  /**
+   * Multipart uploads neither completed nor aborted this long after they began are aborted by the
+   * store's sweep, their parts' space given back (S3_INCOMPLETE_UPLOAD_RETENTION_SECONDS, default
+   * 7 days: what S3's lifecycle rule AbortIncompleteMultipartUpload is commonly set to).
+   */
+  incompleteUploadRetentionSeconds: number;
 }
 
 export interface OidcConfig {
@@ -94,6 +100,8 @@ export interface LoopIntervals {
   /** Metering, which is also the billing run. */
   meteringMs: number;
   schedulerMs: number;
+  /** The embedded object store's sweep (interrupted writes, garbage, abandoned multipart uploads). */
+  objectStoreSweepMs: number;
 }
 
 /**
@@ -118,6 +126,11 @@ export interface SimulatorConfig {
   latencyMs: [number, number];
   /** Fault rules, see drivers/simulators/faults.ts. */
   faults: string;
+  /**
+   * Latency added to the embedded object store's driver calls, for tests: SIM_LATENCY_MS when it
+   * is set, none otherwise (the store is real; the simulators' default latency is not its own).
+   */
+  embeddedStoreLatencyMs: [number, number];
 }
 
 export class ConfigError extends Error {}
@@ -179,6 +192,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       reconcileMs: integer(env, 'RECONCILE_INTERVAL_MS', 5_000, 10, 3_600_000),
       meteringMs: integer(env, 'METERING_INTERVAL_MS', 60_000, 10, 3_600_000),
       schedulerMs: integer(env, 'SCHEDULER_INTERVAL_MS', 15_000, 10, 3_600_000),
+      objectStoreSweepMs: integer(env, 'OBJECT_STORE_SWEEP_INTERVAL_MS', 60_000, 10, 3_600_000),
     },
     drivers: {
       compute: oneOf(env, 'COMPUTE_DRIVER', 'simulator', ['simulator']),
@@ -190,10 +204,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       publicUrl: env.S3_PUBLIC_URL ? url(env.S3_PUBLIC_URL, 'S3_PUBLIC_URL') : undefined,
       region: env.S3_REGION || 'us-east-1',
       secretStoreKey: env.SECRET_STORE_KEY || undefined,
+      incompleteUploadRetentionSeconds: integer(env, 'S3_INCOMPLETE_UPLOAD_RETENTION_SECONDS', 7 * 86_400, 1, 10 * 365 * 86_400),
     },
     simulators: {
       poolSize: integer(env, 'SIM_POOL_SIZE', 4, 1, 100),
       latencyMs: range(env, 'SIM_LATENCY_MS', [20, 120]),
+      embeddedStoreLatencyMs: range(env, 'SIM_LATENCY_MS', [0, 0]),
       faults: env.SIM_FAULTS ?? '',
     },
     background: boolean(env, 'BACKGROUND_WORK', true),

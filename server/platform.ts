@@ -119,6 +119,7 @@ export async function startPlatform(
           simulators: config.simulators,
           dataDir: config.dataDir,
           secretStoreKey: config.s3.secretStoreKey,
+          incompleteUploadRetentionMs: config.s3.incompleteUploadRetentionSeconds * 1000,
         });
     embeddedStore = drivers.embeddedStore;
     await contractWarmedUp;
@@ -260,7 +261,7 @@ async function composePlatform(
     background.start([
       ...areas.flatMap((area) => area.background ?? []),
       { name: 'idempotency-purge', intervalMs: 3_600_000, run: async () => void (await purgeExpiredKeys(pool)) },
-      ...(drivers.embeddedStore ? [{ name: 'object-store-sweep', intervalMs: 60_000, run: () => drivers.embeddedStore!.sweep() }] : []),
+      ...(drivers.embeddedStore ? [{ name: 'object-store-sweep', intervalMs: config.intervals.objectStoreSweepMs, run: () => drivers.embeddedStore!.sweep() }] : []),
     ]);
   }
 

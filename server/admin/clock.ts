@@ -37,6 +37,7 @@ export async function advanceClock(
     simulators: config.simulators,
     dataDir: config.dataDir,
     secretStoreKey: config.s3.secretStoreKey,
+    incompleteUploadRetentionMs: config.s3.incompleteUploadRetentionSeconds * 1000,
   });
   try {
     return await advanceWith(pool, drivers, config, log, orgClock, request);

@@ -138,3 +138,38 @@ export async function withTransaction<T>(pool: Pool, work: (client: PoolClient) 
     client.release(broken instanceof Error ? broken : broken === undefined ? undefined : new Error('connection broken'));
   }
 }
+
+/**
+ * Like `withTransaction`, but does not wait for COMMIT: it returns once `work` is done and COMMIT
+ * is sent, with `committed`, which settles when PostgreSQL has made the transaction durable (or
+ * rejects; it is always handled, so a caller that stops caring leaks no rejection). Its locks
+ * are held, and its effects unseen by others, until then. For work that may go on while the
+ * commit's WAL flush happens, and must wait for `committed` before anything depends on it.
+ */
+export async function withTransactionCommitLater<T>(
+  pool: Pool,
+  work: (client: PoolClient) => Promise<T>,
+): Promise<{ result: T; committed: Promise<void> }> {
+  const client = await pool.connect();
+  let result: T;
+  try {
+    await client.query('BEGIN');
+    result = await transaction.run(true, () => work(client));
+  } catch (error) {
+    let broken: unknown;
+    if (isDatabaseUnavailable(error)) broken = error;
+    else await client.query('ROLLBACK').catch((rollbackError: unknown) => (broken = rollbackError));
+    client.release(broken instanceof Error ? broken : broken === undefined ? undefined : new Error('connection broken'));
+    throw error;
+  }
+  const committed = client.query('COMMIT').then(
+    () => client.release(),
+    (error: unknown) => {
+      // A failed COMMIT rolled back; a connection that broke meanwhile leaves the pool.
+      client.release(error instanceof Error ? error : new Error('commit failed'));
+      throw error;
+    },
+  );
+  committed.catch(() => {});
+  return { result, committed };
+}

@@ -33,7 +33,13 @@ export interface DriverSet extends Drivers {
 export async function createDrivers(
   choice: Config['drivers'],
   pool: Pool,
-  options: { simulators: Config['simulators']; dataDir: string; secretStoreKey: string | undefined },
+  options: {
+    simulators: Config['simulators'];
+    dataDir: string;
+    secretStoreKey: string | undefined;
+    /** Multipart uploads older than this are aborted by the embedded store's sweep. */
+    incompleteUploadRetentionMs?: number;
+  },
 ): Promise<DriverSet> {
   // Each choice is checked by loadConfig, so a new driver is one more case here, not a change of the areas.
   const simulated = createSimulatedDrivers(pool, options.simulators);
@@ -43,7 +49,9 @@ export async function createDrivers(
           pool,
           dataDir: options.dataDir,
           secretKey: options.secretStoreKey,
+          incompleteUploadRetentionMs: options.incompleteUploadRetentionMs,
           faults: new FaultInjector(pool, parseFaultRules(options.simulators.faults)),
+          latencyMs: options.simulators.embeddedStoreLatencyMs,
         })
       : undefined;
   return {

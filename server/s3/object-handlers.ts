@@ -1,8 +1,8 @@
 import type { ServerResponse } from 'node:http';
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { createHash } from 'node:crypto';
 import { isChecksumAlgorithm, runningChecksum } from '../drivers/embedded/checksums.ts';
+import { hashing, type NativeDigest } from '../drivers/embedded/hashing.ts';
 import type { StoredBucket, StoredVersion } from '../drivers/embedded/rows.ts';
 import { S3Error, invalidArgument, noSuchKey } from './errors.ts';
 import { uploadBody } from './payload.ts';
@@ -333,13 +333,18 @@ async function copyObject(request: S3Request): Promise<void> {
     );
   const attributes =
     directive === 'REPLACE' ? attributesOf(request) : { contentType: sourceVersion.content_type, headers: sourceVersion.headers };
-  const md5 = createHash('md5');
+  // The copy is hashed again as it is written (ETag and the source's checksums, one pass each).
   const algorithms = Object.keys(sourceVersion.checksums).filter(isChecksumAlgorithm);
-  const running = algorithms.map((algorithm) => [algorithm, runningChecksum(algorithm)] as const);
+  const native = new Set<NativeDigest>(['md5']);
+  const scripted = new Map<string, ReturnType<typeof runningChecksum>>();
+  for (const algorithm of algorithms) {
+    if (algorithm === 'crc32' || algorithm === 'sha1' || algorithm === 'sha256') native.add(algorithm);
+    else scripted.set(algorithm, runningChecksum(algorithm));
+  }
+  const hashes = hashing(native, sourceVersion.size_bytes);
   const observer = new Transform({
     transform(chunk: Buffer, _encoding, callback) {
-      md5.update(chunk);
-      for (const [, checksum] of running) checksum.update(chunk);
+      for (const checksum of scripted.values()) checksum.update(chunk);
       callback(null, chunk);
     },
   });
@@ -350,11 +355,19 @@ async function copyObject(request: S3Request): Promise<void> {
     ...attributes,
     size: sourceVersion.size_bytes,
     body: request.store.objects.read(sourceVersion, 0, sourceVersion.size_bytes - 1),
-    transforms: [observer],
-    digests: () => ({
-      etag: md5.digest('hex'),
-      checksums: Object.fromEntries(running.map(([algorithm, checksum]) => [algorithm, checksum.digest()])),
-    }),
+    transforms: [hashes.transform, observer],
+    digests: async () => {
+      const digests = await hashes.result();
+      return {
+        etag: digests.get('md5')!.toString('hex'),
+        checksums: Object.fromEntries(
+          algorithms.map((algorithm) => [
+            algorithm,
+            scripted.get(algorithm)?.digest() ?? digests.get(algorithm as NativeDigest)!.toString('base64'),
+          ]),
+        ),
+      };
+    },
   });
   const headers: Record<string, string> = {};
   if (bucket.versioning) headers['x-amz-version-id'] = version.version_id;

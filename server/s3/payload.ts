@@ -1,7 +1,7 @@
-import { createHash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Readable, Transform } from 'node:stream';
 import { CHECKSUM_ALGORITHMS, isChecksumAlgorithm, runningChecksum, type ChecksumAlgorithm } from '../drivers/embedded/checksums.ts';
+import { hashing, type NativeDigest } from '../drivers/embedded/hashing.ts';
 import { AwsChunkedDecoder, type ChunkSigning } from './chunked.ts';
 import { S3Error, invalidArgument } from './errors.ts';
 import { UNSIGNED_PAYLOAD } from './sigv4.ts';
@@ -12,7 +12,7 @@ export interface UploadBody {
   body: Readable;
   transforms: Transform[];
   /** Once every byte went through: the ETag and the verified checksums, or a BadDigest/mismatch error. */
-  digests(): { etag: string; checksums: Record<string, string> };
+  digests(): Promise<{ etag: string; checksums: Record<string, string> }>;
 }
 
 const STREAMING_SIGNED = new Set(['STREAMING-AWS4-HMAC-SHA256-PAYLOAD', 'STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER']);
@@ -83,31 +83,43 @@ export function uploadBody(
     computed.add(requested);
   }
 
-  const md5 = createHash('md5');
-  const sha256 = /^[0-9a-f]{64}$/.test(payloadHash) ? createHash('sha256') : undefined;
-  const running = new Map([...computed].map((algorithm) => [algorithm, runningChecksum(algorithm)]));
-  const observer = new Transform({
-    transform(chunk: Buffer, _encoding, callback) {
-      md5.update(chunk);
-      sha256?.update(chunk);
-      for (const checksum of running.values()) checksum.update(chunk);
-      callback(null, chunk);
-    },
-  });
+  // One pass per algorithm, whoever needs it: MD5 for the ETag (and Content-MD5), SHA-256 for a
+  // signed payload and for the sha256 checksum alike. The native ones run off the request's
+  // thread for larger bodies (hashing.ts); CRC32C and CRC64NVME have no native implementation here.
+  const signedPayload = /^[0-9a-f]{64}$/.test(payloadHash);
+  const native = new Set<NativeDigest>(['md5']);
+  if (signedPayload) native.add('sha256');
+  const scripted = new Map<ChecksumAlgorithm, ReturnType<typeof runningChecksum>>();
+  for (const algorithm of computed) {
+    if (algorithm === 'crc32' || algorithm === 'sha1' || algorithm === 'sha256') native.add(algorithm);
+    else scripted.set(algorithm, runningChecksum(algorithm));
+  }
+  const hashes = hashing(native, size);
+  const transforms: Transform[] = [hashes.transform];
+  if (scripted.size > 0)
+    transforms.push(
+      new Transform({
+        transform(chunk: Buffer, _encoding, callback) {
+          for (const checksum of scripted.values()) checksum.update(chunk);
+          callback(null, chunk);
+        },
+      }),
+    );
 
   return {
     size,
     body,
-    transforms: [observer],
-    digests() {
-      const md5Digest = md5.digest();
+    transforms,
+    async digests() {
+      const digests = await hashes.result();
+      const md5Digest = digests.get('md5')!;
       if (contentMd5 !== undefined && md5Digest.toString('base64') !== contentMd5.trim())
         throw new S3Error('BadDigest', 400, 'The Content-MD5 you specified did not match what we received.');
-      if (sha256 && sha256.digest('hex') !== payloadHash)
+      if (signedPayload && digests.get('sha256')!.toString('hex') !== payloadHash)
         throw new S3Error('XAmzContentSHA256Mismatch', 400, 'The provided x-amz-content-sha256 header does not match what was computed.');
       const checksums: Record<string, string> = {};
-      for (const [algorithm, checksum] of running) {
-        const value = checksum.digest();
+      for (const algorithm of computed) {
+        const value = scripted.get(algorithm)?.digest() ?? digests.get(algorithm as NativeDigest)!.toString('base64');
         const wanted = expected.get(algorithm);
         const fromTrailer = typeof wanted === 'object';
         const given = fromTrailer ? decoder?.trailers.get(`x-amz-checksum-${algorithm}`) : wanted;

@@ -5,11 +5,26 @@ import path from 'node:path';
 import type { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 
+/** Bytes per write to a blob's file, and per read from it. */
+const WRITE_CHUNK = 1024 * 1024;
+
+/** Flushes a file's bytes (fdatasync: with the size, which reading them needs) or a folder's entries (fsync). */
+async function synced(target: string, what: 'data' | 'all'): Promise<void> {
+  const handle = await open(target, 'r');
+  try {
+    await (what === 'data' ? handle.datasync() : handle.sync());
+  } finally {
+    await handle.close();
+  }
+}
+
 /**
  * The files holding object bytes, under DATA_DIR/objects: `tmp/<blob>` while a write streams in,
- * `blobs/<first two characters>/<blob>` once complete. A file is written, synced, then renamed
- * into place (and its folder synced): a crash leaves either no file in `blobs/` or a complete one,
- * and never a visible version without its bytes (the version's row is committed after).
+ * `blobs/<first two characters>/<blob>` once complete. A file is written, renamed into place, then
+ * its data and its folder are synced together; the version's row is committed only after both,
+ * so no visible version ever lacks its bytes. A file in `blobs/` whose row never committed (a
+ * crash between the rename and the commit) is named by its write's reservation, durable before
+ * the rename (write-path.ts), and removed by the sweep with it.
  */
 export class BlobFiles {
   readonly root: string;
@@ -37,13 +52,12 @@ export class BlobFiles {
   }
 
   /**
-   * Streams `source` through `transforms` into the blob's file and makes it durable. Returns the
-   * bytes written. On any failure the temporary file is removed.
+   * Streams `source` through `transforms` into the blob's temporary file (not yet synced: see
+   * `publish`). Returns the bytes written. On any failure the temporary file is removed.
    */
   async write(blob: string, source: Readable, transforms: Transform[]): Promise<number> {
     const tmp = this.tmpPath(blob);
-    // `flush`: the file is synced before it is closed, so the pipeline ends with its bytes on disk.
-    const out = createWriteStream(tmp, { flags: 'wx', mode: 0o600, flush: true, highWaterMark: 1024 * 1024 });
+    const out = createWriteStream(tmp, { flags: 'wx', mode: 0o600, highWaterMark: WRITE_CHUNK });
     try {
       await pipeline([source, ...transforms, out]);
     } catch (error) {
@@ -53,7 +67,11 @@ export class BlobFiles {
     return out.bytesWritten;
   }
 
-  /** Moves a written blob into place, durably. */
+  /**
+   * Moves a written blob into place and makes it durable: its bytes (fdatasync) and its name in
+   * the folder (fsync of the folder), the two at once rather than one after the other. Only once
+   * the write's reservation is durable (a crash after the rename must leave a trace of the file).
+   */
   async publish(blob: string): Promise<void> {
     const folder = path.dirname(this.finalPath(blob));
     if (!this.made.has(folder)) {
@@ -61,17 +79,12 @@ export class BlobFiles {
       this.made.add(folder);
     }
     await rename(this.tmpPath(blob), this.finalPath(blob));
-    const dir = await open(folder, 'r');
-    try {
-      await dir.sync();
-    } finally {
-      await dir.close();
-    }
+    await Promise.all([synced(this.finalPath(blob), 'data'), synced(folder, 'all')]);
   }
 
   /** Reads bytes [start, end] (inclusive) of a blob. */
   read(blob: string, start: number, end: number): Readable {
-    return createReadStream(this.finalPath(blob), { start, end, highWaterMark: 1024 * 1024 });
+    return createReadStream(this.finalPath(blob), { start, end, highWaterMark: WRITE_CHUNK });
   }
 
   /** Removes a blob wherever it is (temporary or in place). Nothing to do when it is gone. */

@@ -58,7 +58,7 @@ export function multipartOperations(context: StoreContext) {
       size: number;
       body: Readable;
       transforms: Transform[];
-      digests(): { etag: string; checksums: Record<string, string> };
+      digests(): Promise<{ etag: string; checksums: Record<string, string> }>;
     }): Promise<StoredPart> {
       await uploadOf(pool, request.bucketId, request.key, request.uploadId);
       let digests: { etag: string; checksums: Record<string, string> } | undefined;
@@ -77,7 +77,7 @@ export function multipartOperations(context: StoreContext) {
         body: request.body,
         transforms: request.transforms,
         replaces: async (tx) => ({ bytes: (await previousPart(tx))?.size_bytes ?? 0, objects: 0 }),
-        verify: () => void (digests = request.digests()),
+        verify: async () => void (digests = await request.digests()),
         async commit(tx, locked, blob) {
           // Aborted or completed while the part streamed in: the part is not kept.
           await uploadOf(tx, request.bucketId, request.key, request.uploadId);

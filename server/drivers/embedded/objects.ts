@@ -20,7 +20,7 @@ export interface PutRequest extends VersionAttributes {
   body: Readable;
   transforms: Transform[];
   /** Once the bytes are on disk: the ETag and verified checksums, or a throw (BadDigest). */
-  digests(): { etag: string; checksums: Record<string, string> };
+  digests(): Promise<{ etag: string; checksums: Record<string, string> }>;
 }
 
 /** A new S3 version id: opaque, URL-safe. */
@@ -120,7 +120,7 @@ export function objectOperations(context: StoreContext) {
           const current = await unversionedCurrent(tx, locked.bucket, request.key);
           return current ? { bytes: current.size_bytes, objects: 1 } : { bytes: 0, objects: 0 };
         },
-        verify: () => void (digests = request.digests()),
+        verify: async () => void (digests = await request.digests()),
         commit: (tx, locked, blob) =>
           commitVersion(tx, locked, request.orgId, request.key, {
             size: request.size,

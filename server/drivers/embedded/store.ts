@@ -5,6 +5,7 @@ import { withTransaction, type Pool, type Queryable } from '../../db/pool.ts';
 import { PermanentBackendError } from '../errors.ts';
 import type { BucketAddress, BucketReport, EnforcedQuota, ObjectStoreDriver, OrganizationReport, SecretStore } from '../object-store.ts';
 import type { FaultInjector } from '../simulators/faults.ts';
+import { simulatedLatency } from '../simulators/latency.ts';
 import { BlobFiles } from './blobs.ts';
 import { multipartOperations } from './multipart.ts';
 import { objectOperations } from './objects.ts';
@@ -39,7 +40,13 @@ export interface EmbeddedStoreOptions {
   dataDir: string;
   secretKey: string | undefined;
   faults: FaultInjector;
+  /** Latency added to each driver call before its fault check, for tests (SIM_LATENCY_MS when set). */
+  latencyMs?: [number, number];
+  /** Multipart uploads begun longer ago than this are aborted by the sweep (default 7 days). */
+  incompleteUploadRetentionMs?: number;
 }
+
+export const DEFAULT_INCOMPLETE_UPLOAD_RETENTION_MS = 7 * 86_400_000;
 
 const UNIQUE_VIOLATION = '23505';
 const ACCESS_KEY_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789';
@@ -53,7 +60,14 @@ const toReport = (row: StoredBucket): BucketReport => ({
   usage: { bytes: row.usage_bytes, objects: row.usage_objects },
 });
 
-export async function createEmbeddedObjectStore({ pool, dataDir, secretKey, faults }: EmbeddedStoreOptions): Promise<EmbeddedObjectStore> {
+export async function createEmbeddedObjectStore({
+  pool,
+  dataDir,
+  secretKey,
+  faults,
+  latencyMs = [0, 0],
+  incompleteUploadRetentionMs = DEFAULT_INCOMPLETE_UPLOAD_RETENTION_MS,
+}: EmbeddedStoreOptions): Promise<EmbeddedObjectStore> {
   const blobs = new BlobFiles(path.join(dataDir, 'objects'));
   await blobs.init();
   const box = createSecretBox(loadSecretBoxKey(dataDir, secretKey));
@@ -67,7 +81,11 @@ export async function createEmbeddedObjectStore({ pool, dataDir, secretKey, faul
   await lockClient.query('SELECT pg_advisory_lock($1, $2)', [INSTANCE_LOCK_NAMESPACE, instance]);
 
   const context: StoreContext = { pool, blobs, instance };
-  const check = (method: string, subject: string) => faults.check('objectstore', 'object store', method, subject);
+  // Each driver call may be slowed (SIM_LATENCY_MS) and failed (SIM_FAULTS) as the simulators' are.
+  const check = async (method: string, subject: string, backend: 'objectstore' | 'secretstore' = 'objectstore') => {
+    await simulatedLatency(latencyMs);
+    await faults.check(backend, 'object store', method, subject);
+  };
 
   const bucketById = async (db: Queryable, bucketId: string): Promise<StoredBucket | undefined> => {
     const { rows } = await db.query<StoredBucket>('SELECT * FROM store_buckets WHERE id = $1', [bucketId]);
@@ -96,19 +114,19 @@ export async function createEmbeddedObjectStore({ pool, dataDir, secretKey, faul
 
   const secrets: SecretStore = {
     async put(secretPath, secret) {
-      await faults.check('secretstore', 'object store', 'put', secretPath);
+      await check('put', secretPath, 'secretstore');
       await pool.query(
         'INSERT INTO store_secrets (path, sealed) VALUES ($1, $2) ON CONFLICT (path) DO UPDATE SET sealed = EXCLUDED.sealed',
         [secretPath, box.seal(secret)],
       );
     },
     async get(secretPath) {
-      await faults.check('secretstore', 'object store', 'get', secretPath);
+      await check('get', secretPath, 'secretstore');
       const { rows } = await pool.query<{ sealed: string }>('SELECT sealed FROM store_secrets WHERE path = $1', [secretPath]);
       return rows[0] ? box.open(rows[0].sealed) : null;
     },
     async destroy(secretPath) {
-      await faults.check('secretstore', 'object store', 'destroy', secretPath);
+      await check('destroy', secretPath, 'secretstore');
       await pool.query('DELETE FROM store_secrets WHERE path = $1', [secretPath]);
     },
   };
@@ -261,7 +279,7 @@ export async function createEmbeddedObjectStore({ pool, dataDir, secretKey, faul
       return row ? { orgId: row.org_id, keyId: row.key_id, secret: box.open(row.secret_sealed) } : null;
     },
 
-    sweep: () => sweep(context, INSTANCE_LOCK_NAMESPACE),
+    sweep: () => sweep(context, INSTANCE_LOCK_NAMESPACE, incompleteUploadRetentionMs),
 
     async close() {
       await lockClient.end().catch(() => {});

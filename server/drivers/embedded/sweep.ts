@@ -4,14 +4,39 @@ import type { StoreContext } from './write-path.ts';
 /** A temporary file without a reservation is left alone this long (its reservation may be committing). */
 const ORPHAN_TEMPORARY_MS = 10 * 60_000;
 
+/** Abandoned multipart uploads aborted per transaction (a backlog goes in several). */
+const ABANDONED_UPLOADS_PER_BATCH = 100;
+
 /**
  * Gives back what interrupted writes left: reservations of processes that are gone (their
  * advisory lock is free) with their files, files whose rows were deleted, and temporary files
- * no reservation knows. Run at start (a crashed process's uploads leave nothing behind) and by
- * the reconciler's schedule.
+ * no reservation knows; and aborts multipart uploads begun more than `uploadRetentionMs` ago
+ * and never completed nor aborted (S3's AbortIncompleteMultipartUpload), whose parts would
+ * otherwise hold space for ever. Run at start (a crashed process's uploads leave nothing
+ * behind) and on a schedule (OBJECT_STORE_SWEEP_INTERVAL_MS).
  */
-export async function sweep(context: StoreContext, namespace: number): Promise<void> {
+export async function sweep(context: StoreContext, namespace: number, uploadRetentionMs: number): Promise<void> {
   const { pool, blobs, instance } = context;
+  for (;;) {
+    const aborted = await withTransaction(pool, async (tx) => {
+      // SKIP LOCKED: an upload being completed right now (its row locked) is left to finish.
+      const { rows: uploads } = await tx.query<{ upload_id: string }>(
+        `SELECT upload_id FROM store_uploads WHERE initiated < now() - make_interval(secs => $1::double precision / 1000)
+         ORDER BY initiated LIMIT $2 FOR UPDATE SKIP LOCKED`,
+        [uploadRetentionMs, ABANDONED_UPLOADS_PER_BATCH],
+      );
+      const ids = uploads.map((row) => row.upload_id);
+      if (ids.length === 0) return 0;
+      // The parts' files become garbage (removed below); their space stops counting with their rows.
+      await tx.query(
+        `INSERT INTO store_garbage (blob) SELECT blob FROM store_parts WHERE upload_id = ANY($1::text[]) ON CONFLICT DO NOTHING`,
+        [ids],
+      );
+      await tx.query('DELETE FROM store_uploads WHERE upload_id = ANY($1::text[])', [ids]);
+      return ids.length;
+    });
+    if (aborted < ABANDONED_UPLOADS_PER_BATCH) break;
+  }
   const { rows: instances } = await pool.query<{ instance: number }>(
     'SELECT DISTINCT instance FROM store_reservations WHERE instance <> $1',
     [instance],

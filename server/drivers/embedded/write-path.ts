@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Transform, type Readable } from 'node:stream';
-import { withTransaction, type Pool, type PoolClient } from '../../db/pool.ts';
+import { withTransaction, withTransactionCommitLater, type Pool, type PoolClient } from '../../db/pool.ts';
 import { BlobFiles } from './blobs.ts';
 import { assertWithinLimits, lockForWrite, reservedSpace, type Locked } from './quota.ts';
 import { StoreRefusal } from './refusals.ts';
@@ -25,8 +25,8 @@ export interface WriteSpec<T> {
   transforms: Transform[];
   /** What the write replaces (an unversioned key's version, a part of the same number); for the early check. */
   replaces(tx: PoolClient, locked: Locked): Promise<{ bytes: number; objects: number }>;
-  /** Called once every byte is on disk, before anything is visible: throws to refuse (BadDigest…). */
-  verify(): void;
+  /** Called once every byte is written, before anything is visible: rejects to refuse (BadDigest…). */
+  verify(): Promise<void>;
   /** In the committing transaction (locks held, own reservation released): makes the write visible. */
   commit(tx: PoolClient, locked: Locked, blob: string): Promise<T>;
   /** Upload whose parts do not count as held space (its own, when completing it). */
@@ -36,15 +36,20 @@ export interface WriteSpec<T> {
 /**
  * The one way bytes enter the store: space is reserved under the organization's lock before the
  * first byte (a write that cannot fit is refused at once, with nothing stored), the bytes are
- * streamed to a temporary file, verified, synced and moved into place, and then one short
+ * streamed to a temporary file, verified, moved into place and synced, and then one short
  * transaction checks the limits again exactly and commits the row that makes them visible. Any
  * failure removes the file and releases the space.
+ *
+ * The reservation's COMMIT is not waited for before the bytes start: its WAL flush overlaps the
+ * streaming (the lock it holds keeps other writers waiting until it is visible, so the quota
+ * stays exact). It is waited for before the file moves into `blobs/`: from then on a crash must
+ * find the reservation that names the file. A temporary file without one is swept as an orphan.
  */
 export async function streamedWrite<T>(context: StoreContext, spec: WriteSpec<T>): Promise<T> {
   const { pool, blobs, instance } = context;
   const reservationId = randomUUID();
   const blob = BlobFiles.newName();
-  await withTransaction(pool, async (tx) => {
+  const { committed: reserved } = await withTransactionCommitLater(pool, async (tx) => {
     const locked = await lockForWrite(tx, spec.orgId, spec.bucketId);
     const replaced = await spec.replaces(tx, locked);
     const held = await reservedSpace(tx, spec.orgId, spec.bucketId, spec.excludeUpload ?? null);
@@ -58,7 +63,8 @@ export async function streamedWrite<T>(context: StoreContext, spec: WriteSpec<T>
     const written = await blobs.write(blob, spec.body, [lengthGuard(spec.size), ...spec.transforms]);
     if (written !== spec.size)
       throw new StoreRefusal('IncompleteBody', `You did not provide the number of bytes specified by the Content-Length HTTP header`);
-    spec.verify();
+    await spec.verify();
+    await reserved;
     await blobs.publish(blob);
     return await withTransaction(pool, async (tx) => {
       const locked = await lockForWrite(tx, spec.orgId, spec.bucketId);
@@ -66,6 +72,8 @@ export async function streamedWrite<T>(context: StoreContext, spec: WriteSpec<T>
       return spec.commit(tx, locked, blob);
     });
   } catch (error) {
+    // The reservation may still be committing: its row is deleted once it is there (or never was).
+    await reserved.catch(() => {});
     await blobs.remove(blob).catch(() => {});
     await pool.query('DELETE FROM store_reservations WHERE id = $1', [reservationId]).catch(() => {});
     throw error;
@@ -84,12 +92,29 @@ function lengthGuard(size: number): Transform {
   });
 }
 
-/** Files whose rows were deleted in a committed transaction: unlinked now, or by the next sweep. */
+/**
+ * Files whose rows were deleted in a committed transaction: unlinked now, or by the next sweep.
+ * Their garbage rows go in one transaction that does not wait for its WAL flush: should a crash
+ * lose that, the sweep unlinks files already gone, which is harmless, and the request that freed
+ * them (an overwrite, a delete) is not held up by one more disk flush.
+ */
 export async function dropGarbage(context: StoreContext, blobNames: string[]): Promise<void> {
+  if (blobNames.length === 0) return;
+  const removed: string[] = [];
   for (const blob of blobNames) {
-    await context.blobs.remove(blob).catch(() => {});
-    await context.pool.query('DELETE FROM store_garbage WHERE blob = $1', [blob]).catch(() => {});
+    if (
+      await context.blobs.remove(blob).then(
+        () => true,
+        () => false,
+      )
+    )
+      removed.push(blob);
   }
+  if (removed.length === 0) return;
+  await withTransaction(context.pool, async (tx) => {
+    await tx.query('SET LOCAL synchronous_commit = off');
+    await tx.query('DELETE FROM store_garbage WHERE blob = ANY($1::text[])', [removed]);
+  }).catch(() => {});
 }
 
 /** In a transaction that deletes rows holding blobs: records the blobs as garbage. */

@@ -1,5 +1,6 @@
-// Fault injection on the embedded store (SIM_FAULTS rules apply to its driver calls as to the
-// simulator's), and what S3 clients see of a bucket the platform shows in error: nothing.
+// Fault injection on the embedded store (SIM_FAULTS rules and SIM_LATENCY_MS apply to its driver
+// calls as to the simulator's): the engine retries a transient failure and ends a permanent or
+// lasting one with its fixed phrase; and what S3 clients see of a bucket in error: nothing.
 import { PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { request as httpRequest } from 'node:http';
@@ -11,7 +12,12 @@ let s3: S3Client;
 
 beforeAll(async () => {
   server = await startS3Server({
-    SIM_FAULTS: 'objectstore.createBucket@doomed-*=permanent;objectstore.setBucketQuota@broken-*=permanent',
+    SIM_FAULTS: [
+      'objectstore.createBucket@doomed-*=permanent',
+      'objectstore.setBucketQuota@broken-*=permanent',
+      'objectstore.createBucket@flaky-*=transient*1',
+      'objectstore.createBucket@down-*=transient',
+    ].join(';'),
     OPERATION_MAX_ATTEMPTS: '2',
     // No reconciler pass during these tests: what the store enforces came with the operations.
     RECONCILE_INTERVAL_MS: '3600000',
@@ -23,12 +29,36 @@ afterAll(async () => server?.close());
 test('an injected permanent failure ends the bucket in error, and S3 finds no such bucket', async () => {
   const created = await server.org.call('POST', '/s3/buckets', { body: { name: 'doomed-bucket' } });
   const operation = await server.waitForOperation(server.org, created.body.operation.id);
-  expect(operation.state).toBe('failed');
+  expect(operation).toMatchObject({
+    state: 'failed',
+    attempt: 1,
+    error_class: 'backend_rejected',
+    error_detail: 'The object store refused the request. [bucket.create]',
+  });
   expect((await server.org.call('GET', `/s3/buckets/${created.body.bucket.id}`)).body.state).toBe('error');
   expect(await s3ErrorOf(s3.send(new PutObjectCommand({ Bucket: 'doomed-bucket', Key: 'k', Body: 'x' })))).toEqual({
     code: 'NoSuchBucket',
     status: 404,
   });
+});
+
+test('a transient failure of the store is retried: the bucket is created on the next attempt and serves S3', async () => {
+  const created = await server.org.call('POST', '/s3/buckets', { body: { name: 'flaky-bucket' } });
+  const operation = await server.waitForOperation(server.org, created.body.operation.id);
+  expect(operation).toMatchObject({ state: 'succeeded', attempt: 2, error_class: null, error_detail: null });
+  await s3.send(new PutObjectCommand({ Bucket: 'flaky-bucket', Key: 'k', Body: 'stored after a retry' }));
+});
+
+test('a store that stays unavailable ends the operation failed after max_attempts, with the fixed phrase', async () => {
+  const created = await server.org.call('POST', '/s3/buckets', { body: { name: 'down-bucket' } });
+  const operation = await server.waitForOperation(server.org, created.body.operation.id);
+  expect(operation).toMatchObject({
+    state: 'failed',
+    attempt: 2,
+    error_class: 'backend_unavailable',
+    error_detail: 'The object store was unavailable after 2 attempts. [bucket.create]',
+  });
+  expect(await s3ErrorOf(s3.send(new PutObjectCommand({ Bucket: 'down-bucket', Key: 'k', Body: 'x' })))).toMatchObject({ status: 404 });
 });
 
 test('a bucket the store holds but the platform shows in error serves nothing', async () => {

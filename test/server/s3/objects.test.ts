@@ -18,6 +18,7 @@ import {
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { createHash, randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
+import { crc32 } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { MiB, createAccessKey, createBucket, s3Client, s3ErrorOf, startS3Server, type IssuedKey } from './support.ts';
 
@@ -94,6 +95,51 @@ describe('objects through the SDK', () => {
     ).toEqual({ code: 'BadDigest', status: 400 });
     expect(await s3ErrorOf(s3.send(new HeadObjectCommand({ Bucket: 'photos', Key: 'bad-md5' })))).toMatchObject({ status: 404 });
     expect(await s3ErrorOf(s3.send(new HeadObjectCommand({ Bucket: 'photos', Key: 'bad-crc' })))).toMatchObject({ status: 404 });
+  });
+
+  test('large bodies (hashed off the request thread) are checked as exactly as small ones', async () => {
+    const data = randomBytes(2 * MiB + 5);
+    const base64 = (algorithm: string) => createHash(algorithm).update(data).digest('base64');
+    const crc = Buffer.alloc(4);
+    crc.writeUInt32BE(crc32(data));
+    // Correct digests: the ETag and each checksum are those of the bytes.
+    const stored = await s3.send(
+      new PutObjectCommand({ Bucket: 'photos', Key: 'large-ok', Body: data, ContentMD5: base64('md5'), ChecksumAlgorithm: 'SHA256' }),
+    );
+    expect(stored.ETag).toBe(`"${md5(data)}"`);
+    expect(stored.ChecksumSHA256).toBe(base64('sha256'));
+    for (const [algorithm, expected] of [
+      ['CRC32', crc.toString('base64')],
+      ['SHA1', base64('sha1')],
+    ] as const) {
+      const put = await s3.send(
+        new PutObjectCommand({ Bucket: 'photos', Key: `large-${algorithm}`, Body: data, ChecksumAlgorithm: algorithm }),
+      );
+      expect(put[`Checksum${algorithm}`], algorithm).toBe(expected);
+    }
+    // Wrong ones: refused, and nothing stored.
+    const wrongMd5 = createHash('md5').update('something else').digest('base64');
+    expect(
+      await s3ErrorOf(s3.send(new PutObjectCommand({ Bucket: 'photos', Key: 'large-bad', Body: data, ContentMD5: wrongMd5 }))),
+    ).toEqual({
+      code: 'BadDigest',
+      status: 400,
+    });
+    expect(
+      await s3ErrorOf(s3.send(new PutObjectCommand({ Bucket: 'photos', Key: 'large-bad', Body: data, ChecksumCRC32: 'AAAAAA==' }))),
+    ).toEqual({ code: 'BadDigest', status: 400 });
+    // A signed payload whose bytes change after signing: the SHA-256 the signature covers no longer holds.
+    const tampered = new PutObjectCommand({ Bucket: 'photos', Key: 'large-bad', Body: data });
+    tampered.middlewareStack.add(
+      (next) => async (args) => {
+        const request = args.request as { body: unknown };
+        request.body = Buffer.from(data).fill(0x21, 0, 1);
+        return next(args);
+      },
+      { step: 'deserialize', priority: 'low' },
+    );
+    expect(await s3ErrorOf(s3.send(tampered))).toMatchObject({ code: 'XAmzContentSHA256Mismatch', status: 400 });
+    expect(await s3ErrorOf(s3.send(new HeadObjectCommand({ Bucket: 'photos', Key: 'large-bad' })))).toMatchObject({ status: 404 });
   });
 
   test('ranges: first bytes, a middle, a suffix; past the end is InvalidRange (416)', async () => {
