@@ -85,7 +85,7 @@ export async function startPlatform(
   // guard refuses a backend call made inside a transaction.
   const backendPool = createPool(database.connectionString, config.simulators.poolSize, config.database, 'cloud-platform-simulators');
   try {
-    const drivers = options.drivers?.(backendPool) ?? createDrivers(config.drivers, backendPool, config.simulators);
+    const drivers = options.drivers?.(backendPool) ?? createDrivers(config.drivers, backendPool, config.simulators, config.rgw);
     return await composePlatform(config, log, options.clock ?? systemClock, drivers, database, backendPool);
   } catch (error) {
     // A refused start (a bad catalogue, a port in use) stops the database it opened.

@@ -94,4 +94,6 @@ export interface OrganizationReport {
   usage: StorageUsage;
   /** The limits the store enforces; null when none were ever set. */
   enforced: EnforcedQuota | null;
+  /** Bytes of objects served to clients since the organization's first bucket (monotonic): egress. */
+  egressBytes: number;
 }

@@ -200,7 +200,8 @@ export function createObjectStoreSimulator({ pool, latencyMs, faults }: Simulato
         (total, bucket) => ({ bytes: total.bytes + bucket.usage.bytes, objects: total.objects + bucket.usage.objects }),
         { bytes: 0, objects: 0 },
       );
-      return { buckets, usage, enforced };
+      // The simulator serves no object data: nothing has left it.
+      return { buckets, usage, enforced, egressBytes: 0 };
     },
 
     async setOrganizationQuota({ orgId, hardBytes, maxObjects, writesSuspended }) {
