@@ -52,7 +52,9 @@ CONF="$DIR/ceph.conf"
 # - paxos propose interval 0.05: otherwise each pool RGW creates costs about two seconds;
 # - osd fast shutdown false: otherwise memstore skips its save on stop and loses everything;
 # - mon mgr mkfs grace: no mgr runs, and the monitor should not complain about it;
-# - rgw user quota bucket sync interval 1 keeps user quotas exact (0 would busy-loop);
+# - rgw user quota bucket sync interval 1 keeps user quotas exact (0 would busy-loop), and a
+#   bucket quota ttl of 1 s makes the gateway see usage gained before a ceiling was lowered
+#   within a second or two (the default, 600 s, would leave an over-ceiling freeze unenforced);
 # - the usage log (egress figures), flushed every second.
 cat >"$CONF" <<CONF
 [global]
@@ -102,6 +104,7 @@ rgw data = $DIR/rgw
 rgw enable usage log = true
 rgw usage log tick interval = 1
 rgw user quota bucket sync interval = 1
+rgw bucket quota ttl = 1
 rgw dns name = 127.0.0.1
 CONF
 
