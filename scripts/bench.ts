@@ -11,6 +11,7 @@ import { createOrganization } from '../server/auth/organizations.ts';
 import { loadConfig } from '../server/config.ts';
 import { createLogger } from '../server/logging.ts';
 import { startPlatform } from '../server/platform.ts';
+import { benchS3OnRgw } from './bench/s3-rgw.ts';
 
 const { values } = parseArgs({
   options: {
@@ -98,3 +99,6 @@ async function run(validateResponses: boolean): Promise<void> {
 
 await run(true);
 await run(false);
+
+// Object storage on Ceph, when there is one (scripts/bench/s3-rgw.ts).
+await benchS3OnRgw();
