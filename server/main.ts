@@ -50,7 +50,7 @@ if (credentials) {
     ].join('\n'),
   );
 }
-log.info({ url: platform.url, data_dir: config.databaseUrl ? undefined : config.dataDir }, 'listening');
+log.info({ url: platform.url, data_dir: config.databaseUrl ? undefined : config.dataDir, s3_endpoint: config.rgw?.publicUrl }, 'listening');
 
 let stopping = false;
 for (const signal of ['SIGTERM', 'SIGINT'] as const) {

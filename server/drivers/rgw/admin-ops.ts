@@ -1,4 +1,4 @@
-import { PermanentBackendError } from '../errors.ts';
+import { PermanentBackendError, TransientBackendError } from '../errors.ts';
 import type { RgwCredentials, RgwRequest, RgwResponse, SignedHttp } from './signed-http.ts';
 
 /**
@@ -68,7 +68,14 @@ export function createAdminOps(http: SignedHttp, admin: RgwCredentials): AdminOp
     throw refused(what, response);
   };
 
-  const json = <T>(response: RgwResponse): T => JSON.parse(response.text) as T;
+  const json = <T>(response: RgwResponse): T => {
+    try {
+      return JSON.parse(response.text) as T;
+    } catch {
+      // Not the gateway's JSON (a proxy's page, a cut answer): worth another attempt.
+      throw new TransientBackendError('object store', 'unreadable answer');
+    }
+  };
 
   return {
     async getUser(uid) {

@@ -26,8 +26,6 @@ import { createSignedHttp, type RgwCredentials } from './signed-http.ts';
 export interface RgwDriverOptions {
   /** Where the driver reaches the gateway (Admin Ops and S3). */
   endpoint: string;
-  /** The address S3 clients are told (the gateway behind its public name). */
-  publicUrl: string;
   region: string;
   adminAccessKey: string;
   adminSecretKey: string;
@@ -47,7 +45,7 @@ export interface RgwDriverOptions {
  * - usage is RGW's bucket stats (delete markers, which RGW does not count, are counted from a
  *   listing when nothing else is left); egress is the usage log's bytes sent for object reads.
  */
-export function createRgwObjectStore(pool: Pool, options: RgwDriverOptions): ObjectStoreDriver & { publicUrl: string } {
+export function createRgwObjectStore(pool: Pool, options: RgwDriverOptions): ObjectStoreDriver {
   const http = createSignedHttp({ endpoint: options.endpoint, region: options.region, timeoutMs: options.timeoutMs });
   const admin = createAdminOps(http, { accessKeyId: options.adminAccessKey, secretAccessKey: options.adminSecretKey });
   const s3 = createBucketS3(http);
@@ -162,7 +160,6 @@ export function createRgwObjectStore(pool: Pool, options: RgwDriverOptions): Obj
   };
 
   return {
-    publicUrl: options.publicUrl,
     secrets,
 
     async createBucket(spec) {

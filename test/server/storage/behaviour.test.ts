@@ -15,6 +15,7 @@ import {
 } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { loadConfig } from '../../../server/config.ts';
+import { PermanentBackendError } from '../../../server/drivers/errors.ts';
 import { createRgwObjectStore } from '../../../server/drivers/rgw/object-store.ts';
 import { startTestServer, type TestOrg, type TestServer } from '../../support/server.ts';
 import { issuedAccessKey, s3Client, storageDrivers, type DataPlane, type StorageDriverUnderTest } from './drivers.ts';
@@ -252,6 +253,26 @@ describe.each(storageDrivers())('object storage on the $name store', (factory) =
         return egress >= before + 200_000 ? egress : undefined;
       }, 'the usage log to count two reads');
       expect(after - before).toBe(200_000);
+    });
+
+    test("a gateway refusing the platform's admin credentials is a permanent refusal, in the platform's words", async () => {
+      const rgw = loadConfig({ ...driver.env }).rgw!;
+      const store = createRgwObjectStore(server.pool, { ...rgw, adminSecretKey: 'not-the-secret' });
+      const refusal = await store
+        .createBucket({
+          orgId: server.org.orgId,
+          bucketId: crypto.randomUUID(),
+          name: 'never-made',
+          versioning: false,
+          quota: { maxObjects: null, maxSizeBytes: null },
+        })
+        .then(
+          () => undefined,
+          (error: unknown) => error,
+        );
+      expect(refusal).toBeInstanceOf(PermanentBackendError);
+      // Nothing of the gateway's own answer travels (its code would be SignatureDoesNotMatch).
+      expect((refusal as Error).message).toBe('object store: refused (get user answered 403)');
     });
 
     test('Pacific answers CompleteMultipartUpload with an empty ETag; the object has one (HeadObject)', async () => {
