@@ -27,6 +27,8 @@ export interface RgwQuota {
 export interface BucketStats {
   bucket: string;
   tenant: string;
+  /** The bucket instance's id (changes when a bucket of the same name is made anew). */
+  id: string;
   owner: string;
   usage: Record<string, { size?: number; num_objects?: number } | undefined>;
   bucket_quota: RgwQuota;
@@ -46,6 +48,8 @@ export interface AdminOps {
   bucketStats(tenant: string, name: string): Promise<BucketStats | null>;
   bucketsOf(uid: string): Promise<BucketStats[]>;
   setBucketQuota(owner: string, name: string, quota: RgwQuota): Promise<void>;
+  /** Whether versioning is enabled (not suspended, not off), from the bucket instance's metadata. */
+  versioningEnabled(stats: BucketStats): Promise<boolean>;
   /** Makes `uid` the bucket's owner (the bucket is in that user's tenant). */
   linkBucket(uid: string, name: string): Promise<void>;
   /** Removes the bucket and everything in it; nothing to do when it is gone. */
@@ -160,6 +164,18 @@ export function createAdminOps(http: SignedHttp, admin: RgwCredentials): AdminOp
         query: { quota: '', uid: owner, bucket: name },
         body: JSON.stringify(quota),
       });
+    },
+
+    async versioningEnabled(stats) {
+      const response = await expectOk('bucket metadata', {
+        method: 'GET',
+        path: '/admin/metadata/bucket.instance',
+        query: { key: `${stats.tenant}/${stats.bucket}:${stats.id}` },
+      });
+      const { data } = json<{ data?: { bucket_info?: { flags?: number } } }>(response);
+      const flags = data?.bucket_info?.flags ?? 0;
+      // RGW's BUCKET_VERSIONED and BUCKET_VERSIONS_SUSPENDED flags.
+      return (flags & 0x2) !== 0 && (flags & 0x4) === 0;
     },
 
     async linkBucket(uid, name) {

@@ -3,14 +3,12 @@ import type { RgwCredentials, SignedHttp } from './signed-http.ts';
 
 /**
  * The few S3 calls the driver makes itself, signed as one of the organization's users (the
- * Admin Ops API cannot create a bucket, set its versioning or list its versions).
+ * Admin Ops API cannot create a bucket, enable its versioning or list its versions).
  */
 export interface BucketS3 {
   /** Creates the bucket as `as`; false when the name is already taken in the tenant (by any user). */
   createBucket(as: RgwCredentials, name: string): Promise<boolean>;
   setVersioning(as: RgwCredentials, name: string, enabled: boolean): Promise<void>;
-  /** Whether versioning is on (suspended or never enabled: false). */
-  versioning(as: RgwCredentials, name: string): Promise<boolean>;
   /** Delete markers in the bucket (RGW's stats count object versions only), up to `limit`. */
   deleteMarkers(as: RgwCredentials, name: string, limit: number): Promise<number>;
   /** Whether the bucket holds any object version or delete marker. */
@@ -44,12 +42,6 @@ export function createBucketS3(http: SignedHttp): BucketS3 {
         headers: { 'content-type': 'application/xml' },
       });
       if (response.status !== 200) throw new PermanentBackendError('object store', `set versioning answered ${response.status}`);
-    },
-
-    async versioning(as, name) {
-      const response = await http.send(as, { method: 'GET', path: `/${name}`, query: { versioning: '' } });
-      if (response.status !== 200) throw new PermanentBackendError('object store', `get versioning answered ${response.status}`);
-      return /<Status>Enabled<\/Status>/.test(response.text);
     },
 
     async deleteMarkers(as, name, limit) {

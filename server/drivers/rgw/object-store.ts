@@ -118,11 +118,10 @@ export function createRgwObjectStore(pool: Pool, options: RgwDriverOptions): Obj
 
   const isSuspended = (orgId: string, stats: BucketStats) => stats.owner === platformUserOf(orgId);
 
-  /** The bucket as the store holds it, versioning and delete markers read through S3 as its owner. */
+  /** The bucket as the store holds it (delete markers counted through S3, as the bucket's owner). */
   const reportOf = async (orgId: string, bucketId: string, stats: BucketStats): Promise<BucketReport> => {
     const credentials = await organization(orgId);
     const suspended = isSuspended(orgId, stats);
-    const owner = suspended ? credentials.platform : credentials.org;
     let bytes = 0;
     let objects = 0;
     for (const category of Object.values(stats.usage)) {
@@ -130,11 +129,15 @@ export function createRgwObjectStore(pool: Pool, options: RgwDriverOptions): Obj
       objects += category?.num_objects ?? 0;
     }
     // RGW counts object versions, not delete markers; a bucket holding nothing else still holds them.
-    if (objects === 0) objects = await s3.deleteMarkers(owner, stats.bucket, 1000);
+    if (objects === 0) {
+      const [owner, other] = suspended ? [credentials.platform, credentials.org] : [credentials.org, credentials.platform];
+      // Linked to the other user since the stats were read (a create or delete running): ask that one.
+      objects = await s3.deleteMarkers(owner, stats.bucket, 1000).catch(() => s3.deleteMarkers(other, stats.bucket, 1000));
+    }
     return {
       bucketId,
       name: stats.bucket,
-      versioning: await s3.versioning(owner, stats.bucket),
+      versioning: await admin.versioningEnabled(stats),
       quota: capsOf(stats.bucket_quota),
       suspended,
       usage: { bytes, objects },

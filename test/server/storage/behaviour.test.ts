@@ -196,7 +196,7 @@ describe.each(storageDrivers())('object storage on the $name store', (factory) =
   });
 
   describe.runIf(factory.name === 'rgw')('only on a real gateway', () => {
-    const endpoint = () => driver.env.RGW_ENDPOINT!;
+    const endpoint = () => driver.s3Endpoint!;
 
     test('access keys are RGW keys of the organization: the secret is not in our tables, and a revoked key is refused', async () => {
       const org = await server.createOrg('Key Holders');

@@ -38,6 +38,11 @@ export interface StorageDriverUnderTest {
   name: 'simulator' | 'rgw';
   /** What the platform server needs to use this store. */
   env: Record<string, string>;
+  /**
+   * Where S3 clients reach the store's data plane, for tests that use an S3 SDK directly (with a
+   * key from issuedAccessKey); undefined for a store without one (the simulator).
+   */
+  s3Endpoint: string | undefined;
   /** The data plane of a started server. */
   dataPlane(server: TestServer): DataPlane;
   stop(): Promise<void>;
@@ -59,6 +64,7 @@ function simulatorDriver(): StorageDriverUnderTest {
   return {
     name: 'simulator',
     env: {},
+    s3Endpoint: undefined,
     stop: () => Promise.resolve(),
     dataPlane(server) {
       const store = objectStoreOf(server);
@@ -88,6 +94,7 @@ async function startRgwDriver(): Promise<StorageDriverUnderTest> {
   return {
     name: 'rgw',
     env: ceph.env,
+    s3Endpoint: ceph.endpoint,
     stop: () => ceph.stop(),
     dataPlane(server) {
       const clients = new Map<string, Promise<S3Client>>();
