@@ -1,6 +1,6 @@
 // A throw-away single-node Ceph (start-single-node.sh) for tests and benchmarks, or an existing
 // gateway named by the environment, and the settings that point the platform's rgw driver at it.
-import { execFile } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import { accessSync, constants } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -21,6 +21,14 @@ export interface SingleNodeCeph {
 }
 
 const DAEMONS = ['ceph-mon', 'ceph-osd', 'radosgw', 'ceph', 'radosgw-admin'];
+
+/**
+ * Clusters this process started and has not stopped. The daemons run detached: should the process
+ * end without stopping them (a test file that failed to start its server), they are stopped on exit.
+ */
+const running = new Set<string>();
+let stopOnExit = false;
+const stopScript = path.join(here, 'stop-single-node.sh');
 
 /** Whether Debian's Ceph packages are installed (the daemons and tools the script runs). */
 export function cephInstalled(): boolean {
@@ -62,8 +70,16 @@ export async function startSingleNodeCeph(): Promise<SingleNodeCeph> {
     admin_access_key: string;
     admin_secret_key: string;
   };
+  running.add(cluster.dir);
+  if (!stopOnExit) {
+    stopOnExit = true;
+    process.once('exit', () => {
+      for (const dir of running) execFileSync(stopScript, [dir], { stdio: 'ignore' });
+    });
+  }
   return describe(cluster.rgw_endpoint, cluster.admin_access_key, cluster.admin_secret_key, async () => {
-    await run(path.join(here, 'stop-single-node.sh'), [cluster.dir]);
+    running.delete(cluster.dir);
+    await run(stopScript, [cluster.dir]);
   });
 }
 

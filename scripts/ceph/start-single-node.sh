@@ -45,6 +45,18 @@ RGW_PORT="${RGW_PORT:-$(free_port)}"
 FSID="$(cat /proc/sys/kernel/random/uuid)"
 
 mkdir -p "$DIR/mon" "$DIR/osd" "$DIR/rgw" "$DIR/run" "$DIR/log"
+
+# A step that fails leaves nothing running: the daemons started so far are stopped, and the last
+# lines of their logs are shown (the folder stays, for a closer look).
+on_failure() {
+  echo "ceph: bring-up failed; the logs are in $DIR/log" >&2
+  tail -n 5 "$DIR"/log/*.log >&2 2>/dev/null || true
+  for pidfile in "$DIR"/run/*.pid; do
+    [ -e "$pidfile" ] && kill -9 "$(cat "$pidfile")" 2>/dev/null
+  done
+  exit 1
+}
+trap on_failure ERR
 CONF="$DIR/ceph.conf"
 # The settings that make one node work and start fast (measured, see issue 15):
 # - pool size 1, `mon allow pool size one`, crush leaves at the OSD level, small pg counts, no
@@ -113,17 +125,21 @@ ceph-authtool --create-keyring "$DIR/mon.keyring" --gen-key -n mon. --cap mon 'a
 ceph-authtool --create-keyring "$DIR/keyring" --gen-key -n client.admin \
   --cap mon 'allow *' --cap osd 'allow *' --cap mds 'allow *' --cap mgr 'allow *' >/dev/null
 ceph-authtool "$DIR/mon.keyring" --import-keyring "$DIR/keyring" >/dev/null
+# The OSD's and the gateway's keys go in before the monitor starts (each `ceph auth` later costs
+# a CLI start and a round of consensus).
+ceph-authtool --create-keyring "$DIR/osd/keyring" --gen-key -n osd.0 --cap osd 'allow *' --cap mon 'allow profile osd' >/dev/null
+ceph-authtool --create-keyring "$DIR/rgw/keyring" --gen-key -n client.rgw --cap mon 'allow rw' --cap osd 'allow rwx' >/dev/null
+ceph-authtool "$DIR/mon.keyring" --import-keyring "$DIR/osd/keyring" >/dev/null
+ceph-authtool "$DIR/mon.keyring" --import-keyring "$DIR/rgw/keyring" >/dev/null
 monmaptool --create --fsid "$FSID" --addv a "[v2:127.0.0.1:$MON_PORT]" "$DIR/monmap" >/dev/null
 ceph-mon -c "$CONF" --mkfs -i a --monmap "$DIR/monmap" --keyring "$DIR/mon.keyring"
 ceph-mon -c "$CONF" -i a
 
 OSD_UUID="$(cat /proc/sys/kernel/random/uuid)"
-OSD_ID="$(ceph -c "$CONF" osd new "$OSD_UUID")"
-ceph-osd -c "$CONF" -i "$OSD_ID" --mkfs --mkkey --osd-uuid "$OSD_UUID" --no-mon-config
-ceph -c "$CONF" auth add "osd.$OSD_ID" osd 'allow *' mon 'allow profile osd' -i "$DIR/osd/keyring" >/dev/null 2>&1
+OSD_ID="$(ceph -c "$CONF" osd new "$OSD_UUID" 0)"
+ceph-osd -c "$CONF" -i "$OSD_ID" --mkfs --osd-uuid "$OSD_UUID" --no-mon-config
 ceph-osd -c "$CONF" -i "$OSD_ID"
 
-ceph -c "$CONF" auth get-or-create client.rgw mon 'allow rw' osd 'allow rwx' -o "$DIR/rgw/keyring" >/dev/null 2>&1
 radosgw -c "$CONF" -n client.rgw
 
 # The platform's administrator: the Admin Ops capabilities the rgw driver needs.
@@ -143,9 +159,23 @@ done
 radosgw-admin -c "$CONF" -n client.admin caps add --uid=cloud-platform-admin \
   --caps="users=*;buckets=*;usage=*;metadata=*" >/dev/null
 
-# Ready once the gateway answers S3.
-for _ in $(seq 1 300); do
-  if (exec 3<>"/dev/tcp/127.0.0.1/$RGW_PORT") 2>/dev/null; then break; fi
+# Ready once the gateway answers S3 (an anonymous bucket listing: 200).
+rgw_ready() (
+  # In a subshell that ignores SIGPIPE: whatever else answers on the port may hang up on us.
+  trap '' PIPE
+  local status
+  exec 3<>"/dev/tcp/127.0.0.1/$RGW_PORT" || return 1
+  printf 'GET / HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n' >&3
+  read -r -t 2 status <&3 || true
+  exec 3>&-
+  [[ "$status" == "HTTP/1.1 200"* ]]
+)
+for attempt in $(seq 1 300); do
+  if rgw_ready 2>/dev/null; then break; fi
+  if [ "$attempt" = 300 ]; then
+    echo "ceph: the gateway did not answer on 127.0.0.1:$RGW_PORT" >&2
+    on_failure
+  fi
   sleep 0.05
 done
 printf '{"dir":"%s","rgw_endpoint":"http://127.0.0.1:%s","admin_access_key":"%s","admin_secret_key":"%s"}\n' \
