@@ -163,10 +163,16 @@ describe.each(storageDrivers())('object storage on the $name store', (factory) =
     expect(lowered.status).toBe(200);
     expect(lowered.body).toMatchObject({ cap_bytes: GiB, warning: 'below_current_usage', frozen_reason: 'over_ceiling' });
     await eventually(async () => ((await quota(org)).enforced_bytes === GiB ? true : undefined), 'the store to enforce the ceiling');
-    const refused = await eventually(async () => {
-      const outcome = await plane.put(org, 'hoard', 'one-more', 1);
-      return outcome.stored ? undefined : outcome;
-    }, 'the store to refuse writes over the ceiling');
+    const refused = await eventually(
+      async () => {
+        const outcome = await plane.put(org, 'hoard', 'one-more', 1);
+        return outcome.stored ? undefined : outcome;
+        // RGW sees usage gained before the ceiling fell once its user stats sync (about a second
+        // each for the bucket sync and the stats cache here); a loaded CI machine takes longer.
+      },
+      'the store to refuse writes over the ceiling',
+      30_000,
+    );
     expect(refused).toEqual({ stored: false, code: 'QuotaExceeded' });
     // Deleting works while frozen.
     const victim = (await plane.versions(org, 'hoard'))[0]!;
@@ -175,7 +181,7 @@ describe.each(storageDrivers())('object storage on the $name store', (factory) =
 
     const raised = await org.call('PUT', '/s3/quota', { body: { hard_bytes: 5 * GiB } });
     expect(raised.body).toMatchObject({ warning: null, frozen_reason: null });
-    await eventually(async () => ((await plane.put(org, 'hoard', 'one-more', 1)).stored ? true : undefined), 'writes to resume');
+    await eventually(async () => ((await plane.put(org, 'hoard', 'one-more', 1)).stored ? true : undefined), 'writes to resume', 30_000);
   });
 
   test('a suspended billing account stops new writes; reads and deletes keep working', async () => {
@@ -183,10 +189,14 @@ describe.each(storageDrivers())('object storage on the $name store', (factory) =
     await activeBucket(server, org, 'unpaid');
     expectStored(await plane.put(org, 'unpaid', 'before', 64));
     await server.pool.query(`UPDATE billing_accounts SET state = 'suspended' WHERE org_id = $1`, [org.orgId]);
-    const refused = await eventually(async () => {
-      const outcome = await plane.put(org, 'unpaid', 'after', 1);
-      return outcome.stored ? undefined : outcome;
-    }, 'the store to stop writes');
+    const refused = await eventually(
+      async () => {
+        const outcome = await plane.put(org, 'unpaid', 'after', 1);
+        return outcome.stored ? undefined : outcome;
+      },
+      'the store to stop writes',
+      30_000,
+    );
     expect(refused).toEqual({ stored: false, code: 'AccessDenied' });
     const read = await plane.get(org, 'unpaid', 'before');
     if (read) expect(read.length).toBe(64);
@@ -248,10 +258,14 @@ describe.each(storageDrivers())('object storage on the $name store', (factory) =
       const before = (await store.describeOrganization(org.orgId)).egressBytes;
       await plane.get(org, 'served', 'page');
       await plane.get(org, 'served', 'page');
-      const after = await eventually(async () => {
-        const egress = (await store.describeOrganization(org.orgId)).egressBytes;
-        return egress >= before + 200_000 ? egress : undefined;
-      }, 'the usage log to count two reads');
+      const after = await eventually(
+        async () => {
+          const egress = (await store.describeOrganization(org.orgId)).egressBytes;
+          return egress >= before + 200_000 ? egress : undefined;
+        },
+        'the usage log to count two reads',
+        30_000,
+      );
       expect(after - before).toBe(200_000);
     });
 
