@@ -46,7 +46,7 @@ export function cephInstalled(): boolean {
 
 /**
  * A gateway to test against: the one CEPH_RGW_ENDPOINT, CEPH_RGW_ADMIN_ACCESS_KEY and
- * CEPH_RGW_ADMIN_SECRET_KEY name, or a new single-node cluster (about two seconds).
+ * CEPH_RGW_ADMIN_SECRET_KEY name, or a new single-node cluster (two to three seconds).
  */
 export async function startSingleNodeCeph(): Promise<SingleNodeCeph> {
   const named = process.env.CEPH_RGW_ENDPOINT;
