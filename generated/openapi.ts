@@ -717,9 +717,13 @@ export interface paths {
          *     running: poll `getOperation` first) or failed, was already collected, or has expired (it was
          *     not collected within 5 minutes of its `finished_at`).
          *
-         *     The URL (`wss://`) carries a single-use token: it accepts one connection, within
-         *     `expires_in_seconds` of this response (60 seconds today). Treat it as a secret and do not log
-         *     it. `console_type` says what the WebSocket carries (`vnc` or `serial`).
+         *     The URL (`wss://` behind TLS, `ws://` on a local server without it) names the platform's
+         *     console gateway and carries a single-use token: it accepts one connection, within
+         *     `expires_in_seconds` of this response (60 seconds today, by the organization's clock). Treat it
+         *     as a secret and do not log it. `console_type` says what the WebSocket carries (`serial`: text
+         *     both ways). The session ends when either side closes it, after the idle timeout, when the
+         *     instance is deleted, or when the API key that collected it is revoked, each with its own close
+         *     code (see `ConsoleOut`).
          */
         get: operations["collectConsole"];
         put?: never;
@@ -1133,7 +1137,10 @@ export interface paths {
         /**
          * Create a bucket
          * @description Creates a bucket and returns it (state `creating`) with the `bucket.create` operation that
-         *     creates it in the object store. When the operation has succeeded the bucket is `active`.
+         *     creates it in the object store. When the operation has succeeded the bucket is `active`, and
+         *     its `name` is the bucket name on the S3 endpoint (`s3_endpoint` in `DATA_DIR/bootstrap.json`,
+         *     path-style: `<s3_endpoint>/<name>/<key>`) for the organization's S3 access keys. Buckets are
+         *     created and deleted only through this API; S3's CreateBucket and DeleteBucket are refused.
          *
          *     - `name`: 3 to 63 characters, lowercase letters, digits and hyphens, starting and ending with a
          *       letter or digit; dots are not permitted (`400 validation_failed`). It must be unique within
@@ -1325,6 +1332,9 @@ export interface paths {
         /**
          * Create an S3 access key
          * @description Issues an S3 access key for the S3-compatible object-storage endpoint. No request body.
+         *     The endpoint's address is in `DATA_DIR/bootstrap.json` as `s3_endpoint` (embedded default:
+         *     `http://127.0.0.1:9000`, or `S3_PUBLIC_URL`); it uses path-style addressing and Signature
+         *     Version 4, with `objectstore_access_key_id` as the access key id and the secret below.
          *
          *     The response holds the key (state `issuing`; `objectstore_access_key_id` is null until the
          *     object store has registered it), the `access_key.create` operation, and the plaintext
@@ -1451,7 +1461,9 @@ export interface paths {
         /**
          * Get billing
          * @description The organization's billing account: state, price list, month-to-date usage and its estimated
-         *     cost, and the spend budget. `spend_budget_cents` can reach 9223372036854775807; parse it with a
+         *     cost, and the spend budget. Month-to-date is what the platform has metered this month (UTC):
+         *     instance vCPU, memory and disk hours while powered, public IPv4 hours, stored bytes over time
+         *     and object-storage egress, updated by the metering loop (every minute by default). `spend_budget_cents` can reach 9223372036854775807; parse it with a
          *     JSON parser that keeps big integers exact.
          */
         get: operations["getBilling"];
@@ -1495,7 +1507,10 @@ export interface paths {
         /**
          * List invoices
          * @description The organization's invoices, newest period first, one per monthly period. Pages follow
-         *     `next_cursor`.
+         *     `next_cursor`. The platform's billing run issues a month's invoice once the month has ended
+         *     (UTC), with a line per meter priced by the price list; an invoice is `draft` until the billing
+         *     provider has collected it, then `paid` (or `open` while payment is due). Its page and PDF open
+         *     from `hosted_invoice_url` and `invoice_pdf`, signed links that need no credential and expire.
          */
         get: operations["listInvoices"];
         put?: never;
@@ -1517,7 +1532,7 @@ export interface paths {
                  */
                 org: components["parameters"]["OrgId"];
                 /**
-                 * @description The invoice's id as issued by the billing provider (not a uuid), such as `in_2026_10_3f6c1a2e`.
+                 * @description The invoice's id (not a uuid; one per organization and month), such as `in_2026_10_3f6c1a2e`.
                  * @example in_2026_10_3f6c1a2e
                  */
                 invoice_id: components["parameters"]["InvoiceId"];
@@ -1526,7 +1541,7 @@ export interface paths {
         };
         /**
          * Get an invoice
-         * @description One invoice of the organization, by the billing provider's id.
+         * @description One invoice of the organization, by its id. Its `hosted_invoice_url` and `invoice_pdf` are fresh signed links each time it is read.
          */
         get: operations["getInvoice"];
         put?: never;
@@ -2550,16 +2565,24 @@ export interface components {
             operation: components["schemas"]["OperationRef"];
         };
         /**
-         * @description A console connection for the instance. `url` is a `wss://` WebSocket URL carrying a
-         *     single-use token: it accepts one connection, within `expires_in_seconds` from this response.
-         *     Treat it as a secret. It is returned once; collecting the same operation again is `404`.
+         * @description A console connection for the instance. `url` is a WebSocket URL of the platform's console
+         *     gateway (`wss://` behind TLS, `ws://` on a local server without it) carrying a single-use
+         *     token: it accepts one connection, within `expires_in_seconds` from this response. Treat it as a
+         *     secret. It is returned once; collecting the same operation again is `404`.
+         *
+         *     A session ends with a WebSocket close code and a reason: `1000` closed, `1001` the gateway is
+         *     shutting down, `1011` the console could not be reached, `4001` idle (no input for the
+         *     gateway's idle timeout), `4003` the API key that collected the URL was revoked or expired,
+         *     `4004` the instance was deleted. A used, expired or unknown URL is refused at the handshake
+         *     (HTTP `404`). The server also serves a browser page for it at `/console#<url>`.
          */
         ConsoleOut: {
             /**
-             * @description What the WebSocket carries: `vnc`, a graphical console (the RFB protocol, as noVNC
-             *     speaks it); `serial`, the instance's serial console as a text stream. The region's
-             *     hypervisor decides which one is offered; a client should handle both.
-             * @example vnc
+             * @description What the WebSocket carries: `serial`, the instance's serial console as text (UTF-8 text
+             *     frames both ways: what the instance writes, and keystrokes as a terminal sends them);
+             *     `vnc`, a graphical console (the RFB protocol, as noVNC speaks it). The region's hypervisor
+             *     decides which one is offered; a client should handle both.
+             * @example serial
              * @enum {string}
              */
             console_type: "vnc" | "serial";
@@ -2571,8 +2594,8 @@ export interface components {
             expires_in_seconds: number;
             /**
              * Format: uri
-             * @description The WebSocket URL, with its single-use token.
-             * @example wss://console.fra1.cloudplatform.dev/v1/sessions/cs_Qm7Vx2Lk9Rt4Wp8Zn3Hb6Jd1Fy5Gc0Sa
+             * @description The WebSocket URL, with its single-use token (`wss://` behind TLS).
+             * @example wss://api.cloudplatform.dev/console/sessions/cs_Qm7Vx2Lk9Rt4Wp8Zn3Hb6Jd1Fy5Gc0Sa
              */
             url: string;
         };
@@ -3389,10 +3412,10 @@ export interface components {
              */
             spend_budget_cents: number | bigint | null;
         };
-        /** @description An invoice issued by the billing provider for one monthly period. */
+        /** @description An invoice the platform's billing run issued for one monthly period, with a line per meter (shown on its page and PDF); the billing provider collects it. */
         InvoiceOut: {
             /**
-             * @description The billing provider's invoice id (not a uuid).
+             * @description The invoice id (not a uuid), one per organization and month.
              * @example in_2026_10_3f6c1a2e
              */
             id: string;
@@ -3421,14 +3444,16 @@ export interface components {
             total_cents: number;
             /**
              * Format: uri
-             * @description A page where the invoice can be viewed and paid; null for drafts.
-             * @example https://billing.cloudplatform.dev/invoices/in_2026_10_3f6c1a2e
+             * @description The invoice as a web page, served by the platform: a signed link that opens in a browser
+             *     without an API key and expires (24 hours by default; read the invoice again for a fresh
+             *     one). Null for drafts.
+             * @example https://api.cloudplatform.dev/billing/invoices/in_2026_10_3f6c1a2e.html?expires=1793836800&signature=Qx7Lm2Rk5Wt8Yb1Nc4Vf6Hd9Jp3Gs0Za1Ue2Io3Ky4T
              */
             hosted_invoice_url?: string | null;
             /**
              * Format: uri
-             * @description The invoice as a PDF; null for drafts.
-             * @example https://billing.cloudplatform.dev/invoices/in_2026_10_3f6c1a2e.pdf
+             * @description The invoice as a PDF, served by the platform behind a signed link that expires, as `hosted_invoice_url`. Null for drafts.
+             * @example https://api.cloudplatform.dev/billing/invoices/in_2026_10_3f6c1a2e.pdf?expires=1793836800&signature=Zr4qk0m1Y8cS2bJ7Vd6wXnL3pE5tHa9uGf0oRi1Ky2M
              */
             invoice_pdf?: string | null;
             /**
@@ -4874,7 +4899,7 @@ export interface components {
          */
         AccessKeyId: string;
         /**
-         * @description The invoice's id as issued by the billing provider (not a uuid), such as `in_2026_10_3f6c1a2e`.
+         * @description The invoice's id (not a uuid; one per organization and month), such as `in_2026_10_3f6c1a2e`.
          * @example in_2026_10_3f6c1a2e
          */
         InvoiceId: string;
@@ -7582,7 +7607,7 @@ export interface operations {
                  */
                 org: components["parameters"]["OrgId"];
                 /**
-                 * @description The invoice's id as issued by the billing provider (not a uuid), such as `in_2026_10_3f6c1a2e`.
+                 * @description The invoice's id (not a uuid; one per organization and month), such as `in_2026_10_3f6c1a2e`.
                  * @example in_2026_10_3f6c1a2e
                  */
                 invoice_id: components["parameters"]["InvoiceId"];

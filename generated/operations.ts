@@ -17,6 +17,8 @@ export interface OperationRoute {
   readonly idempotencyKey: boolean;
   /** Whether it is a list that pages with `limit` and `cursor`. */
   readonly paginated: boolean;
+  /** A deprecated operation: when it was deprecated and when it may be removed (YYYY-MM-DD); its answers say so. */
+  readonly deprecation?: { readonly deprecatedAt: string; readonly sunset: string };
 }
 
 /** Every operation of the contract: operationId → route. */

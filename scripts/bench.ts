@@ -1,104 +1,92 @@
-// `npm run bench`: request throughput, latency and memory of the real server, with response
-// validation on (the default) and off. Prints figures; asserts nothing.
-//   npm run bench [-- --requests 2000 --concurrency 16]
-// Uses DATABASE_URL when set, else an embedded PostgreSQL in a temporary directory.
-import { mkdtempSync, rmSync } from 'node:fs';
+// `npm run bench`: the real server (as `npm start` runs it, embedded PostgreSQL in a temporary
+// DATA_DIR) measured side by side with the floor of its own stack (scripts/bench/floor-server.ts)
+// and the Prism mock, in one run; then lists at 100,000 rows, the operations engine, memory,
+// cold start and restart. Prints each figure with its ratio and goal; asserts nothing.
+//   npm run bench               the full run (about ten minutes)
+//   npm run bench -- --quick    a smoke run (also BENCH_QUICK=1): short loads, 10,000 rows
+// Each section is a module of scripts/bench/; a new one is a function called below.
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { withTransaction } from '../server/db/pool.ts';
-import { createOrganization } from '../server/auth/organizations.ts';
-import { loadConfig } from '../server/config.ts';
-import { createLogger } from '../server/logging.ts';
-import { startPlatform } from '../server/platform.ts';
+import { runS3Bench } from './bench-s3.ts';
 import { benchS3OnRgw } from './bench/s3-rgw.ts';
+import { mib } from './bench/api.ts';
+import { ENGINE_ENV, engineSection } from './bench/engine.ts';
+import { listsSection } from './bench/lists.ts';
+import { memoryOf } from './bench/processes.ts';
+import { printTable, record, section } from './bench/report.ts';
+import { requestsSection } from './bench/requests.ts';
+import { startWithDataDir, type RunningServer } from './bench/servers.ts';
 
-const { values } = parseArgs({
-  options: {
-    requests: { type: 'string', default: '2000' },
-    concurrency: { type: 'string', default: '16' },
-  },
-});
-const totalRequests = Number(values.requests);
-const concurrency = Number(values.concurrency);
+const { values } = parseArgs({ options: { quick: { type: 'boolean', default: false } } });
+const quick = values.quick || process.env.BENCH_QUICK === '1';
+const workDir = mkdtempSync(path.join(tmpdir(), 'cloud-platform-bench-'));
+// As root, the embedded PostgreSQL runs as a user of its own, which must be able to enter it.
+chmodSync(workDir, 0o711);
+const dataDir = (name: string) => path.join(workDir, name);
 
-interface Scenario {
-  name: string;
-  request: (base: string, key: string, index: number) => Promise<Response>;
+const running: RunningServer[] = [];
+async function start(name: string, env: Record<string, string> = {}): Promise<RunningServer> {
+  const server = await startWithDataDir(dataDir(name), env);
+  running.push(server);
+  return server;
+}
+async function stop(server: RunningServer): Promise<void> {
+  await server.child.stop();
+  running.splice(running.indexOf(server), 1);
 }
 
-const scenarios: Scenario[] = [
-  { name: 'GET /billing', request: (base, key) => fetch(`${base}/billing`, { headers: { Authorization: `Bearer ${key}` } }) },
-  {
-    name: 'GET /api-tokens (list)',
-    request: (base, key) => fetch(`${base}/api-tokens?limit=50`, { headers: { Authorization: `Bearer ${key}` } }),
-  },
-  {
-    name: 'PUT /billing (write + audit)',
-    request: (base, key, index) =>
-      fetch(`${base}/billing`, {
-        method: 'PUT',
-        headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' },
-        body: `{"spend_budget_cents": ${1000 + index}}`,
-      }),
-  },
-];
-
-async function measure(scenario: Scenario, base: string, key: string): Promise<{ rps: number; p50: number; p99: number; errors: number }> {
-  const latencies: number[] = [];
-  let errors = 0;
-  let next = 0;
-  const started = performance.now();
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (next < totalRequests) {
-        const index = next++;
-        const t0 = performance.now();
-        const response = await scenario.request(base, key, index);
-        await response.arrayBuffer();
-        latencies.push(performance.now() - t0);
-        if (!response.ok) errors++;
-      }
-    }),
-  );
-  const elapsed = (performance.now() - started) / 1000;
-  latencies.sort((a, b) => a - b);
-  const percentile = (p: number) => latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))]!;
-  return { rps: totalRequests / elapsed, p50: percentile(50), p99: percentile(99), errors };
-}
-
-async function run(validateResponses: boolean): Promise<void> {
-  const dataDir = mkdtempSync(path.join(tmpdir(), 'cloud-platform-bench-'));
-  const config = loadConfig({
-    ...process.env,
-    DATA_DIR: dataDir,
-    PORT: '0',
-    LOG_LEVEL: 'silent',
-    RATE_LIMIT: '1000000',
-    VALIDATE_RESPONSES: String(validateResponses),
+function recordMemory(figure: string, server: RunningServer): void {
+  const memory = memoryOf(server.child.process.pid!, path.join(server.dataDir, 'postgres'));
+  const node = memoryOf(server.child.process.pid!);
+  record({
+    figure,
+    real: `RSS ${mib(memory.rss).toFixed(0)} MiB, PSS ${mib(memory.pss).toFixed(0)} MiB (Node RSS ${mib(node.rss).toFixed(0)} MiB; PostgreSQL ${memory.processes - 1} processes)`,
+    goal: '≤ 250 MiB',
   });
-  const platform = await startPlatform(config, createLogger('silent'));
-  try {
-    const org = await withTransaction(platform.pool, (tx) => createOrganization(tx, { name: 'Bench', ownerSubject: 'bench' }));
-    const base = `${platform.url}/v1/orgs/${org.orgId}`;
-    console.log(`\nresponse validation ${validateResponses ? 'on' : 'off'} (${totalRequests} requests, ${concurrency} at a time)`);
-    for (const scenario of scenarios) {
-      await measure(scenario, base, org.apiKey); // warm-up
-      const result = await measure(scenario, base, org.apiKey);
-      console.log(
-        `  ${scenario.name.padEnd(30)} ${result.rps.toFixed(0).padStart(6)} req/s   p50 ${result.p50.toFixed(1).padStart(6)} ms   p99 ${result.p99.toFixed(1).padStart(6)} ms${result.errors ? `   ${result.errors} errors` : ''}`,
-      );
-    }
-    const memory = process.memoryUsage();
-    console.log(`  memory: rss ${(memory.rss / 2 ** 20).toFixed(0)} MiB, heap used ${(memory.heapUsed / 2 ** 20).toFixed(0)} MiB`);
-  } finally {
-    await platform.close();
-    rmSync(dataDir, { recursive: true, force: true });
-  }
 }
 
-await run(true);
-await run(false);
+try {
+  console.log(`cloud-platform bench${quick ? ' (quick)' : ''}: Node ${process.versions.node}, work in ${workDir}`);
 
-// Object storage on Ceph, when there is one (scripts/bench/s3-rgw.ts).
-await benchS3OnRgw();
+  section('start-up');
+  const cold = await start('startup');
+  record({ figure: 'cold start (empty DATA_DIR, initdb included)', real: `${(cold.startMs / 1000).toFixed(2)} s`, goal: '< 3 s' });
+  await stop(cold);
+  const again = await start('startup');
+  record({ figure: 'restart (same DATA_DIR)', real: `${(again.startMs / 1000).toFixed(2)} s`, goal: '< 1.5 s' });
+  await stop(again);
+
+  const main = await start('main');
+  await requestsSection({
+    api: main.api,
+    workDir,
+    listSize: 100,
+    settings: quick ? { connections: 32, seconds: 2, warmupSeconds: 1 } : { connections: 32, seconds: 10, warmupSeconds: 3 },
+  });
+  section('memory');
+  recordMemory('server + embedded PostgreSQL after the requests', main);
+  await listsSection({
+    api: main.api,
+    databaseUrl: main.databaseUrl,
+    rows: quick ? 10_000 : 100_000,
+    settings: quick ? { connections: 1, seconds: 1, warmupSeconds: 0.3 } : { connections: 1, seconds: 3, warmupSeconds: 1 },
+  });
+  section('memory');
+  recordMemory('server + embedded PostgreSQL at the end', main);
+  await stop(main);
+
+  const engine = await start('engine', ENGINE_ENV);
+  await engineSection(engine, quick ? 300 : 3000);
+  await stop(engine);
+
+  printTable();
+  // The S3 endpoint's figures, on a server of their own (scripts/bench-s3.ts).
+  if (!quick) await runS3Bench();
+  // The same on Ceph's RADOS Gateway through the rgw driver, when Ceph is there (scripts/bench/s3-rgw.ts).
+  if (!quick) await benchS3OnRgw();
+} finally {
+  for (const server of [...running]) await server.child.stop();
+  rmSync(workDir, { recursive: true, force: true });
+}

@@ -1,12 +1,15 @@
-// Writes docs/index.html: the Redoc reference of the contract as one self-contained page
-// (`--inlineBundle`: scripts embedded, nothing fetched from a CDN when it is opened).
+// Writes docs/index.html (or `--output FILE`): the Redoc reference of the contract as one
+// self-contained page (`--inlineBundle`: scripts embedded, nothing fetched from a CDN when it is
+// opened), with code samples, local servers and the error codes added (lib/docs-document.ts).
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { parseArgs } from 'node:util';
 import { docsDocument } from './lib/docs-document.ts';
 import { bin, repoRoot, run } from './lib/run.ts';
 
-const output = path.join(repoRoot, 'docs', 'index.html');
+const { values } = parseArgs({ options: { output: { type: 'string', default: path.join(repoRoot, 'docs', 'index.html') } } });
+const output = path.resolve(values.output);
 const workDir = mkdtempSync(path.join(tmpdir(), 'docs-'));
 try {
   const document = path.join(workDir, 'openapi.json');

@@ -1,4 +1,4 @@
-import express, { type Express } from 'express';
+import express, { type Express, type Router } from 'express';
 import type { OperationHandlers } from '../generated/operations.ts';
 import type { IdentityResolver } from './auth/identity.ts';
 import type { Config } from './config.ts';
@@ -14,6 +14,8 @@ import type { RateLimits } from './http/rate-limit.ts';
 import { dispatch } from './http/dispatch.ts';
 import { requestId } from './http/request-id.ts';
 import { routing } from './http/routing.ts';
+import { deprecation } from './http/deprecation.ts';
+import { preparedJson } from './http/send.ts';
 import { securityHeaders } from './http/security-headers.ts';
 import { contractValidator, translateValidatorErrors } from './http/validation.ts';
 import type { Logger } from './logging.ts';
@@ -29,22 +31,27 @@ export interface AppDependencies {
   /** Requests answered, by operation and status (absent: not measured). */
   metrics?: Metrics;
   handlers: OperationHandlers<RequestContext>;
+  /** Pages outside /v1 and the contract (the console page, invoice documents), served before routing. */
+  pages?: Router[];
 }
 
 /**
- * The HTTP application, as a visible chain: request id → security headers → CORS → rate limit
- * by address → route → credential → rate limit by credential → permission → JSON body → integer query literals → contract validation → Idempotency-Key → handler, and one error
+ * The HTTP application, as a visible chain: prepared JSON (send.ts) → request id → security headers → CORS → rate limit
+ * by address → pages outside the contract → route (→ Deprecation and Sunset headers of a deprecated operation) → credential → rate limit by credential → permission → JSON body → integer query literals → contract validation → Idempotency-Key → handler, and one error
  * handler at the end that turns every failure into a problem document.
  */
-export function createApp({ config, pool, log, identity, handlers, metrics, rateLimits }: AppDependencies): Express {
+export function createApp({ config, pool, log, identity, handlers, metrics, rateLimits, pages = [] }: AppDependencies): Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
+  app.use(preparedJson);
   app.use(requestId(log, metrics));
   app.use(securityHeaders({ https: config.publicBaseUrl?.startsWith('https:') ?? false }));
   app.use(cors);
   app.use(rateLimits.byAddress);
+  for (const page of pages) app.use(page);
   app.use(routing);
+  app.use(deprecation);
   app.use(authenticate(identity));
   app.use(rateLimits.byCredential);
   app.use(authorize);

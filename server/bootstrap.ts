@@ -10,6 +10,8 @@ export interface BootstrapCredentials {
   org_id: string;
   api_key: string;
   base_url: string;
+  /** The S3 endpoint of the embedded object store (absent when another object store is configured). */
+  s3_endpoint?: string;
 }
 
 /**
@@ -19,7 +21,7 @@ export interface BootstrapCredentials {
  */
 export async function bootstrapIfEmpty(
   pool: Pool,
-  options: { dataDir: string; baseUrl: string; now: Date; demoHistory: boolean },
+  options: { dataDir: string; baseUrl: string; s3Endpoint: string | undefined; now: Date; demoHistory: boolean },
 ): Promise<BootstrapCredentials | undefined> {
   const created = await withTransaction(pool, async (tx) => {
     await tx.query('SELECT pg_advisory_xact_lock($1)', [BOOTSTRAP_LOCK]);
@@ -29,21 +31,30 @@ export async function bootstrapIfEmpty(
     return organization;
   });
   if (!created) return undefined;
-  const credentials: BootstrapCredentials = { org_id: created.orgId, api_key: created.apiKey, base_url: options.baseUrl };
+  const credentials: BootstrapCredentials = {
+    org_id: created.orgId,
+    api_key: created.apiKey,
+    base_url: options.baseUrl,
+    ...(options.s3Endpoint ? { s3_endpoint: options.s3Endpoint } : {}),
+  };
   mkdirSync(options.dataDir, { recursive: true });
   writeFileSync(path.join(options.dataDir, 'bootstrap.json'), `${JSON.stringify(credentials, null, 2)}\n`, { mode: 0o600 });
   return credentials;
 }
 
 /**
- * Keeps `bootstrap.json` in step with where the API now listens (another PORT, HOST or
- * PUBLIC_BASE_URL than at the first start), so that the README's commands keep working. Other
- * fields are kept as they are; nothing is written when nothing changed.
+ * Keeps `bootstrap.json` in step with where the API and the S3 endpoint now listen (another
+ * PORT, S3_PORT, HOST, PUBLIC_BASE_URL or S3_PUBLIC_URL than at the first start), so that the
+ * README's commands keep working. Other fields are kept as they are; nothing is written when
+ * nothing changed.
  */
-export function keepBootstrapAddressCurrent(dataDir: string, baseUrl: string): void {
+export function keepBootstrapAddressCurrent(dataDir: string, baseUrl: string, s3Endpoint?: string): void {
   const file = path.join(dataDir, 'bootstrap.json');
   if (!existsSync(file)) return;
   const saved = JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
-  if (saved.base_url === baseUrl) return;
-  writeFileSync(file, `${JSON.stringify({ ...saved, base_url: baseUrl }, null, 2)}\n`, { mode: 0o600 });
+  const current: Record<string, unknown> = { ...saved, base_url: baseUrl };
+  if (s3Endpoint) current.s3_endpoint = s3Endpoint;
+  else delete current.s3_endpoint;
+  if (JSON.stringify(current) === JSON.stringify(saved)) return;
+  writeFileSync(file, `${JSON.stringify(current, null, 2)}\n`, { mode: 0o600 });
 }

@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import path from 'node:path';
 
 /**
@@ -25,8 +26,15 @@ export interface Config {
   rateLimit: { limit: number; anonymousLimit: number; windowSeconds: number };
   engine: EngineConfig;
   intervals: LoopIntervals;
-  /** Which backend each driver talks to (see drivers/selection.ts). */
-  drivers: { compute: 'simulator'; objectStore: 'simulator' | 'rgw'; billing: 'simulator' };
+  /**
+   * Which backend each driver talks to (see drivers/selection.ts). The object store's default is
+   * `embedded` (drivers/embedded/: objects stored under DATA_DIR, served by the S3 endpoint);
+   * `simulator` keeps objects as figures only, with no S3 endpoint; `rgw` is a Ceph RADOS Gateway,
+   * which serves S3 itself (the embedded endpoint is then not started).
+   */
+  drivers: { compute: 'simulator'; objectStore: 'embedded' | 'simulator' | 'rgw'; billing: 'simulator' };
+  /** The S3 endpoint of the embedded object store. */
+  s3: S3Config;
   simulators: SimulatorConfig;
   /** The Ceph RADOS Gateway of OBJECT_STORE_DRIVER=rgw; undefined with another object store. */
   rgw: RgwConfig | undefined;
@@ -36,6 +44,32 @@ export interface Config {
   demoHistory: boolean;
   /** The compute catalogue (regions, images, pools, profiles); the shipped default when absent. */
   catalogueFile: string | undefined;
+  /** The price list (JSON); the shipped default when absent. */
+  priceListFile: string | undefined;
+  /** Organizations' clocks can be moved forward by an operator (tests, sandboxes); see core/test-clocks.ts. */
+  testClocks: boolean;
+  console: ConsoleConfig;
+  /** How long a signed link to an invoice's page or PDF works. */
+  invoiceLinkTtlSeconds: number;
+}
+
+/** The console gateway's sessions. */
+export interface ConsoleConfig {
+  /** A session without a keystroke for this long is closed. */
+  idleTimeoutSeconds: number;
+  /** How often open sessions are checked against their instance and the API key that opened them. */
+  checkIntervalMs: number;
+}
+
+export interface S3Config {
+  /** Its own port on HOST (S3_PORT, default 9000; 0 picks a free one). */
+  port: number;
+  /** The address users are told (S3_PUBLIC_URL); the listening address when unset. */
+  publicUrl: string | undefined;
+  /** The region signatures are made for (S3_REGION); any region is accepted, this one is reported. */
+  region: string;
+  /** The secret store's sealing key (SECRET_STORE_KEY, base64 of 32 bytes); DATA_DIR/secret-store.key when unset. */
+  secretStoreKey: string | undefined;
 }
 
 export interface OidcConfig {
@@ -106,11 +140,20 @@ export interface RgwConfig {
 
 export class ConfigError extends Error {}
 
+/**
+ * Connections for the machine: PostgreSQL does at most one query per core at a time, so a few
+ * more connections than cores keep it busy; more only queue inside PostgreSQL instead of the
+ * pool, and each costs memory. 6 on 2 cores, 16 from 7 cores on.
+ */
+function defaultPoolSize(): number {
+  return Math.min(16, 2 * availableParallelism() + 2);
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const host = env.HOST ?? '127.0.0.1';
   const port = integer(env, 'PORT', 8080, 0, 65535);
   const oidcIssuer = env.OIDC_ISSUER;
-  const objectStore = oneOf(env, 'OBJECT_STORE_DRIVER', 'simulator', ['simulator', 'rgw']);
+  const objectStore = oneOf(env, 'OBJECT_STORE_DRIVER', 'embedded', ['embedded', 'simulator', 'rgw']);
   if (oidcIssuer && !env.OIDC_AUDIENCE) throw new ConfigError('OIDC_AUDIENCE is required when OIDC_ISSUER is set');
   return {
     host,
@@ -119,14 +162,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dataDir: path.resolve(env.DATA_DIR ?? 'data'),
     databaseUrl: env.DATABASE_URL || undefined,
     database: {
-      poolSize: integer(env, 'DATABASE_POOL_SIZE', 16, 2, 1000),
+      poolSize: integer(env, 'DATABASE_POOL_SIZE', defaultPoolSize(), 2, 1000),
       connectionTimeoutMs: integer(env, 'DATABASE_CONNECT_TIMEOUT_MS', 5_000, 100, 600_000),
       statementTimeoutMs: integer(env, 'DATABASE_STATEMENT_TIMEOUT_MS', 10_000, 100, 3_600_000),
       idleInTransactionTimeoutMs: integer(env, 'DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS', 15_000, 100, 3_600_000),
     },
     logLevel: oneOf(env, 'LOG_LEVEL', 'info', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
     logFormat: oneOf(env, 'LOG_FORMAT', process.stdout.isTTY ? 'pretty' : 'json', ['pretty', 'json']),
-    // Beside the API's port by default (PORT + 2; PORT + 1 is the S3 endpoint's); 0 picks a free port.
+    // Beside the API's port by default (PORT + 2); 0 picks a free port.
     metricsPort: env.METRICS_PORT === 'off' ? undefined : integer(env, 'METRICS_PORT', port === 0 ? 0 : port + 2, 0, 65_535),
     validateResponses: boolean(env, 'VALIDATE_RESPONSES', true),
     oidc: oidcIssuer
@@ -159,6 +202,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       objectStore,
       billing: oneOf(env, 'BILLING_DRIVER', 'simulator', ['simulator']),
     },
+    s3: {
+      port: integer(env, 'S3_PORT', 9000, 0, 65_535),
+      publicUrl: env.S3_PUBLIC_URL ? url(env.S3_PUBLIC_URL, 'S3_PUBLIC_URL') : undefined,
+      region: env.S3_REGION || 'us-east-1',
+      secretStoreKey: env.SECRET_STORE_KEY || undefined,
+    },
     simulators: {
       poolSize: integer(env, 'SIM_POOL_SIZE', 4, 1, 100),
       latencyMs: range(env, 'SIM_LATENCY_MS', [20, 120]),
@@ -168,6 +217,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     background: boolean(env, 'BACKGROUND_WORK', true),
     demoHistory: boolean(env, 'DEMO_HISTORY', false),
     catalogueFile: env.CATALOGUE_FILE ? path.resolve(env.CATALOGUE_FILE) : undefined,
+    priceListFile: env.PRICE_LIST ? path.resolve(env.PRICE_LIST) : undefined,
+    testClocks: boolean(env, 'TEST_CLOCKS', false),
+    console: {
+      idleTimeoutSeconds: integer(env, 'CONSOLE_IDLE_TIMEOUT_SECONDS', 900, 1, 86_400),
+      checkIntervalMs: integer(env, 'CONSOLE_CHECK_INTERVAL_MS', 1_000, 10, 60_000),
+    },
+    invoiceLinkTtlSeconds: integer(env, 'INVOICE_LINK_TTL_SECONDS', 86_400, 60, 31_536_000),
   };
 }
 

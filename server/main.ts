@@ -2,8 +2,8 @@
 // PostgreSQL in ./data, simulated backends. See README "Configuration".
 import { bootstrapIfEmpty, keepBootstrapAddressCurrent } from './bootstrap.ts';
 import { ConfigError, loadConfig, type Config } from './config.ts';
+import { startEmbeddedDatabase, type EmbeddedDatabase } from './db/embedded.ts';
 import { createLogger } from './logging.ts';
-import { startPlatform } from './platform.ts';
 import { describeStartupFailure } from './startup-failure.ts';
 
 let config: Config;
@@ -20,7 +20,16 @@ const log = createLogger(config.logLevel, config.logFormat);
 // caught where it can be dealt with. Should one slip through, it is logged and the server keeps
 // serving, rather than Node's default of ending the process (and every request in flight).
 process.on('unhandledRejection', (reason) => log.error({ err: reason }, 'unhandled promise rejection; the process keeps running'));
-const platform = await startPlatform(config, log).catch((error: unknown) => {
+// The embedded PostgreSQL (initdb on a first start) runs in processes of its own: it is started
+// before the rest of the server is loaded, so that loading and starting overlap.
+let embedded: Promise<EmbeddedDatabase> | undefined;
+if (!config.databaseUrl) {
+  embedded = startEmbeddedDatabase(config.dataDir, (message) => log.info(message));
+  // Handled where startPlatform awaits it; marked here so that an early failure is not reported twice.
+  embedded.catch(() => {});
+}
+const { startPlatform } = await import('./platform.ts');
+const platform = await startPlatform(config, log, { embedded }).catch((error: unknown) => {
   // A bad catalogue, a busy port, an unreachable database: one line saying what to change.
   const reason = describeStartupFailure(error, config);
   if (reason === undefined) throw error;
@@ -28,13 +37,17 @@ const platform = await startPlatform(config, log).catch((error: unknown) => {
   process.exit(error instanceof ConfigError ? 2 : 1);
 });
 const baseUrl = config.publicBaseUrl ?? platform.url;
+// What S3 clients are told: with the rgw driver the gateway's public address (RGW_PUBLIC_URL or
+// S3_PUBLIC_URL, else RGW_ENDPOINT); with the embedded store S3_PUBLIC_URL, or where it listens.
+const s3Endpoint = config.rgw ? config.rgw.publicUrl : platform.s3Url === undefined ? undefined : (config.s3.publicUrl ?? platform.s3Url);
 const credentials = await bootstrapIfEmpty(platform.pool, {
   dataDir: config.dataDir,
   baseUrl,
+  s3Endpoint,
   now: new Date(),
   demoHistory: config.demoHistory,
 });
-if (!credentials) keepBootstrapAddressCurrent(config.dataDir, baseUrl);
+if (!credentials) keepBootstrapAddressCurrent(config.dataDir, baseUrl, s3Endpoint);
 if (credentials) {
   // Printed once, on the first start, for the operator to copy; never written to the log.
   process.stdout.write(
@@ -44,13 +57,16 @@ if (credentials) {
       `  org_id:   ${credentials.org_id}`,
       `  api_key:  ${credentials.api_key}`,
       `  base_url: ${credentials.base_url}`,
+      ...(credentials.s3_endpoint
+        ? [`  s3_endpoint: ${credentials.s3_endpoint}  (S3 API, path-style; create a bucket and an S3 access key through the API first)`]
+        : []),
       `Saved to ${config.dataDir}/bootstrap.json (mode 0600). The key is not shown again.`,
       '',
       '',
     ].join('\n'),
   );
 }
-log.info({ url: platform.url, data_dir: config.databaseUrl ? undefined : config.dataDir, s3_endpoint: config.rgw?.publicUrl }, 'listening');
+log.info({ url: platform.url, s3_endpoint: s3Endpoint, data_dir: config.databaseUrl ? undefined : config.dataDir }, 'listening');
 
 let stopping = false;
 for (const signal of ['SIGTERM', 'SIGINT'] as const) {

@@ -67,6 +67,18 @@ export class Metrics {
     });
   }
 
+  /** Console sessions this process carries now. */
+  watchConsoleSessions(open: () => number): void {
+    new Gauge({
+      name: 'cloud_console_sessions_open',
+      help: 'Console sessions (WebSocket connections to an instance console) this process carries.',
+      registers: [this.registry],
+      collect() {
+        this.set(open());
+      },
+    });
+  }
+
   /** The operations queue, read at scrape time: queued and running by type, and the oldest queued age. */
   watchOperations(pool: Pool): void {
     const read = async () =>

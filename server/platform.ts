@@ -13,28 +13,46 @@ import { operationsArea } from './areas/operations/area.ts';
 import { organizationArea } from './areas/organization/area.ts';
 import { storageArea } from './areas/storage/area.ts';
 import { storageQuotaOf } from './areas/storage/quota-figures.ts';
+import { CredentialCache } from './auth/credential-cache.ts';
 import { IdentityResolver } from './auth/identity.ts';
 import { OidcVerifier } from './auth/oidc.ts';
 import type { Config } from './config.ts';
 import { BackgroundRunner } from './core/background.ts';
 import { systemClock, type Clock } from './core/clock.ts';
+import { createOrganizationClock } from './core/test-clocks.ts';
+import { createConsoleGateway } from './http/console-gateway.ts';
+import { invoiceDocuments } from './http/invoice-documents.ts';
+import { invoiceLinkSource } from './areas/billing/invoice-links.ts';
+import { loadPriceList } from './areas/billing/prices.ts';
+import { consolePage } from './http/console-page.ts';
 import { purgeExpiredKeys } from './core/idempotency.ts';
 import type { RequestContext } from './core/request-context.ts';
-import { startEmbeddedDatabase } from './db/embedded.ts';
+import { startEmbeddedDatabase, type EmbeddedDatabase } from './db/embedded.ts';
 import { migrate } from './db/migrate.ts';
 import { createPool, type Pool } from './db/pool.ts';
 import type { Drivers } from './drivers/index.ts';
-import { createDrivers, driverMigrations } from './drivers/selection.ts';
+import type { EmbeddedObjectStore } from './drivers/embedded/store.ts';
+import { createDrivers, driverMigrations, type DriverSet } from './drivers/selection.ts';
 import { OperationEngine } from './engine/engine.ts';
 import { answerClientErrors } from './http/client-errors.ts';
 import { createRateLimits } from './http/rate-limit.ts';
 import type { ExecutorRegistry } from './engine/executor.ts';
 import type { Logger } from './logging.ts';
 import { Metrics } from './metrics.ts';
+import { createAccess } from './s3/access.ts';
+import { startS3Endpoint } from './s3/server.ts';
+
+/** Connections the embedded object store adds to the backends' pool (S3 requests use them). */
+const EMBEDDED_STORE_CONNECTIONS = 12;
 
 export interface Platform {
   /** Where the API listens, such as http://127.0.0.1:8080. */
   url: string;
+  /**
+   * Where the S3 endpoint listens: the embedded object store's, or the Ceph gateway's with the rgw
+   * driver (RGW serves S3 itself); undefined with the simulator.
+   */
+  s3Url: string | undefined;
   /** Where Prometheus scrapes, such as http://127.0.0.1:8082/metrics; undefined when METRICS_PORT=off. */
   metricsUrl: string | undefined;
   pool: Pool;
@@ -42,9 +60,14 @@ export interface Platform {
   close(): Promise<void>;
 }
 
-/** The database this configuration names: DATABASE_URL, or the embedded one in DATA_DIR. */
-export async function openDatabase(config: Config, log: Logger): Promise<Database> {
-  const embedded = config.databaseUrl ? undefined : await startEmbeddedDatabase(config.dataDir, (message) => log.info(message));
+/**
+ * The database this configuration names: DATABASE_URL, or the embedded one in DATA_DIR (`starting`:
+ * already being started by the caller, see startEmbeddedEarly).
+ */
+export async function openDatabase(config: Config, log: Logger, starting?: Promise<EmbeddedDatabase>): Promise<Database> {
+  const embedded = config.databaseUrl
+    ? undefined
+    : await (starting ?? startEmbeddedDatabase(config.dataDir, (message) => log.info(message)));
   const connectionString = config.databaseUrl ?? embedded!.connectionString;
   const pool = createPool(connectionString, config.database.poolSize, config.database);
   try {
@@ -77,18 +100,30 @@ export interface Database {
 export async function startPlatform(
   config: Config,
   log: Logger,
-  options: { clock?: Clock; drivers?: (pool: Pool) => Drivers } = {},
+  options: { clock?: Clock; drivers?: (pool: Pool) => Drivers; embedded?: Promise<EmbeddedDatabase> } = {},
 ): Promise<Platform> {
-  const database = await openDatabase(config, log);
+  const database = await openDatabase(config, log, options.embedded);
   // The simulated backends stand for systems outside the platform: they have connections of
   // their own, so that a backend call never waits for one of the API's, and the transaction
   // guard refuses a backend call made inside a transaction.
-  const backendPool = createPool(database.connectionString, config.simulators.poolSize, config.database, 'cloud-platform-simulators');
+  // The embedded object store serves S3 requests on these connections too: a few more of them.
+  const backendPoolSize = config.simulators.poolSize + (config.drivers.objectStore === 'embedded' ? EMBEDDED_STORE_CONNECTIONS : 0);
+  const backendPool = createPool(database.connectionString, backendPoolSize, config.database, 'cloud-platform-backends');
+  let embeddedStore: EmbeddedObjectStore | undefined;
   try {
-    const drivers = options.drivers?.(backendPool) ?? createDrivers(config.drivers, backendPool, config.simulators, config.rgw);
+    const drivers: DriverSet = options.drivers
+      ? { ...options.drivers(backendPool), embeddedStore: undefined }
+      : await createDrivers(config.drivers, backendPool, {
+          simulators: config.simulators,
+          dataDir: config.dataDir,
+          secretStoreKey: config.s3.secretStoreKey,
+          rgw: config.rgw,
+        });
+    embeddedStore = drivers.embeddedStore;
     return await composePlatform(config, log, options.clock ?? systemClock, drivers, database, backendPool);
   } catch (error) {
     // A refused start (a bad catalogue, a port in use) stops the database it opened.
+    await embeddedStore?.close().catch(() => {});
     await backendPool.end().catch(() => {});
     await database.stop().catch(() => {});
     throw error;
@@ -99,20 +134,39 @@ async function composePlatform(
   config: Config,
   log: Logger,
   clock: Clock,
-  drivers: Drivers,
+  drivers: DriverSet,
   database: Database,
   backendPool: Pool,
 ): Promise<Platform> {
   const { pool } = database;
-  const dependencies: AreaDependencies = { pool, config, clock, log, drivers, budget: createBudgetGuard(clock) };
+  const orgClock = createOrganizationClock(clock, config.testClocks);
+  // A bad price list stops start-up here, with a message naming the file and the entry.
+  const prices = loadPriceList(config.priceListFile);
+  // Known once the server listens (PORT=0 picks a port); PUBLIC_BASE_URL wins when set.
+  let listeningUrl = `http://${config.host}:${config.port}`;
+  const publicBaseUrl = () => config.publicBaseUrl ?? listeningUrl;
+  const dependencies: AreaDependencies = {
+    pool,
+    config,
+    clock,
+    orgClock,
+    publicBaseUrl,
+    log,
+    drivers,
+    budget: createBudgetGuard(orgClock, prices),
+  };
   const organization = organizationArea(dependencies, storageQuotaOf);
-  const apiTokens = apiTokensArea(dependencies);
+  // API keys already looked up; emptied on every change a process announces (LISTEN/NOTIFY).
+  const credentials = new CredentialCache(pool.options);
+  const apiTokens = apiTokensArea(dependencies, () => credentials.invalidate());
   const compute = computeArea(dependencies);
   const storage = storageArea(dependencies);
-  const billing = billingArea(
-    dependencies,
-    [compute.usage, storage.usage].filter((source) => source !== undefined),
-  );
+  const invoiceLinks = invoiceLinkSource(pool, { baseUrl: publicBaseUrl, ttlSeconds: config.invoiceLinkTtlSeconds });
+  const billing = billingArea(dependencies, {
+    usageSources: [compute.usage, storage.usage].filter((source) => source !== undefined),
+    prices,
+    links: invoiceLinks,
+  });
   const audit = auditArea(dependencies);
   // Typed as the whole registry: an operation type of the contract without an executor does not compile.
   const executors: ExecutorRegistry = { ...compute.executors, ...storage.executors };
@@ -138,24 +192,63 @@ async function composePlatform(
   };
   const areas: Array<Pick<Area<never>, 'background'>> = [organization, apiTokens, billing, operations, audit, compute, storage];
 
-  const identity = new IdentityResolver(pool, config.oidc ? new OidcVerifier(config.oidc) : undefined);
+  const identity = new IdentityResolver(pool, config.oidc ? new OidcVerifier(config.oidc) : undefined, credentials);
   const metrics = new Metrics();
   metrics.watchPool('api', pool);
   metrics.watchPool('backends', backendPool);
   metrics.watchOperations(pool);
   const rateLimits = createRateLimits(config.rateLimit);
-  const app = createApp({ config, pool, log, identity, handlers, metrics, rateLimits });
-  const server = await listen(app, config.port, config.host);
+  const app = createApp({
+    config,
+    pool,
+    log,
+    identity,
+    handlers,
+    metrics,
+    rateLimits,
+    pages: [consolePage(), invoiceDocuments(pool, invoiceLinks)],
+  });
+  await credentials.start();
+  const server = await listen(app, config.port, config.host).catch(async (error: unknown) => {
+    await credentials.stop();
+    throw error;
+  });
+  const consoleGateway = createConsoleGateway({
+    pool,
+    orgClock,
+    hypervisor: drivers.hypervisor,
+    config: config.console,
+    log: log.child({ component: 'console-gateway' }),
+  });
+  consoleGateway.attach(server);
+  metrics.watchConsoleSessions(() => consoleGateway.openSessions);
   const metricsEndpoint =
     config.metricsPort === undefined
       ? undefined
       : await metrics.serve(config.metricsPort, config.host).catch(async (error: unknown) => {
           await new Promise((resolve) => server.close(resolve));
+          await credentials.stop();
           throw error;
         });
+  const s3 = drivers.embeddedStore
+    ? await startS3Endpoint({
+        store: drivers.embeddedStore,
+        access: createAccess(pool, drivers.embeddedStore),
+        port: config.s3.port,
+        host: config.host,
+        region: config.s3.region,
+        log: log.child({ component: 's3' }),
+      }).catch(async (error: unknown) => {
+        await new Promise((resolve) => server.close(resolve));
+        await metricsEndpoint?.close();
+        await credentials.stop();
+        throw error;
+      })
+    : undefined;
   answerClientErrors(server, log.child({ component: 'http' }), { https: config.publicBaseUrl?.startsWith('https:') ?? false, rateLimits });
   const address = server.address() as AddressInfo;
   const url = `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`;
+  listeningUrl = url;
 
   const background = new BackgroundRunner(log.child({ component: 'background' }), metrics);
   if (config.background) {
@@ -163,16 +256,19 @@ async function composePlatform(
     background.start([
       ...areas.flatMap((area) => area.background ?? []),
       { name: 'idempotency-purge', intervalMs: 3_600_000, run: async () => void (await purgeExpiredKeys(pool)) },
+      ...(drivers.embeddedStore ? [{ name: 'object-store-sweep', intervalMs: 60_000, run: () => drivers.embeddedStore!.sweep() }] : []),
     ]);
   }
 
   return {
     url,
+    s3Url: s3?.url ?? config.rgw?.endpoint,
     metricsUrl: metricsEndpoint?.url,
     pool,
     async close() {
       // No new connections; requests in flight finish. Keep-alive connections are closed as
       // soon as they are idle, rather than when their keep-alive timeout ends.
+      consoleGateway.close();
       await new Promise<void>((resolve) => {
         const sweep = setInterval(() => server.closeIdleConnections(), 50);
         server.close(() => {
@@ -184,6 +280,9 @@ async function composePlatform(
       await background.stop();
       if (config.background) await engine.stop();
       await metricsEndpoint?.close();
+      await credentials.stop();
+      await s3?.close();
+      await drivers.embeddedStore?.close();
       await backendPool.end();
       await database.stop();
     },

@@ -10,7 +10,7 @@ export function describeStartupFailure(error: unknown, config: Pick<Config, 'hos
   const failure = error as NodeJS.ErrnoException & { address?: string; port?: number };
   switch (failure?.code) {
     case 'EADDRINUSE':
-      return `cannot listen on ${config.host}:${failure.port ?? config.port}: the port is already in use; stop the other process or choose another port (PORT, METRICS_PORT).`;
+      return `cannot listen on ${config.host}:${failure.port ?? config.port}: the port is already in use; stop the other process or choose another port (PORT, S3_PORT, METRICS_PORT).`;
     case 'EADDRNOTAVAIL':
       return `cannot listen on ${config.host}: the address is not one of this machine's; set HOST to a local address.`;
     case 'EACCES':

@@ -1,4 +1,7 @@
+import type { Config } from '../config.ts';
 import { recordAudit } from '../core/audit.ts';
+import { parseDuration } from '../core/test-clocks.ts';
+import type { Logger } from '../logging.ts';
 import type { Actor } from '../core/principal.ts';
 import { withTransaction, type Pool } from '../db/pool.ts';
 import { seedDemoHistory } from '../areas/billing/usage.ts';
@@ -17,6 +20,11 @@ verbs:
   set-protection --org ORG --vm VM --protected true|false
                                                   the operator's protection override, also where
                                                   the customer may not switch protection
+  clock advance --org ORG --by DURATION           moves the organization's test clock forward
+                                                  (90s, 15m, 6h, 32d): meters the stretch, closes
+                                                  finished months into invoices; due restarts run
+                                                  and console URLs expire by it (needs TEST_CLOCKS=true)
+  clock show --org ORG                            the organization's test clock
 
 options:
   --operator NAME   who acts (audit actor_sub); defaults to $USER
@@ -90,6 +98,7 @@ export async function runAdminCommand(
   verb: string,
   options: Options,
   user: string | undefined,
+  context: { config?: Config; log?: Logger; args?: string[] } = {},
 ): Promise<Record<string, unknown>> {
   const actor: Actor = {
     subject: typeof options.operator === 'string' ? options.operator : (user ?? 'operator'),
@@ -173,6 +182,21 @@ export async function runAdminCommand(
       const { setProtectionByOperator } = await import('../areas/compute/operator.ts');
       const vm = await withTransaction(pool, (tx) => setProtectionByOperator(tx, { orgId, vmId, protected: isProtected, actor }));
       return { org_id: orgId, vm_id: vm.id, protected: vm.protected, allowed_actions: vm.allowed_actions };
+    }
+    case 'clock': {
+      const action = context.args?.[0];
+      if (action !== 'advance' && action !== 'show') throw new AdminUsageError('clock takes advance or show');
+      const orgId = uuid(options, 'org');
+      await assertOrgExists(pool, orgId);
+      const { advanceClock, showClock } = await import('./clock.ts');
+      if (action === 'show') return showClock(pool, orgId);
+      // Refused unless this command, like the servers, runs with test clocks on: a moved clock
+      // means nothing to a server that ignores it.
+      if (!context.config?.testClocks || !context.log)
+        throw new AdminUsageError('test clocks are off: set TEST_CLOCKS=true (for the servers and this command)');
+      const byMs = parseDuration(required(options, 'by'));
+      if (byMs === undefined || byMs <= 0) throw new AdminUsageError('--by must be a duration such as 90s, 15m, 6h or 32d');
+      return advanceClock(pool, context.config, context.log, { orgId, byMs, actor });
     }
     default:
       throw new AdminUsageError(`unknown verb ${JSON.stringify(verb)}\n${USAGE}`);

@@ -24,6 +24,7 @@ const { values, positionals } = parseArgs({
     vm: { type: 'string' },
     protected: { type: 'string' },
     operator: { type: 'string' },
+    by: { type: 'string' },
     help: { type: 'boolean', default: false },
   },
 });
@@ -42,9 +43,10 @@ if (values.help || positionals.length === 0) {
 let exitCode = 0;
 try {
   const config = loadConfig();
-  const database = await openDatabase(config, createLogger('warn'));
+  const log = createLogger('warn');
+  const database = await openDatabase(config, log);
   try {
-    print(await runAdminCommand(database.pool, positionals[0]!, values, process.env.USER));
+    print(await runAdminCommand(database.pool, positionals[0]!, values, process.env.USER, { config, log, args: positionals.slice(1) }));
   } finally {
     await database.stop();
   }

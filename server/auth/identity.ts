@@ -1,7 +1,12 @@
 import type { Pool } from '../db/pool.ts';
 import type { Principal, Role, Scope } from '../core/principal.ts';
 import { hashApiKey, looksLikeApiKey, sameHash } from './api-keys.ts';
+import type { CredentialCache } from './credential-cache.ts';
 import { looksLikeJwt, type OidcVerifier } from './oidc.ts';
+
+/** last_used_at is to the minute: a key's use is written at most this often by one process. */
+const LAST_USED_RESOLUTION_MS = 60_000;
+const MAX_TOUCHED = 100_000;
 
 /**
  * Turns a bearer credential into a principal. `undefined` means 401: missing, malformed,
@@ -11,10 +16,15 @@ import { looksLikeJwt, type OidcVerifier } from './oidc.ts';
 export class IdentityResolver {
   private readonly pool: Pool;
   private readonly oidc: OidcVerifier | undefined;
+  /** Keys already looked up (absent: every request asks the database). */
+  private readonly cache: CredentialCache | undefined;
+  /** When this process last wrote each key's last_used_at. */
+  private readonly lastTouched = new Map<string, number>();
 
-  constructor(pool: Pool, oidc: OidcVerifier | undefined) {
+  constructor(pool: Pool, oidc: OidcVerifier | undefined, cache?: CredentialCache) {
     this.pool = pool;
     this.oidc = oidc;
+    this.cache = cache;
   }
 
   async resolve(credential: string, pathOrgId: string | undefined): Promise<Principal | 'no_membership' | undefined> {
@@ -25,6 +35,13 @@ export class IdentityResolver {
 
   private async fromApiKey(secret: string): Promise<Principal | undefined> {
     const hash = hashApiKey(secret);
+    const cacheKey = hash.toString('base64');
+    const cached = this.cache?.get(cacheKey);
+    if (cached) {
+      this.touch(cached.tokenId!);
+      return cached;
+    }
+    const ticket = this.cache?.ticket() ?? 0;
     const { rows } = await this.pool.query<{
       id: string;
       org_id: string;
@@ -32,10 +49,11 @@ export class IdentityResolver {
       scopes: Scope[];
       secret_hash: Buffer;
       usable: boolean;
+      expires_at: Date | null;
       role: Role;
       subject: string;
     }>(
-      `SELECT t.id, t.org_id, t.member_id, t.scopes, t.secret_hash, m.role, m.subject,
+      `SELECT t.id, t.org_id, t.member_id, t.scopes, t.secret_hash, t.expires_at, m.role, m.subject,
               (t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > now())) AS usable
        FROM api_tokens t JOIN members m ON m.id = t.member_id
        WHERE t.secret_hash = $1`,
@@ -43,14 +61,7 @@ export class IdentityResolver {
     );
     const key = rows[0];
     if (!key || !sameHash(key.secret_hash, hash) || !key.usable) return undefined;
-    // last_used_at is coarse (to the minute), so that most requests write nothing.
-    void this.pool
-      .query(
-        `UPDATE api_tokens SET last_used_at = now() WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute')`,
-        [key.id],
-      )
-      .catch(() => {});
-    return {
+    const principal: Principal = {
       orgId: key.org_id,
       memberId: key.member_id,
       role: key.role,
@@ -59,6 +70,27 @@ export class IdentityResolver {
       realm: 'api_key',
       tokenId: key.id,
     };
+    this.cache?.put(ticket, cacheKey, principal, key.expires_at);
+    this.touch(key.id);
+    return principal;
+  }
+
+  /**
+   * Records that a key was used: coarsely (to the minute), so at most once a minute per key and
+   * process, and off the request path (not awaited; a failure only leaves the time older).
+   */
+  private touch(tokenId: string): void {
+    const now = Date.now();
+    const last = this.lastTouched.get(tokenId);
+    if (last !== undefined && now - last < LAST_USED_RESOLUTION_MS) return;
+    if (this.lastTouched.size >= MAX_TOUCHED) this.lastTouched.clear();
+    this.lastTouched.set(tokenId, now);
+    void this.pool
+      .query(
+        `UPDATE api_tokens SET last_used_at = now() WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute')`,
+        [tokenId],
+      )
+      .catch(() => {});
   }
 
   private async fromAccessToken(token: string, pathOrgId: string | undefined): Promise<Principal | 'no_membership' | undefined> {

@@ -23,8 +23,13 @@ pg.types.setTypeParser(INT8_OID, exactInteger);
 // JSON columns (audit snapshots) keep big integers exact too.
 const JSON_OID = 114;
 const JSONB_OID = 3802;
+// JSON.parse reads them exactly unless an integer has 16 digits or more (2^53 has 16): only
+// such text goes through the slower exact parser (a long run of digits in a string also does).
+const MAYBE_UNSAFE_INTEGER = /\d{16}/;
 const parseExactJson = (text: string): unknown =>
-  parse(text, undefined, (digits) => (isInteger(digits) ? exactInteger(digits) : Number(digits)));
+  MAYBE_UNSAFE_INTEGER.test(text)
+    ? parse(text, undefined, (digits) => (isInteger(digits) ? exactInteger(digits) : Number(digits)))
+    : (JSON.parse(text) as unknown);
 pg.types.setTypeParser(JSON_OID, parseExactJson);
 pg.types.setTypeParser(JSONB_OID, parseExactJson);
 

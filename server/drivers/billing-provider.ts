@@ -1,29 +1,25 @@
-/** The external billing provider that issues invoices (Stripe-like). */
-export interface InvoiceLine {
-  meter: string;
-  quantity: string;
-  amountCents: number;
-}
-
-export interface IssuedInvoice {
-  id: string;
-  status: 'draft' | 'open' | 'paid' | 'void' | 'uncollectible';
-  currency: string;
-  totalCents: number;
+/**
+ * The external billing provider (Stripe-like) that takes payment for the invoices the platform
+ * issues. The platform meters, prices and issues the invoice itself (its lines, its HTML page and
+ * PDF); the provider is told the total and collects it.
+ */
+export interface CollectedInvoice {
+  status: 'open' | 'paid' | 'void' | 'uncollectible';
+  /** What remains to be paid after the collection attempt. */
   amountDueCents: number;
-  hostedInvoiceUrl: string | null;
-  invoicePdf: string | null;
 }
 
 export interface BillingProviderDriver {
-  /** Issues the invoice of one organization for one month. Safe to repeat: the same month gives the same invoice. */
-  /** `demo`: the usage was invented for a demo organization; the invoice must say so (its id and pages). */
-  issueInvoice(request: {
+  /**
+   * Finalizes an issued invoice and charges the organization's payment method on file. Safe to
+   * repeat: the same invoice id is collected once. `demo`: the invoice bills invented usage (a demo
+   * organization); nothing real is charged.
+   */
+  collectInvoice(request: {
+    invoiceId: string;
     orgId: string;
-    periodStart: Date;
-    periodEnd: Date;
-    lines: InvoiceLine[];
-    settled: boolean;
+    currency: string;
+    totalCents: number;
     demo: boolean;
-  }): Promise<IssuedInvoice>;
+  }): Promise<CollectedInvoice>;
 }

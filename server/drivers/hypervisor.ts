@@ -26,6 +26,13 @@ export interface HypervisorDriver {
   setFirewall(server: ServerRef, rules: FirewallRuleSpec[]): Promise<void>;
   /** Prepares a console session (identified by `sessionId`) on a running or rescued server. */
   prepareConsole(server: ServerRef, sessionId: string): Promise<ConsoleSession>;
+  /**
+   * Connects to the server's console for a prepared session: what the server writes goes to
+   * `sink.output`, keystrokes go in through the attachment's `input`. The console stays attached
+   * across the server's reboots, stops and rescues (it shows what they do) until `detach`, or
+   * until the server is deleted (`sink.ended`).
+   */
+  attachConsole(server: ServerRef, sessionId: string, sink: ConsoleSink): Promise<ConsoleAttachment>;
   /** What the hypervisor sees now, for the servers of these ids that exist (others are left out). */
   describeServers(serverIds: string[]): Promise<ServerReport[]>;
 
@@ -87,7 +94,19 @@ export interface ServerReport {
 }
 
 export interface ConsoleSession {
+  /** `serial`: a text console (what the server writes to its serial port, and keystrokes to it). */
   consoleType: 'vnc' | 'serial';
-  /** The gateway endpoint of the session; the single-use token is appended to it. */
-  gatewayUrl: string;
+}
+
+export interface ConsoleSink {
+  /** Text the server wrote to its console (terminal control sequences included). */
+  output(text: string): void;
+  /** The console is gone for good. */
+  ended(reason: 'server_deleted'): void;
+}
+
+export interface ConsoleAttachment {
+  /** Keystrokes, as a terminal sends them. */
+  input(data: string): void;
+  detach(): void;
 }

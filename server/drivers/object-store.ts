@@ -94,6 +94,9 @@ export interface OrganizationReport {
   usage: StorageUsage;
   /** The limits the store enforces; null when none were ever set. */
   enforced: EnforcedQuota | null;
-  /** Bytes of objects served to clients since the organization's first bucket (monotonic): egress. */
+  /**
+   * Bytes served to clients (GetObject bodies) for the organization since it exists: monotonic,
+   * never reset (billing meters egress from the growth of this figure).
+   */
   egressBytes: number;
 }

@@ -2,36 +2,76 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Config, RgwConfig } from '../config.ts';
 import type { Pool } from '../db/pool.ts';
+import { createEmbeddedObjectStore, type EmbeddedObjectStore } from './embedded/store.ts';
 import type { Drivers } from './index.ts';
 import { createRgwObjectStore } from './rgw/object-store.ts';
+import { FaultInjector, parseFaultRules } from './simulators/faults.ts';
 import { createSimulatedDrivers } from './simulators/index.ts';
 
-/** The simulated backends' tables, applied only where a simulator is chosen. */
+/** The simulated backends' tables (fault counters among them), applied where a simulator is chosen. */
 const SIMULATOR_MIGRATIONS = path.join(path.dirname(fileURLToPath(import.meta.url)), 'simulators', 'migrations');
+/** The embedded object store's tables. */
+const EMBEDDED_STORE_MIGRATIONS = path.join(path.dirname(fileURLToPath(import.meta.url)), 'embedded', 'migrations');
 /** The rgw driver's record of which RGW bucket is which platform bucket. */
 const RGW_MIGRATIONS = path.join(path.dirname(fileURLToPath(import.meta.url)), 'rgw', 'migrations');
 
 /** The migration folders the chosen drivers need beside the platform's own. */
 export function driverMigrations(choice: Config['drivers']): string[] {
   return [
-    ...(Object.values(choice).includes('simulator') ? [SIMULATOR_MIGRATIONS] : []),
+    // The fault counters live with the simulators' tables, and the embedded store injects faults too.
+    ...(Object.values(choice).includes('simulator') || choice.objectStore === 'embedded' ? [SIMULATOR_MIGRATIONS] : []),
+    ...(choice.objectStore === 'embedded' ? [EMBEDDED_STORE_MIGRATIONS] : []),
     ...(choice.objectStore === 'rgw' ? [RGW_MIGRATIONS] : []),
   ];
 }
 
+/** The drivers, and the embedded object store when it is the one chosen (the S3 endpoint serves it). */
+export interface DriverSet extends Drivers {
+  embeddedStore: EmbeddedObjectStore | undefined;
+}
+
 /**
- * Builds the chosen drivers. `pool` is the backends' own connection pool (the simulators keep their
- * state in the database, on connections the API's requests never wait for).
+ * Builds the chosen drivers. `pool` is the backends' own connection pool (the simulators and the
+ * embedded store keep their state in the database, on connections the API's requests never wait for).
  */
-export function createDrivers(choice: Config['drivers'], pool: Pool, simulators: Config['simulators'], rgw?: Config['rgw']): Drivers {
-  // Each choice is checked by loadConfig, so a new driver is one more case here, not a change of
-  // the areas.
-  const simulated = createSimulatedDrivers(pool, simulators);
+export async function createDrivers(
+  choice: Config['drivers'],
+  pool: Pool,
+  options: { simulators: Config['simulators']; dataDir: string; secretStoreKey: string | undefined; rgw?: Config['rgw'] },
+): Promise<DriverSet> {
+  // Each choice is checked by loadConfig, so a new driver is one more case here, not a change of the areas.
+  const simulated = createSimulatedDrivers(pool, options.simulators);
+  const embeddedStore =
+    choice.objectStore === 'embedded'
+      ? await createEmbeddedObjectStore({
+          pool,
+          dataDir: options.dataDir,
+          secretKey: options.secretStoreKey,
+          faults: new FaultInjector(pool, parseFaultRules(options.simulators.faults)),
+        })
+      : undefined;
   return {
     hypervisor: choice.compute === 'simulator' ? simulated.hypervisor : unreachable(choice.compute),
-    objectStore: choice.objectStore === 'simulator' ? simulated.objectStore : createRgwObjectStore(pool, rgwSettings(rgw)),
+    objectStore: objectStoreOf(choice.objectStore, { embeddedStore, simulated: simulated.objectStore, pool, rgw: options.rgw }),
     billing: choice.billing === 'simulator' ? simulated.billing : unreachable(choice.billing),
+    embeddedStore,
   };
+}
+
+function objectStoreOf(
+  choice: Config['drivers']['objectStore'],
+  built: { embeddedStore: EmbeddedObjectStore | undefined; simulated: Drivers['objectStore']; pool: Pool; rgw: Config['rgw'] },
+): Drivers['objectStore'] {
+  switch (choice) {
+    case 'embedded':
+      return built.embeddedStore!;
+    case 'simulator':
+      return built.simulated;
+    case 'rgw':
+      return createRgwObjectStore(built.pool, rgwSettings(built.rgw));
+    default:
+      return unreachable(choice);
+  }
 }
 
 function rgwSettings(rgw: Config['rgw']): RgwConfig {

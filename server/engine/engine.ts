@@ -67,7 +67,7 @@ export class OperationEngine {
   /** Starts listening for queued work (resolves once the first try is made) and the workers. */
   async start(): Promise<void> {
     const listening = new Promise<void>((resolve) => this.loops.push(this.listenLoop(resolve)));
-    for (let worker = 0; worker < this.config.concurrency; worker++) this.loops.push(this.workLoop());
+    if (this.config.concurrency > 0) this.loops.push(this.dispatchLoop());
     await listening;
   }
 
@@ -163,21 +163,42 @@ export class OperationEngine {
     }
   }
 
-  private async workLoop(): Promise<void> {
+  /**
+   * Claims work for every free worker slot in one query, and runs each claimed operation's
+   * attempt; claims again as soon as a slot frees or work is announced, else polls. When the
+   * engine stops, the attempts under way are released, and waited for.
+   */
+  private async dispatchLoop(): Promise<void> {
+    const inFlight = new Set<Promise<void>>();
     let failures = 0;
     while (!this.abort.signal.aborted) {
+      const free = this.config.concurrency - inFlight.size;
+      if (free === 0) {
+        // Woken by the attempt that frees a slot (or by the stop).
+        await this.pause(this.config.pollIntervalMs);
+        continue;
+      }
+      let claimed: OperationRow[];
       try {
-        const operation = await this.claim();
+        claimed = await this.claim(free);
         if (failures > 0) this.log.info('claiming operations works again');
         failures = 0;
-        if (operation) await this.attempt(operation);
-        else await this.pause(this.config.pollIntervalMs);
       } catch (error) {
         // The database is unreachable (or the claim broke): wait longer each time, log once.
         if (failures++ === 0) this.logFailure(this.log, error, 'claiming an operation failed; trying again');
         await this.pause(this.outageBackoff(failures));
+        continue;
       }
+      for (const operation of claimed) {
+        const attempt: Promise<void> = this.attempt(operation).finally(() => {
+          inFlight.delete(attempt);
+          this.kick();
+        });
+        inFlight.add(attempt);
+      }
+      if (claimed.length < free) await this.pause(this.config.pollIntervalMs);
     }
+    await Promise.all(inFlight);
   }
 
   /** Waits `ms`, or less when work is queued or the engine stops. */
@@ -197,10 +218,11 @@ export class OperationEngine {
   }
 
   /**
-   * The oldest claimable operation: queued, or running with a lapsed lease (its worker crashed,
-   * or it waits to retry), and with no earlier unfinished operation on the same resource.
+   * The oldest claimable operations, `limit` at most: queued, or running with a lapsed lease (its
+   * worker crashed, or it waits to retry), and with no earlier unfinished operation on the same
+   * resource (so one claim never takes two operations of one resource).
    */
-  private async claim(): Promise<OperationRow | undefined> {
+  private async claim(limit: number): Promise<OperationRow[]> {
     const { rows } = await this.pool.query<OperationRow>(
       `WITH next AS (
          SELECT o.id FROM operations o
@@ -211,16 +233,17 @@ export class OperationEngine {
                AND earlier.finished_at IS NULL AND earlier.seq < o.seq)
          ORDER BY o.seq
          FOR UPDATE OF o SKIP LOCKED
-         LIMIT 1
+         LIMIT $3
        )
        UPDATE operations o
        SET state = 'running', attempt = o.attempt + 1, started_at = coalesce(o.started_at, now()),
            lease_owner = $1, lease_expires_at = now() + make_interval(secs => $2::double precision / 1000)
        FROM next WHERE o.id = next.id
        RETURNING o.*`,
-      [this.workerId, this.config.leaseMs],
+      [this.workerId, this.config.leaseMs, limit],
     );
-    return rows[0];
+    // The UPDATE returns rows in no set order: attempts start oldest first.
+    return rows.sort((a, b) => a.seq - b.seq);
   }
 
   /** One attempt: the backend work, then its record. Never throws. */

@@ -1,10 +1,35 @@
-import type { Response } from 'express';
+import express, { type NextFunction, type Request, type Response } from 'express';
 import { stringify } from 'lossless-json';
+
+/** The text `sendJson` wrote for a response, waiting for `res.json` to send it. */
+const preparedText = new WeakMap<Response, string>();
+const expressJson = express.response.json;
+
+/**
+ * First in the chain: `res.json` sends the text `sendJson` prepared instead of serializing the
+ * body again. The response validator wraps `res.json` (it validates the object, then calls what
+ * `res.json` was when it was installed, which is this), so each body is serialized once and
+ * validated as the very object that was serialized. A `res.json` call that did not come through
+ * `sendJson` is served as Express serves it.
+ */
+export function preparedJson(_req: Request, res: Response, next: NextFunction): void {
+  res.json = sendPrepared;
+  next();
+}
+
+function sendPrepared(this: Response, body: unknown): Response {
+  const text = preparedText.get(this);
+  if (text === undefined) return expressJson.call(this, body);
+  preparedText.delete(this);
+  return this.send(text);
+}
 
 /**
  * Sends a JSON body with exact integers: a bigint (the spend budget up to 2^63-1) is written as
- * its digits. The response validator checks a copy of the body in which bigints are numbers
- * (JSON Schema validators know nothing of bigint); what goes on the wire is the exact text.
+ * its digits. Bodies without one (nearly all) are written by JSON.stringify, which refuses a
+ * bigint: only then is the exact writer used, and the validator sees a copy in which bigints are
+ * numbers (JSON Schema validators know nothing of bigint); the wire has the exact text either way.
+ * When the validator refuses the body, the prepared text is never sent: the error handler answers.
  */
 export function sendJson(res: Response, status: number, body: unknown, mediaType = 'application/json'): void {
   res.status(status).type(mediaType);
@@ -12,17 +37,24 @@ export function sendJson(res: Response, status: number, body: unknown, mediaType
     res.end();
     return;
   }
-  const exactText = stringify(body) ?? 'null';
-  const send = res.send;
-  // res.json runs the validator's response hook, then calls res.send with its own JSON text,
-  // which is swapped for the exact text. When the hook refuses the body, res.send is never
-  // reached and the error handler answers instead, with res.send restored.
-  res.send = ((_text: unknown) => send.call(res, exactText)) as Response['send'];
+  let text: string;
+  let validated: unknown = body;
   try {
-    res.json(withNumbers(body));
-  } finally {
-    res.send = send;
+    text = JSON.stringify(body);
+  } catch (error) {
+    // "Do not know how to serialize a BigInt"; anything else (a cycle) is a bug to report.
+    if (!(error instanceof TypeError) || !containsBigInt(body)) throw error;
+    text = stringify(body) ?? 'null';
+    validated = withNumbers(body);
   }
+  preparedText.set(res, text);
+  res.json(validated);
+}
+
+function containsBigInt(value: unknown): boolean {
+  if (typeof value === 'bigint') return true;
+  if (value !== null && typeof value === 'object') return Object.values(value).some(containsBigInt);
+  return false;
 }
 
 function withNumbers(value: unknown): unknown {

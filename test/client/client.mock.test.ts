@@ -151,18 +151,26 @@ describe('waitForOperation', () => {
   });
 
   test('rejects with OperationTimeoutError when it is still queued after timeoutMs', async () => {
-    const client = clientFor(target);
-    const accepted = await client.call('createVm', { body: createVmBody });
+    const client = clientFor(target, { headers: { Prefer: 'example=op_create_queued' } });
     const seen: Operation[] = [];
     const started = Date.now();
     const error = await client
-      .waitForOperation(accepted.operation, { timeoutMs: 1_000, initialIntervalMs: 100, onProgress: (op) => seen.push(op) })
+      .waitForOperation(operation_id, { timeoutMs: 1_000, initialIntervalMs: 100, onProgress: (op) => seen.push(op) })
       .catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(OperationTimeoutError);
-    expect(error).toMatchObject({ operationId: accepted.operation.id, timeoutMs: 1_000, operation: { state: 'queued' } });
+    expect(error).toMatchObject({ operationId: operation_id, timeoutMs: 1_000, operation: { state: 'queued' } });
     expect(Date.now() - started).toBeGreaterThanOrEqual(950);
     expect(Date.now() - started).toBeLessThan(3_000);
     expect(seen.length).toBeGreaterThanOrEqual(3);
+  });
+
+  test('the story completes with no special header: create an instance, wait for its operation, read it running', async () => {
+    const client = clientFor(target);
+    const accepted = await client.call('createVm', { body: createVmBody });
+    expect(accepted.operation.state).toBe('queued');
+    const operation = await client.waitForOperation(accepted.operation, { timeoutMs: 5_000, initialIntervalMs: 100 });
+    expect(operation).toMatchObject({ type: 'vm.create', state: 'succeeded', resource_id: accepted.vm.id });
+    expect(await client.call('getVm', { path: { vm_id: accepted.vm.id } })).toMatchObject({ id: accepted.vm.id, state: 'running' });
   });
 });
 

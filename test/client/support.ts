@@ -1,9 +1,7 @@
 // Helpers of the client tests: an API to talk to (the Prism mock now; any server with the same
 // contract later), a fetch that records what the client sends, and scripted fake fetches for
 // failures a real server cannot be asked for.
-import path from 'node:path';
-import { bin, repoRoot } from '../../scripts/lib/run.ts';
-import { freePort, startProcess, waitForHttp } from '../support/processes.ts';
+import { startMock } from '../support/processes.ts';
 import { createPlatformClient, type PlatformClient, type PlatformClientOptions } from '../../client/index.ts';
 
 /** Where the client tests send requests. */
@@ -20,10 +18,7 @@ export const exampleKey = 'cpk_3Ol_Svxj8s6AJH9dF10S5Aq_qj3r9CwRP2hDPHeY4P8';
 
 /** Starts the Prism mock (`tsx scripts/mock.ts --port N`) as test/mock/mock.test.ts does. */
 export async function startMockTarget(): Promise<ApiTarget> {
-  const port = await freePort();
-  const mock = startProcess(bin('tsx'), [path.join(repoRoot, 'scripts', 'mock.ts'), '--port', String(port)]);
-  const baseUrl = `http://127.0.0.1:${port}`;
-  await waitForHttp(`${baseUrl}/v1/orgs/${exampleOrg}`, mock);
+  const { mock, baseUrl } = await startMock(`/v1/orgs/${exampleOrg}`);
   return { baseUrl, org: exampleOrg, credential: exampleKey, stop: mock.stop };
 }
 

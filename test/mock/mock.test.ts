@@ -1,10 +1,9 @@
 // The Prism mock that front-end teams work against: `npm run mock` serves the contract's
 // examples, lets a caller choose them with `Prefer`, and refuses invalid requests.
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { bin, repoRoot } from '../../scripts/lib/run.ts';
 import { loadBundle } from '../support/contract.ts';
-import { freePort, startProcess, waitForHttp, type Started } from '../support/processes.ts';
+import { startMock, type Started } from '../support/processes.ts';
+import { startTestServer, type TestServer } from '../support/server.ts';
 
 const org = '3f6c1a2e-9b4d-4c7a-8e21-5d0b7f9a1c34';
 const auth = { Authorization: 'Bearer cpk_3Ol_Svxj8s6AJH9dF10S5Aq_qj3r9CwRP2hDPHeY4P8' };
@@ -14,10 +13,9 @@ let mock: Started;
 let base: string;
 
 beforeAll(async () => {
-  const port = await freePort();
-  mock = startProcess(bin('tsx'), [path.join(repoRoot, 'scripts', 'mock.ts'), '--port', String(port)]);
-  base = `http://127.0.0.1:${port}/v1/orgs/${org}`;
-  await waitForHttp(base, mock);
+  const started = await startMock(`/v1/orgs/${org}`);
+  mock = started.mock;
+  base = `${started.baseUrl}/v1/orgs/${org}`;
 });
 
 afterAll(() => mock?.stop());
@@ -128,5 +126,112 @@ describe('the mock', () => {
       body: '{"spend_budget_cents": 9223372036854775807}',
     });
     expect(response.status).toBe(200);
+  });
+});
+
+describe('Prefer: example= as the README says', () => {
+  test('an error example alone is served with its own status', async () => {
+    const response = await fetch(`${base}/compute/vms/b8a3c5d7-2e4f-4a6b-9c8d-1e3f5a7b9c20`, {
+      method: 'DELETE',
+      headers: { ...auth, Prefer: 'example=vm_protected' },
+    });
+    expect(response.status).toBe(409);
+    expect(response.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+    expect(await response.json()).toEqual(examples.vm_protected!.value);
+  });
+
+  test('a name the operation does not have is 400 at /header/Prefer, listing the names it has', async () => {
+    const response = await fetch(`${base}/billing`, { headers: { ...auth, Prefer: 'example=vm_protected' } });
+    expect(response.status).toBe(400);
+    const problem = await response.json();
+    expect(problem.code).toBe('validation_failed');
+    expect(problem.errors).toEqual([
+      {
+        pointer: '/header/Prefer',
+        detail: expect.stringMatching(/^getBilling has no example named "vm_protected"; its named examples: billing \(200\)/),
+      },
+    ]);
+  });
+
+  test('with no Prefer, polling an operation finds it finished, so a client waiting on it completes', async () => {
+    const created = await fetch(`${base}/compute/vms`, {
+      method: 'POST',
+      headers: { ...auth, 'Content-Type': 'application/json' },
+      body: JSON.stringify({
+        name: 'web-1',
+        image: 'ubuntu-24.04',
+        region: 'fra1',
+        vcpus: 2,
+        memory_mb: 4096,
+        disk_gb: 40,
+        storage_pool: 'fra1-ssd',
+        network_profile: 'fra1-standard',
+      }),
+    });
+    expect(created.status).toBe(202);
+    const { operation } = await created.json();
+    const polled = await (await fetch(`${base}/operations/${operation.id}`, { headers: auth })).json();
+    expect(polled).toMatchObject({ id: operation.id, state: 'succeeded', finished_at: expect.any(String) });
+  });
+});
+
+describe("invalid requests get the server's own problem documents", () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer();
+  });
+  afterAll(() => server?.close());
+
+  /** The same request to the mock and to the real server (each with its own organization and key). */
+  async function both(
+    method: string,
+    orgPath: string,
+    init: { headers?: Record<string, string>; body?: string; anonymous?: boolean } = {},
+  ) {
+    const credential = init.anonymous ? {} : auth;
+    const mockAnswer = await fetch(`${base}${orgPath}`, { method, headers: { ...credential, ...init.headers }, body: init.body });
+    const serverAnswer = await server.org.call(method, orgPath, {
+      rawBody: init.body,
+      headers: init.headers,
+      key: init.anonymous ? null : undefined,
+    });
+    const mockProblem = await mockAnswer.json();
+    const comparable = (problem: Record<string, any>, orgId: string): Record<string, any> => ({
+      ...problem,
+      request_id: expect.stringMatching(/^req_/),
+      detail: String(problem.detail).replaceAll(orgId, '{org}'),
+    });
+    return {
+      mock: { status: mockAnswer.status, type: mockAnswer.headers.get('content-type'), problem: comparable(mockProblem, org) },
+      server: {
+        status: serverAnswer.status,
+        type: serverAnswer.headers.get('content-type'),
+        problem: comparable(serverAnswer.body, server.org.orgId),
+      },
+    };
+  }
+
+  test.each([
+    ['malformed JSON', 'PUT', '/billing', { headers: { 'Content-Type': 'application/json' }, body: '{"spend_budget_cents": 1,' }],
+    ['JSON that is not even started', 'PUT', '/billing', { headers: { 'Content-Type': 'application/json' }, body: 'budget=1' }],
+    ['an unknown path', 'GET', '/compute/volumes', {}],
+    ['a method the path does not take', 'PATCH', '/billing', {}],
+    ['no credential', 'GET', '/billing', { anonymous: true }],
+    [
+      'a field of the wrong type',
+      'PUT',
+      '/billing',
+      { headers: { 'Content-Type': 'application/json' }, body: '{"spend_budget_cents": "100"}' },
+    ],
+  ])('%s', async (_name, method, orgPath, init) => {
+    const { mock, server: real } = await both(method, orgPath, init);
+    expect(mock.status).toBe(real.status);
+    expect(mock.type).toMatch(/^application\/problem\+json/);
+    expect({ ...mock.problem, errors: undefined, detail: undefined }).toEqual({ ...real.problem, errors: undefined, detail: undefined });
+    if (real.problem.code !== 'validation_failed') expect(mock.problem.detail).toBe(real.problem.detail);
+    else
+      expect(mock.problem.errors.map((error: { pointer: string }) => error.pointer)).toEqual(
+        real.problem.errors.map((error: { pointer: string }) => error.pointer),
+      );
   });
 });

@@ -126,10 +126,10 @@ describe('getBilling', () => {
 /** An organization with a demo history, once the billing run (the metering loop) has issued its invoices. */
 async function demoOrg(name: string): Promise<TestOrg> {
   const org = await server.createOrg(name, { demoHistory: true });
-  await eventually(
-    async () => ((await org.call('GET', '/invoices')).body.items.length === 3 ? true : undefined),
-    'the billing run to issue three invoices',
-  );
+  await eventually(async () => {
+    const { items } = (await org.call('GET', '/invoices')).body;
+    return items.length === 3 && items.every((invoice: { status: string }) => invoice.status !== 'draft') ? true : undefined;
+  }, 'the billing run to issue and collect three invoices');
   return org;
 }
 
@@ -166,7 +166,13 @@ describe('invoices', () => {
       expect(invoice).toMatchObject({ status: 'paid', currency: 'eur', amount_due_cents: 0 });
       expect(invoice.total_cents).toBeGreaterThan(0);
       expect(invoice.id).toMatch(/^in_demo_\d{4}_\d{2}_[0-9a-f]{8}$/);
-      expect(invoice.hosted_invoice_url).toBe(`https://billing.cloudplatform.dev/invoices/${invoice.id}`);
+      // Pages the platform serves itself, behind signed links.
+      expect(invoice.hosted_invoice_url).toMatch(
+        new RegExp(`^${server.url}/billing/invoices/${invoice.id}\\.html\\?expires=\\d+&signature=[\\w-]+$`),
+      );
+      expect(invoice.invoice_pdf).toMatch(
+        new RegExp(`^${server.url}/billing/invoices/${invoice.id}\\.pdf\\?expires=\\d+&signature=[\\w-]+$`),
+      );
     }
   });
 

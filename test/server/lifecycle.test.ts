@@ -166,7 +166,7 @@ describe('start-up', () => {
       .split('\n')
       .filter((line) => !line.startsWith('{') && !line.includes('running through tsx'));
     expect(stderrLines).toEqual([
-      `cloud-platform: cannot listen on 127.0.0.1:${port}: the port is already in use; stop the other process or choose another port (PORT, METRICS_PORT).`,
+      `cloud-platform: cannot listen on 127.0.0.1:${port}: the port is already in use; stop the other process or choose another port (PORT, S3_PORT, METRICS_PORT).`,
     ]);
 
     first.child.kill('SIGTERM');

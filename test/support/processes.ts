@@ -1,5 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
+import path from 'node:path';
+import { bin, repoRoot } from '../../scripts/lib/run.ts';
 
 /** A TCP port that was free a moment ago. */
 export function freePort(): Promise<number> {
@@ -55,4 +57,30 @@ export async function waitForHttp(url: string, started: Started, timeoutMs = 60_
     }
   }
   throw new Error(`${url} did not answer within ${timeoutMs} ms:\n${started.output()}`);
+}
+
+/**
+ * Starts the mock (`scripts/mock.ts`) on ports found free, and waits until `readyPath` answers.
+ * A port found free can be taken by another socket before the mock binds it (the ephemeral range
+ * is shared with every outgoing connection of the machine): such a start is retried on new ports.
+ */
+export async function startMock(readyPath = '/healthz', attempts = 3): Promise<{ mock: Started; baseUrl: string }> {
+  for (let attempt = 1; ; attempt++) {
+    const [port, prismPort] = [await freePort(), await freePort()];
+    const mock = startProcess(bin('tsx'), [
+      path.join(repoRoot, 'scripts', 'mock.ts'),
+      '--port',
+      String(port),
+      '--prism-port',
+      String(prismPort),
+    ]);
+    const baseUrl = `http://127.0.0.1:${port}`;
+    try {
+      await waitForHttp(`${baseUrl}${readyPath}`, mock);
+      return { mock, baseUrl };
+    } catch (error) {
+      await mock.stop();
+      if (attempt >= attempts || !mock.output().includes('EADDRINUSE')) throw error;
+    }
+  }
 }

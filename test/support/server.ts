@@ -33,6 +33,9 @@ export const TEST_ENV: Record<string, string> = {
   RATE_LIMIT_ANONYMOUS: '100000',
   // Any free port: test servers run side by side.
   METRICS_PORT: '0',
+  S3_PORT: '0',
+  // The simulated object store (figures only, faults injectable); the S3 tests choose `embedded`.
+  OBJECT_STORE_DRIVER: 'simulator',
 };
 
 /** A new, empty database in the test run's PostgreSQL. */
@@ -74,6 +77,9 @@ export interface CallOptions {
 
 export interface TestServer {
   url: string;
+  /** The S3 endpoint (with OBJECT_STORE_DRIVER=embedded). */
+  s3Url: string | undefined;
+  dataDir: string;
   metricsUrl: string | undefined;
   databaseUrl: string;
   pool: pg.Pool;
@@ -133,19 +139,22 @@ async function newOrg(url: string, pool: pg.Pool, name: string, options: { demoH
 /** The real platform in this test process, on its own database. */
 export async function startTestServer(env: Record<string, string> = {}, options: { clock?: Clock } = {}): Promise<TestServer> {
   const databaseUrl = await createTestDatabase();
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'cloud-platform-test-'));
   const config = loadConfig({
     ...TEST_ENV,
     ...env,
     DATABASE_URL: databaseUrl,
     PORT: '0',
     HOST: '127.0.0.1',
-    DATA_DIR: mkdtempSync(path.join(tmpdir(), 'cloud-platform-test-')),
+    DATA_DIR: dataDir,
   });
   const platform: Platform = await startPlatform(config, createLogger(config.logLevel), { clock: options.clock });
   const pool = platform.pool;
   const org = await newOrg(platform.url, pool, 'Acme Robotics');
   return {
     url: platform.url,
+    s3Url: platform.s3Url,
+    dataDir,
     metricsUrl: platform.metricsUrl,
     databaseUrl,
     pool,
@@ -171,9 +180,10 @@ export async function waitForOperation(org: TestOrg, operationId: string, timeou
 export async function startServerProcess(
   databaseUrl: string,
   env: Record<string, string> = {},
+  options: { dataDir?: string; port?: number } = {},
 ): Promise<Started & { url: string; dataDir: string }> {
-  const port = await freePort();
-  const dataDir = mkdtempSync(path.join(tmpdir(), 'cloud-platform-proc-'));
+  const port = options.port ?? (await freePort());
+  const dataDir = options.dataDir ?? mkdtempSync(path.join(tmpdir(), 'cloud-platform-proc-'));
   const started = startProcess(process.execPath, [path.join(repoRoot, 'scripts', 'start.mjs'), path.join(repoRoot, 'server', 'main.ts')], {
     ...TEST_ENV,
     ...env,
@@ -188,7 +198,7 @@ export async function startServerProcess(
 }
 
 /** The bootstrap credentials the server writes on its first start (waits for them briefly). */
-export async function readBootstrap(dataDir: string): Promise<{ org_id: string; api_key: string; base_url: string }> {
+export async function readBootstrap(dataDir: string): Promise<{ org_id: string; api_key: string; base_url: string; s3_endpoint?: string }> {
   const file = path.join(dataDir, 'bootstrap.json');
   for (let waited = 0; !existsSync(file) && waited < 10_000; waited += 50) await new Promise((resolve) => setTimeout(resolve, 50));
   return JSON.parse(readFileSync(file, 'utf8'));

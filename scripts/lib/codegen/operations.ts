@@ -22,6 +22,9 @@ interface OperationObject {
   responses: Record<string, { $ref?: string; content?: Record<string, unknown> }>;
   'x-required-scope'?: string;
   security?: unknown[];
+  deprecated?: boolean;
+  'x-deprecated-at'?: string;
+  'x-sunset'?: string;
 }
 
 interface Document {
@@ -39,6 +42,8 @@ export interface OperationInfo {
   hasBody: boolean;
   bodyRequired: boolean;
   responses: Array<{ status: number; mediaType: string | undefined }>;
+  /** For a deprecated operation: when it was deprecated and when it may be removed (YYYY-MM-DD). */
+  deprecation?: { deprecatedAt: string; sunset: string };
 }
 
 /** Every operation of the document, in the order of its paths. */
@@ -61,6 +66,14 @@ export function collectOperations(document: Document): OperationInfo[] {
         const resolved = response.$ref ? document.components.responses![response.$ref.split('/').pop()!]! : response;
         return { status: Number(status), mediaType: Object.keys(resolved.content ?? {})[0] };
       });
+      let deprecation: OperationInfo['deprecation'];
+      if (operation.deprecated === true) {
+        const [deprecatedAt, sunset] = [operation['x-deprecated-at'], operation['x-sunset']];
+        const isDate = (value: unknown): value is string => typeof value === 'string' && /^\d{4}-\d{2}-\d{2}$/.test(value);
+        if (!isDate(deprecatedAt) || !isDate(sunset))
+          throw new Error(`${operation.operationId}: a deprecated operation needs x-deprecated-at and x-sunset dates (YYYY-MM-DD)`);
+        deprecation = { deprecatedAt, sunset };
+      }
       operations.push({
         operationId: operation.operationId,
         method,
@@ -71,6 +84,7 @@ export function collectOperations(document: Document): OperationInfo[] {
         hasBody: operation.requestBody !== undefined,
         bodyRequired: operation.requestBody?.required === true,
         responses,
+        deprecation,
       });
     }
   }
@@ -99,6 +113,8 @@ export function generateOperationsModule(document: Document): string {
     '  readonly idempotencyKey: boolean;',
     '  /** Whether it is a list that pages with `limit` and `cursor`. */',
     '  readonly paginated: boolean;',
+    '  /** A deprecated operation: when it was deprecated and when it may be removed (YYYY-MM-DD); its answers say so. */',
+    '  readonly deprecation?: { readonly deprecatedAt: string; readonly sunset: string };',
     '}',
     '',
     '/** Every operation of the contract: operationId → route. */',
@@ -114,6 +130,9 @@ export function generateOperationsModule(document: Document): string {
       `    requestBody: '${operation.hasBody ? (operation.bodyRequired ? 'required' : 'optional') : 'none'}',`,
       `    idempotencyKey: ${operation.parameters.some((parameter) => parameter.in === 'header' && parameter.name === 'Idempotency-Key')},`,
       `    paginated: ${queryNames.includes('cursor')},`,
+      ...(operation.deprecation
+        ? [`    deprecation: { deprecatedAt: '${operation.deprecation.deprecatedAt}', sunset: '${operation.deprecation.sunset}' },`]
+        : []),
       '  },',
     );
   }

@@ -11,9 +11,12 @@ type ApiTokenOperations = 'createApiToken' | 'listApiTokens' | 'revokeApiToken';
 export function apiTokenHandlers({
   pool,
   tokens,
+  credentialsChanged = () => {},
 }: {
   pool: Pool;
   tokens: ApiTokenService;
+  /** Called once a revocation has committed (the credential cache of this process forgets at once). */
+  credentialsChanged?: () => void;
 }): Pick<OperationHandlers<RequestContext>, ApiTokenOperations> {
   return {
     createApiToken: (request, context) =>
@@ -34,14 +37,18 @@ export function apiTokenHandlers({
 
     listApiTokens: async (request, context) => ({ status: 200, body: await tokensPage(pool, context.principal.orgId, request.query) }),
 
-    revokeApiToken: (request, context) =>
-      performWrite(pool, context, async (tx) => {
+    revokeApiToken: async (request, context) => {
+      const answer = await performWrite(pool, context, async (tx) => {
         const { before, after } = await tokens.revoke(tx, context.principal.orgId, request.path.token_id);
         const token = toApiTokenOut(after);
         return {
           response: { status: 200 as const, body: token },
           audit: { resourceId: token.id, before: toApiTokenOut(before), after: token },
         };
-      }),
+      });
+      // Other processes hear of it from the database (NOTIFY on commit); this one need not wait.
+      credentialsChanged();
+      return answer;
+    },
   };
 }

@@ -3,9 +3,12 @@ import { apiTokenHandlers } from './api-token-handlers.ts';
 import { createApiTokenService } from './api-token-service.ts';
 
 /** API keys: created with a secret shown once, listed as metadata, revoked at once. */
-export function apiTokensArea({ pool, clock }: AreaDependencies): Area<'createApiToken' | 'listApiTokens' | 'revokeApiToken'> {
+export function apiTokensArea(
+  { pool, clock }: AreaDependencies,
+  credentialsChanged?: () => void,
+): Area<'createApiToken' | 'listApiTokens' | 'revokeApiToken'> {
   return {
     executors: {},
-    handlers: apiTokenHandlers({ pool, tokens: createApiTokenService(clock) }),
+    handlers: apiTokenHandlers({ pool, tokens: createApiTokenService(clock), credentialsChanged }),
   };
 }

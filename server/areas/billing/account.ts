@@ -1,9 +1,10 @@
 import type { components } from '../../../generated/openapi.ts';
 import { iso } from '../../core/clock.ts';
 import { notFound, spendBudgetExceeded } from '../../core/errors.ts';
+import type { OrganizationClock } from '../../core/test-clocks.ts';
 import type { Queryable } from '../../db/pool.ts';
 import type { BudgetGuard } from '../area.ts';
-import { PLAN, PRICES } from './prices.ts';
+import type { PriceList } from './prices.ts';
 import { costInCents, monthOf, startOfMonth, usageOfMonth } from './usage.ts';
 
 type BillingOut = components['schemas']['BillingOut'];
@@ -14,14 +15,14 @@ interface AccountRow {
   spend_budget_cents: number | bigint | null;
 }
 
-/** Month-to-date usage and its estimated cost. */
-async function monthToDate(db: Queryable, orgId: string, now: Date): Promise<BillingOut['month_to_date']> {
+/** Month-to-date usage and its estimated cost, in the month of the organization's `now`. */
+async function monthToDate(db: Queryable, prices: PriceList, orgId: string, now: Date): Promise<BillingOut['month_to_date']> {
   const usage = await usageOfMonth(db, orgId, monthOf(now));
   const decimal = (meter: string) => Number(usage.get(meter) ?? 0).toFixed(6);
-  return { egress_gb: decimal('egress_gb'), estimated_cents: costInCents(usage), storage_gb_month: decimal('storage_gb_month') };
+  return { egress_gb: decimal('egress_gb'), estimated_cents: costInCents(prices, usage), storage_gb_month: decimal('storage_gb_month') };
 }
 
-export async function billingOf(db: Queryable, orgId: string, now: Date): Promise<BillingOut> {
+export async function billingOf(db: Queryable, prices: PriceList, orgId: string, now: Date): Promise<BillingOut> {
   const { rows } = await db.query<AccountRow>('SELECT state, billing_exempt, spend_budget_cents FROM billing_accounts WHERE org_id = $1', [
     orgId,
   ]);
@@ -30,15 +31,15 @@ export async function billingOf(db: Queryable, orgId: string, now: Date): Promis
   return {
     state: account.state,
     billing_exempt: account.billing_exempt,
-    month_to_date: await monthToDate(db, orgId, now),
-    prices: PRICES.map((price) => ({ ...price })),
-    plan: { ...PLAN },
+    month_to_date: await monthToDate(db, prices, orgId, now),
+    prices: prices.prices.map(({ meter, unit, unit_amount_micro_eur }) => ({ meter, unit, unit_amount_micro_eur })),
+    plan: { ...prices.plan },
     current_period_end: iso(startOfMonth(now, 1)),
     spend_budget_cents: account.spend_budget_cents,
   };
 }
 
-export function createBudgetGuard(clock: { now(): Date }): BudgetGuard {
+export function createBudgetGuard(orgClock: OrganizationClock, prices: PriceList): BudgetGuard {
   return {
     async assertCanCreateBillable(db, orgId) {
       const { rows } = await db.query<{ spend_budget_cents: number | bigint | null }>(
@@ -47,7 +48,7 @@ export function createBudgetGuard(clock: { now(): Date }): BudgetGuard {
       );
       const budget = rows[0]?.spend_budget_cents;
       if (budget === null || budget === undefined) return;
-      const { estimated_cents } = await monthToDate(db, orgId, clock.now());
+      const { estimated_cents } = await monthToDate(db, prices, orgId, await orgClock.now(db, orgId));
       if (BigInt(estimated_cents) >= BigInt(budget)) throw spendBudgetExceeded();
     },
   };

@@ -1,45 +1,41 @@
 import { notFound } from '../../core/errors.ts';
 import { performWrite } from '../../core/write.ts';
-import { withTransaction } from '../../db/pool.ts';
 import type { Area, AreaDependencies, BackgroundTask, UsageSource } from '../area.ts';
 import { billingOf, setSpendBudget } from './account.ts';
-import { findInvoice, invoicesPage, issueDueInvoices, organizationsWithDueInvoices, toInvoiceOut } from './invoices.ts';
-import { accrueUsage } from './usage.ts';
+import { createBillingRun, type BillingRun } from './billing-run.ts';
+import type { InvoiceLinks } from './invoice-links.ts';
+import { findInvoice, invoicesPage, toInvoiceOut } from './invoices.ts';
+import type { PriceList } from './prices.ts';
 
 export { createBudgetGuard } from './account.ts';
 
 /**
- * Billing: the account and its spend budget, the price list, month-to-date usage, and invoices.
- * Metering accrues the usage of every area's billable resources; finished months are invoiced
- * through the billing provider.
+ * Billing: the account and its spend budget, the price list (configuration), month-to-date usage
+ * from metering, and invoices the platform's billing run issues (lines per meter, pages and PDFs
+ * behind signed links). Metering and the billing run read each organization's clock.
  */
 export function billingArea(
   deps: AreaDependencies,
-  usageSources: UsageSource[],
-): Area<'getBilling' | 'setBillingBudget' | 'listInvoices' | 'getInvoice'> {
-  const { pool, clock, drivers, config, log } = deps;
-
-  const issueQuietly = (orgId: string) =>
-    issueDueInvoices(pool, drivers.billing, orgId, clock.now()).catch((error: unknown) =>
-      log.warn({ err: error, org_id: orgId }, 'issuing invoices failed; retried later'),
-    );
+  options: { usageSources: UsageSource[]; prices: PriceList; links: () => Promise<InvoiceLinks> },
+): Area<'getBilling' | 'setBillingBudget' | 'listInvoices' | 'getInvoice'> & { billingRun: BillingRun } {
+  const { pool, orgClock, drivers, config, log } = deps;
+  const { prices, links } = options;
+  const billingRun = createBillingRun({ pool, orgClock, provider: drivers.billing, prices, sources: options.usageSources, log });
 
   const metering: BackgroundTask = {
     name: 'metering',
     intervalMs: config.intervals.meteringMs,
-    async run() {
-      const resources = (await Promise.all(usageSources.map((source) => source.meteredResources(pool)))).flat();
-      await withTransaction(pool, (tx) => accrueUsage(tx, resources, clock.now()));
-      for (const orgId of await organizationsWithDueInvoices(pool, clock.now())) await issueQuietly(orgId);
-    },
+    run: () => billingRun.run(),
   };
 
   return {
+    billingRun,
     executors: {},
     background: [metering],
     handlers: {
       async getBilling(_request, context) {
-        return { status: 200, body: await billingOf(pool, context.principal.orgId, clock.now()) };
+        const orgId = context.principal.orgId;
+        return { status: 200, body: await billingOf(pool, prices, orgId, await orgClock.now(pool, orgId)) };
       },
 
       async setBillingBudget(request, context) {
@@ -48,20 +44,20 @@ export function billingArea(
         return performWrite(pool, context, async (tx) => {
           const { before } = await setSpendBudget(tx, orgId, budget);
           return {
-            response: { status: 200 as const, body: await billingOf(tx, orgId, clock.now()) },
+            response: { status: 200 as const, body: await billingOf(tx, prices, orgId, await orgClock.now(tx, orgId)) },
             audit: { resourceId: orgId, before: { spend_budget_cents: before }, after: { spend_budget_cents: budget } },
           };
         });
       },
 
       async listInvoices(request, context) {
-        return { status: 200, body: await invoicesPage(pool, context.principal.orgId, request.query) };
+        return { status: 200, body: await invoicesPage(pool, context.principal.orgId, request.query, await links()) };
       },
 
       async getInvoice(request, context) {
         const invoice = await findInvoice(pool, context.principal.orgId, request.path.invoice_id);
         if (!invoice) throw notFound(`No invoice ${request.path.invoice_id} in this organization.`);
-        return { status: 200, body: toInvoiceOut(invoice) };
+        return { status: 200, body: toInvoiceOut(invoice, await links()) };
       },
     },
   };

@@ -36,7 +36,7 @@ export type ComputeOperations =
  * the hypervisor observes and the scheduler runs due restarts.
  */
 export function computeArea(deps: AreaDependencies): Area<ComputeOperations, VmOperationType | PublicIpOperationType> {
-  const { pool, config, clock, drivers, budget } = deps;
+  const { pool, config, orgClock, publicBaseUrl, drivers, budget } = deps;
   // A bad catalogue stops start-up here, with a message naming the file and the entry.
   const catalogue = loadCatalogue(config.catalogueFile);
   const maxAttempts = config.engine.maxAttempts;
@@ -44,18 +44,18 @@ export function computeArea(deps: AreaDependencies): Area<ComputeOperations, VmO
   const publicIps = createPublicIpService({ catalogue, budget, maxAttempts, vms });
   const schedules = createScheduleService(vms);
   const reconciler = createReconciler(pool, drivers.hypervisor);
-  const scheduler = createScheduler({ pool, clock, vms });
+  const scheduler = createScheduler({ pool, orgClock, vms });
 
   return {
     handlers: {
-      ...vmHandlers({ pool, clock, vms }),
+      ...vmHandlers({ pool, orgClock, publicBaseUrl, vms }),
       ...catalogueHandlers({ catalogue }),
       ...publicIpHandlers({ pool, publicIps }),
       ...sshKeyHandlers({ pool }),
-      ...scheduleHandlers({ pool, clock, schedules }),
+      ...scheduleHandlers({ pool, orgClock, schedules }),
     },
     executors: {
-      ...vmExecutors(pool, drivers.hypervisor, catalogue),
+      ...vmExecutors(pool, drivers.hypervisor, catalogue, orgClock),
       ...publicIpExecutors(pool, drivers.hypervisor),
     },
     usage: computeUsage,

@@ -129,7 +129,7 @@ function region(value: unknown, where: string): Region {
     id,
     name: text(entry.name, `${at}.name`, DISPLAY_NAME, 'a display name of 1 to 100 characters'),
     disk_redundancy: oneOf(entry.disk_redundancy, `${at}.disk_redundancy`, ['replicated', 'single_copy'] as const),
-    console_type: entry.console_type === undefined ? 'vnc' : oneOf(entry.console_type, `${at}.console_type`, ['vnc', 'serial'] as const),
+    console_type: entry.console_type === undefined ? 'serial' : oneOf(entry.console_type, `${at}.console_type`, ['vnc', 'serial'] as const),
     storage_pools: storagePools.map(({ id, name }) => ({ id, name })),
     network_profiles: networkProfiles,
     images,

@@ -57,8 +57,10 @@ export function listVms<Item>(
     query,
     {
       table: 'vms',
-      where: `org_id = $1 AND deleted_at IS NULL AND ($2::text IS NULL OR region_id = $2) AND ($3::text IS NULL OR state = $3) AND labels @> $4::jsonb`,
-      params: [orgId, filters.region ?? null, filters.state ?? null, JSON.stringify(labels)],
+      // Without label filters the containment test is left out (null), rather than `@> '{}'`,
+      // which the planner might try to answer from the labels index.
+      where: `org_id = $1 AND deleted_at IS NULL AND ($2::text IS NULL OR region_id = $2) AND ($3::text IS NULL OR state = $3) AND ($4::jsonb IS NULL OR labels @> $4::jsonb)`,
+      params: [orgId, filters.region ?? null, filters.state ?? null, filters.labels.length > 0 ? JSON.stringify(labels) : null],
     },
     toItem,
   );

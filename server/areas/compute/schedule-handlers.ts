@@ -1,5 +1,5 @@
 import type { OperationHandlers } from '../../../generated/operations.ts';
-import type { Clock } from '../../core/clock.ts';
+import type { OrganizationClock } from '../../core/test-clocks.ts';
 import type { RequestContext } from '../../core/request-context.ts';
 import { performWrite } from '../../core/write.ts';
 import type { Pool } from '../../db/pool.ts';
@@ -14,11 +14,12 @@ export type ScheduleOperations = 'scheduleVmRestart' | 'listVmScheduledActions' 
 /** Handlers of scheduled restarts. */
 export function scheduleHandlers({
   pool,
-  clock,
+  orgClock,
   schedules,
 }: {
   pool: Pool;
-  clock: Clock;
+  /** A schedule's times are the organization's (a test clock moved forward moves them too). */
+  orgClock: OrganizationClock;
   schedules: ReturnType<typeof createScheduleService>;
 }): Pick<OperationHandlers<RequestContext>, ScheduleOperations> {
   const orgOf = (context: RequestContext) => context.principal.orgId;
@@ -26,7 +27,8 @@ export function scheduleHandlers({
   return {
     scheduleVmRestart: (request, context) =>
       performWrite(pool, context, async (tx) => {
-        const schedule = toScheduledActionOut(await schedules.create(tx, orgOf(context), request.path.vm_id, request.body, clock.now()));
+        const now = await orgClock.now(tx, orgOf(context));
+        const schedule = toScheduledActionOut(await schedules.create(tx, orgOf(context), request.path.vm_id, request.body, now));
         return {
           response: { status: 201 as const, body: schedule },
           audit: { resourceId: schedule.id, after: schedule },

@@ -1,5 +1,5 @@
 import { recordAudit } from '../../core/audit.ts';
-import type { Clock } from '../../core/clock.ts';
+import type { OrganizationClock } from '../../core/test-clocks.ts';
 import { SYSTEM_ACTOR } from '../../core/principal.ts';
 import { withTransaction, type Pool, type PoolClient } from '../../db/pool.ts';
 import { DomainError } from '../../core/errors.ts';
@@ -18,11 +18,12 @@ const BATCH = 25;
 type Outcome = Pick<ScheduleRow, 'last_outcome' | 'last_outcome_detail' | 'last_operation_id'>;
 
 /**
- * The scheduler: runs the schedules that have come due by `clock`. Due schedules are claimed
- * with `FOR UPDATE SKIP LOCKED` inside the transaction that records their run, so with several
- * processes each due run is handled by exactly one of them, once.
+ * The scheduler: runs the schedules that have come due by their organization's clock (the
+ * platform's, or a test clock moved forward). Due schedules are claimed with `FOR UPDATE SKIP
+ * LOCKED` inside the transaction that records their run, so with several processes each due run
+ * is handled by exactly one of them, once.
  */
-export function createScheduler({ pool, clock, vms }: { pool: Pool; clock: Clock; vms: VmService }) {
+export function createScheduler({ pool, orgClock, vms }: { pool: Pool; orgClock: OrganizationClock; vms: VmService }) {
   async function runOne(tx: PoolClient, schedule: ScheduleRow, now: Date): Promise<void> {
     const due = schedule.next_run_at!;
     const outcome = now.getTime() - due.getTime() > GRACE_PERIOD_MS ? missed(due, now) : await restart(tx, schedule);
@@ -97,13 +98,17 @@ export function createScheduler({ pool, clock, vms }: { pool: Pool; clock: Clock
       let handled = 0;
       for (;;) {
         const count = await withTransaction(pool, async (tx) => {
-          const now = clock.now();
+          const offsets = await orgClock.offsets(tx);
+          const now = orgClock.base.now();
+          // Due by the organization's own time: now plus its test clock's offset (none: zero).
           const { rows } = await tx.query<ScheduleRow>(
-            `SELECT * FROM scheduled_actions WHERE state = 'scheduled' AND next_run_at <= $1
-             ORDER BY next_run_at LIMIT $2 FOR UPDATE SKIP LOCKED`,
-            [now, BATCH],
+            `SELECT s.* FROM scheduled_actions s
+             WHERE s.state = 'scheduled'
+               AND s.next_run_at <= $1::timestamptz + make_interval(secs => COALESCE(($3::jsonb ->> s.org_id::text)::numeric, 0) / 1000)
+             ORDER BY s.next_run_at LIMIT $2 FOR UPDATE OF s SKIP LOCKED`,
+            [now, BATCH, JSON.stringify(Object.fromEntries(offsets))],
           );
-          for (const schedule of rows) await runOne(tx, schedule, now);
+          for (const schedule of rows) await runOne(tx, schedule, orgClock.nowWith(offsets, schedule.org_id));
           return rows.length;
         });
         handled += count;

@@ -28,6 +28,7 @@ export const computeUsage: UsageSource = {
         resourceType: 'vm',
         resourceId: `${vm.id}:${vm.powered_since.getTime()}`,
         ratesPerHour: { vcpu_hour: vm.vcpus, memory_gb_hour: vm.memory_mb / 1024, disk_gb_hour: vm.disk_gb },
+        size: `${vm.vcpus} vCPU, ${vm.memory_mb / 1024} GB memory, ${vm.disk_gb} GB disk`,
       })),
       ...ips.map((ip) => ({ orgId: ip.org_id, resourceType: 'public_ip', resourceId: ip.id, ratesPerHour: { public_ip_hour: 1 } })),
     ];

@@ -1,3 +1,4 @@
+import type { OrganizationClock } from '../../core/test-clocks.ts';
 import type { Pool, PoolClient } from '../../db/pool.ts';
 import { TransientBackendError } from '../../drivers/errors.ts';
 import type { HypervisorDriver, ServerRef, ServerReport, ServerSpec } from '../../drivers/hypervisor.ts';
@@ -112,7 +113,12 @@ export type VmOperationType =
   | 'vm.firewall'
   | 'vm.console';
 
-export function vmExecutors(pool: Pool, hypervisor: HypervisorDriver, catalogue: Catalogue): Executors<VmOperationType> {
+export function vmExecutors(
+  pool: Pool,
+  hypervisor: HypervisorDriver,
+  catalogue: Catalogue,
+  orgClock: OrganizationClock,
+): Executors<VmOperationType> {
   /** What the hypervisor needs to make the instance's server, from the instance as it is now. */
   const specOf = (vm: VmRow): ServerSpec => {
     const region = catalogue.region(vm.region_id);
@@ -203,16 +209,17 @@ export function vmExecutors(pool: Pool, hypervisor: HypervisorDriver, catalogue:
     },
   };
 
-  const prepareConsole: Executor<{ consoleType: 'vnc' | 'serial'; gatewayUrl: string }> = {
+  const prepareConsole: Executor<{ consoleType: 'vnc' | 'serial' }> = {
     perform: async (operation) => hypervisor.prepareConsole(serverOf(await loadVm(pool, operation)), operation.id),
     async succeeded(tx, operation, session) {
       // The instance is locked FOR UPDATE first: the insert's foreign key would take a weaker lock
       // on it, and two transactions upgrading their weak locks deadlock.
       await recordSideOutcome(tx, operation);
       await tx.query(
-        `INSERT INTO console_sessions (operation_id, org_id, vm_id, console_type, gateway_url, prepared_at)
-         VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (operation_id) DO NOTHING`,
-        [operation.id, operation.org_id, operation.resource_id, session.consoleType, session.gatewayUrl, operation.finished_at],
+        `INSERT INTO console_sessions (operation_id, org_id, vm_id, console_type, prepared_at)
+         VALUES ($1, $2, $3, $4, $5) ON CONFLICT (operation_id) DO NOTHING`,
+        // By the organization's clock, as the collect window that starts here is read.
+        [operation.id, operation.org_id, operation.resource_id, session.consoleType, await orgClock.now(tx, operation.org_id)],
       );
     },
     failed: (tx, operation, failure) => recordSideOutcome(tx, operation, failure),

@@ -1,11 +1,11 @@
 import type { OperationHandlers } from '../../../generated/operations.ts';
-import type { Clock } from '../../core/clock.ts';
+import type { OrganizationClock } from '../../core/test-clocks.ts';
 import type { RequestContext } from '../../core/request-context.ts';
 import { performWrite, type WriteOutcome } from '../../core/write.ts';
 import { withTransaction, type Pool } from '../../db/pool.ts';
 import { toOperationRef } from '../../engine/operation-record.ts';
 import { forbidden } from '../../core/errors.ts';
-import { collectConsole } from './console.ts';
+import { collectConsole, webSocketBase } from './console.ts';
 import { vmNotFound } from './errors.ts';
 import { listVms } from './lists.ts';
 import type { VmChange, VmService } from './vm-service.ts';
@@ -51,11 +51,14 @@ const many = (value: string | string[] | undefined): string[] => (value === unde
 /** Handlers of instances, their actions, firewall, protection and console: parse, call the service, answer. */
 export function vmHandlers({
   pool,
-  clock,
+  orgClock,
+  publicBaseUrl,
   vms,
 }: {
   pool: Pool;
-  clock: Clock;
+  orgClock: OrganizationClock;
+  /** The address clients reach the platform at (the console gateway's is derived from it). */
+  publicBaseUrl: () => string;
   vms: VmService;
 }): Pick<OperationHandlers<RequestContext>, VmOperations> {
   const orgOf = (context: RequestContext) => context.principal.orgId;
@@ -140,7 +143,17 @@ export function vmHandlers({
       const orgId = orgOf(context);
       const response = await withTransaction(pool, async (tx) => {
         if (!(await findLiveVm(tx, orgId, request.path.vm_id))) throw vmNotFound(request.path.vm_id);
-        const collected = await collectConsole(tx, clock, orgId, request.path.vm_id, request.query.operation);
+        const collected = await collectConsole(
+          tx,
+          { orgClock },
+          {
+            orgId,
+            vmId: request.path.vm_id,
+            operationId: request.query.operation,
+            tokenId: context.principal.tokenId,
+            gatewayBase: webSocketBase(publicBaseUrl()),
+          },
+        );
         // Handing out console access is recorded like a change (the URL itself never is).
         await context.audit.succeeded(tx, {
           resourceId: request.path.vm_id,

@@ -6,6 +6,7 @@ import { createBucketService } from './bucket-service.ts';
 import { storageExecutors, type StorageOperationType } from './executors.ts';
 import { quotaHandlers } from './quota-handlers.ts';
 import { storagePurge, storageReconciler } from './reconciler.ts';
+import { egressCounters } from './egress.ts';
 import { storageUsage } from './usage.ts';
 
 type StorageOperations =
@@ -34,12 +35,12 @@ export function storageArea(deps: AreaDependencies): Area<StorageOperations, Sto
 
   return {
     executors: storageExecutors(pool, drivers.objectStore, clock),
-    usage: storageUsage,
+    usage: { ...storageUsage, meteredCounters: egressCounters(drivers.objectStore) },
     background: [storageReconciler(deps), storagePurge(deps)],
     handlers: {
       ...bucketHandlers({ pool, clock, buckets }),
       ...accessKeyHandlers({ pool, accessKeys }),
-      ...quotaHandlers({ pool }),
+      ...quotaHandlers({ pool, objectStore: drivers.objectStore }),
     },
   };
 }

@@ -15,6 +15,7 @@ import {
   type BucketState,
 } from './buckets.ts';
 import { SOFT_DELETE_RETENTION_MS } from './limits.ts';
+import { desiredLimits } from './s3-quota.ts';
 
 /** What a bucket operation brings back: the store's report, and when it was made. */
 interface BucketOutcome {
@@ -77,7 +78,15 @@ export function storageExecutors(pool: Queryable, objectStore: ObjectStoreDriver
   const createBucket = bucketExecutor(
     'creating',
     'active',
-    (bucket) => objectStore.createBucket({ ...addressOf(bucket), versioning: bucket.versioning, quota: quotaSpec(bucket) }),
+    async (bucket) => {
+      const report = await objectStore.createBucket({ ...addressOf(bucket), versioning: bucket.versioning, quota: quotaSpec(bucket) });
+      // The organization's limits reach the store with its first bucket, not at the reconciler's
+      // next pass; should this fail, that pass hands them over.
+      await objectStore
+        .setOrganizationQuota({ orgId: bucket.org_id, ...(await desiredLimits(pool, bucket.org_id)) })
+        .catch(() => undefined);
+      return report;
+    },
     async (tx, operation) => void (await updateBucket(tx, operation.resource_id, { state: 'error' }, 'creating')),
     // Never created: the bucket goes, and with it its name and slot.
     async (tx, operation) => void (await deleteBucketRow(tx, operation.resource_id, 'creating')),

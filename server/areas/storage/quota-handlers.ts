@@ -2,11 +2,18 @@ import type { OperationHandlers } from '../../../generated/operations.ts';
 import type { RequestContext } from '../../core/request-context.ts';
 import { performWrite } from '../../core/write.ts';
 import type { Pool } from '../../db/pool.ts';
+import type { ObjectStoreDriver } from '../../drivers/object-store.ts';
 import { setStorageCeiling } from './quota-service.ts';
-import { s3QuotaOf } from './s3-quota.ts';
+import { desiredLimits, s3QuotaOf } from './s3-quota.ts';
 
 /** Handlers of the organization's storage ceiling. */
-export function quotaHandlers({ pool }: { pool: Pool }): Pick<OperationHandlers<RequestContext>, 'getS3Quota' | 'setQuota'> {
+export function quotaHandlers({
+  pool,
+  objectStore,
+}: {
+  pool: Pool;
+  objectStore: ObjectStoreDriver;
+}): Pick<OperationHandlers<RequestContext>, 'getS3Quota' | 'setQuota'> {
   return {
     getS3Quota: async (_request, context) => ({ status: 200, body: await s3QuotaOf(pool, context.principal.orgId) }),
 
@@ -19,6 +26,12 @@ export function quotaHandlers({ pool }: { pool: Pool }): Pick<OperationHandlers<
             resourceId: context.principal.orgId,
             before: { cap_bytes: before.cap_bytes },
             after: { cap_bytes: after.cap_bytes, warning: after.warning ?? null },
+          },
+          // The store enforces the new ceiling from the next write on, not from the reconciler's
+          // next pass; should this fail, the reconciler hands it over then.
+          afterCommit: async () => {
+            const orgId = context.principal.orgId;
+            await objectStore.setOrganizationQuota({ orgId, ...(await desiredLimits(pool, orgId)) });
           },
         };
       }),

@@ -1,6 +1,7 @@
-import type { Queryable } from '../../db/pool.ts';
+import type { Pool, Queryable } from '../../db/pool.ts';
 import { PermanentBackendError } from '../errors.ts';
-import type { HypervisorDriver, PowerStatus, ServerRef, ServerReport } from '../hypervisor.ts';
+import type { ConsoleAttachment, ConsoleSink, HypervisorDriver, PowerStatus, ServerRef, ServerReport } from '../hypervisor.ts';
+import { createSerialConsole } from './serial-console.ts';
 import type { SimulatorDependencies } from './dependencies.ts';
 import { simulatedLatency } from './latency.ts';
 
@@ -8,6 +9,10 @@ interface ServerRow {
   server_id: string;
   name: string;
   region_id: string;
+  image_id: string;
+  vcpus: number;
+  memory_mb: number;
+  boots: number;
   console_type: 'vnc' | 'serial';
   power: PowerStatus;
   private_ipv4: string;
@@ -170,11 +175,25 @@ export function createHypervisorSimulator({ pool, latencyMs, faults }: Simulator
       const existing = await serverRow(pool, server.serverId);
       if (!existing) throw refused(`no server ${server.serverId}`);
       if (existing.power !== 'running' && existing.power !== 'rescue') throw refused(`server ${server.serverId} is ${existing.power}`);
+      // Only a serial console is simulated (a graphical one would need a framebuffer to draw).
+      if (existing.console_type !== 'serial')
+        throw refused(`server ${server.serverId} has a ${existing.console_type} console; only serial is simulated`);
       await pool.query(
         `INSERT INTO sim_console_sessions (session_id, server_id, console_type) VALUES ($1, $2, $3) ON CONFLICT (session_id) DO NOTHING`,
         [sessionId, server.serverId, existing.console_type],
       );
-      return { consoleType: existing.console_type, gatewayUrl: `wss://console.${existing.region_id}.cloudplatform.dev/v1/sessions` };
+      return { consoleType: existing.console_type };
+    },
+
+    async attachConsole(server, sessionId, sink) {
+      await call('attachConsole', server.name);
+      const { rowCount } = await pool.query('SELECT 1 FROM sim_console_sessions WHERE session_id = $1 AND server_id = $2', [
+        sessionId,
+        server.serverId,
+      ]);
+      const existing = await serverRow(pool, server.serverId);
+      if (!existing || rowCount === 0) throw refused(`no console session ${sessionId} on server ${server.serverId}`);
+      return attachSerialConsole(pool, existing, sink);
     },
 
     async describeServers(serverIds) {
@@ -220,6 +239,82 @@ export function createHypervisorSimulator({ pool, latencyMs, faults }: Simulator
     },
   };
 }
+
+/**
+ * A serial console attached to a simulated server. The server's power and boot count are watched
+ * (other calls, from any process, change them in sim_servers), so that a reboot, stop or rescue
+ * shows on the console as it happens; `reboot` and `poweroff` typed as root change the server.
+ */
+function attachSerialConsole(pool: Pool, server: ServerRow & { boots: number }, sink: ConsoleSink): ConsoleAttachment {
+  let power = server.power;
+  let boots = server.boots;
+  let detached = false;
+  const guest = createSerialConsole(
+    {
+      name: server.name,
+      imageId: server.image_id,
+      vcpus: server.vcpus,
+      memoryMb: server.memory_mb,
+      diskGb: server.disk_gb,
+      addresses: { private_ipv4: server.private_ipv4, public_ipv4: server.public_ipv4, ipv6: server.ipv6 },
+    },
+    power,
+    (text) => {
+      if (!detached) sink.output(text);
+    },
+    (request) => {
+      const change =
+        request === 'reboot'
+          ? `UPDATE sim_servers SET boots = boots + 1, updated_at = now() WHERE server_id = $1`
+          : `UPDATE sim_servers SET power = 'stopped', updated_at = now() WHERE server_id = $1`;
+      pool.query(change, [server.server_id]).then(watch, () => {});
+    },
+  );
+  let watching = false;
+  async function watch(): Promise<void> {
+    if (detached || watching) return;
+    watching = true;
+    try {
+      const { rows } = await pool.query<{ power: PowerStatus; boots: number }>(
+        'SELECT power, boots FROM sim_servers WHERE server_id = $1',
+        [server.server_id],
+      );
+      if (detached) return;
+      const now = rows[0];
+      if (!now) {
+        stop();
+        sink.ended('server_deleted');
+        return;
+      }
+      if (now.power !== power || now.boots !== boots) {
+        const rebooted = now.boots !== boots;
+        power = now.power;
+        boots = now.boots;
+        guest.powerChanged(now.power, rebooted);
+      }
+    } catch {
+      // A missed look is taken again at the next tick.
+    } finally {
+      watching = false;
+    }
+  }
+  const timer = setInterval(() => void watch(), CONSOLE_WATCH_MS);
+  const stop = () => {
+    detached = true;
+    clearInterval(timer);
+    guest.close();
+  };
+  guest.attach();
+  return {
+    input: (data) => {
+      if (!detached) guest.input(data);
+    },
+    detach: stop,
+  };
+}
+
+/** How often an attached console looks at its server's power. */
+const CONSOLE_WATCH_MS = 250;
 
 /** The address `host` places after `base` (hosts ending in .0 or .255 are skipped). */
 function ipv4(base: number, host: number): string {

@@ -24,6 +24,8 @@ export interface ObjectStoreSimulator extends ObjectStoreDriver {
     versionId?: string;
   }): Promise<{ versionId: string; deleteMarker: boolean }>;
   listObjectVersions(request: { orgId: string; bucket: string }): Promise<ObjectVersion[]>;
+  /** Serves the object's current version to a client: its bytes count as the organization's egress. */
+  getObject(request: { orgId: string; bucket: string; key: string }): Promise<{ sizeBytes: number }>;
   /** Whether the store accepts this access key id with this secret. */
   acceptsCredentials(accessKeyId: string, secret: string): Promise<boolean>;
 }
@@ -37,9 +39,9 @@ export interface ObjectVersion {
 
 /** An S3 write refused by the store, for the reason given (what S3 would answer with an error code). */
 export class WriteRefusedError extends Error {
-  readonly reason: 'no_such_bucket' | 'bucket_quota_exceeded' | 'organization_quota_exceeded' | 'writes_suspended';
+  readonly reason: 'no_such_bucket' | 'no_such_key' | 'bucket_quota_exceeded' | 'organization_quota_exceeded' | 'writes_suspended';
 
-  constructor(reason: 'no_such_bucket' | 'bucket_quota_exceeded' | 'organization_quota_exceeded' | 'writes_suspended') {
+  constructor(reason: 'no_such_bucket' | 'no_such_key' | 'bucket_quota_exceeded' | 'organization_quota_exceeded' | 'writes_suspended') {
     super(`write refused: ${reason}`);
     this.reason = reason;
   }
@@ -200,8 +202,10 @@ export function createObjectStoreSimulator({ pool, latencyMs, faults }: Simulato
         (total, bucket) => ({ bytes: total.bytes + bucket.usage.bytes, objects: total.objects + bucket.usage.objects }),
         { bytes: 0, objects: 0 },
       );
-      // The simulator serves no object data: nothing has left it.
-      return { buckets, usage, enforced, egressBytes: 0 };
+      const { rows: egress } = await pool.query<{ bytes: string }>('SELECT bytes::text FROM sim_objectstore_egress WHERE org_id = $1', [
+        orgId,
+      ]);
+      return { buckets, usage, enforced, egressBytes: Number(egress[0]?.bytes ?? 0) };
     },
 
     async setOrganizationQuota({ orgId, hardBytes, maxObjects, writesSuspended }) {
@@ -323,6 +327,25 @@ export function createObjectStoreSimulator({ pool, latencyMs, faults }: Simulato
         deleteMarker: row.delete_marker,
         sizeBytes: Number(row.size_bytes),
       }));
+    },
+
+    async getObject({ orgId, bucket: name, key }) {
+      return withTransaction(pool, async (tx) => {
+        const bucket = await servedBucket(tx, orgId, name);
+        const { rows } = await tx.query<{ size_bytes: string; delete_marker: boolean }>(
+          'SELECT size_bytes::text, delete_marker FROM sim_objectstore_objects WHERE bucket_id = $1 AND key = $2 ORDER BY seq DESC LIMIT 1',
+          [bucket.id, key],
+        );
+        const current = rows[0];
+        if (!current || current.delete_marker) throw new WriteRefusedError('no_such_key');
+        const sizeBytes = Number(current.size_bytes);
+        await tx.query(
+          `INSERT INTO sim_objectstore_egress (org_id, bytes) VALUES ($1, $2)
+           ON CONFLICT (org_id) DO UPDATE SET bytes = sim_objectstore_egress.bytes + EXCLUDED.bytes`,
+          [orgId, sizeBytes],
+        );
+        return { sizeBytes };
+      });
     },
 
     async acceptsCredentials(accessKeyId, secret) {

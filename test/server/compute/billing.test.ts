@@ -61,6 +61,8 @@ describe('metering', () => {
       resourceType: 'vm',
       resourceId: expect.stringMatching(new RegExp(`^${vm.id}:\\d+$`)),
       ratesPerHour: { vcpu_hour: 2, memory_gb_hour: 4, disk_gb_hour: 40 },
+      // Its hours are also counted by size, for the invoice.
+      size: '2 vCPU, 4 GB memory, 40 GB disk',
     });
     expect(metered.filter((resource) => resource.resourceType === 'public_ip')).toEqual([
       { orgId: org.orgId, resourceType: 'public_ip', resourceId: ip.id, ratesPerHour: { public_ip_hour: 1 } },

@@ -55,7 +55,11 @@ test('create an instance, wait for it, open its console, attach a public IP, and
   const { operation: consoleOperation } = await client.call('requestConsole', { path: { vm_id: vmId } });
   await client.waitForOperation(consoleOperation, quickly);
   const collected = await client.call('collectConsole', { path: { vm_id: vmId }, query: { operation: consoleOperation.id } });
-  expect(collected).toMatchObject({ console_type: 'vnc', expires_in_seconds: 60, url: expect.stringMatching(/^wss:\/\//) });
+  expect(collected).toMatchObject({
+    console_type: 'serial',
+    expires_in_seconds: 60,
+    url: expect.stringMatching(/^ws:\/\/127\.0\.0\.1:\d+\/console\/sessions\/cs_/),
+  });
   await expect(client.call('collectConsole', { path: { vm_id: vmId }, query: { operation: consoleOperation.id } })).rejects.toMatchObject({
     status: 404,
     code: 'not_found',

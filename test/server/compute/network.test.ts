@@ -6,12 +6,14 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { redeemConsoleToken } from '../../../server/areas/compute/console.ts';
 import { withTransaction } from '../../../server/db/pool.ts';
+import { createOrganizationClock } from '../../../server/core/test-clocks.ts';
 import { startTestServer, type TestOrg, type TestServer } from '../../support/server.ts';
 import { act, eventually, runningVm, singleCopyRequest, sshPublicKey, TestClock, uniqueName, vmRequest, type VmOut } from './fixtures.ts';
 
 let server: TestServer;
 let org: TestOrg;
 const clock = new TestClock();
+const orgClock = createOrganizationClock(clock, false);
 beforeAll(async () => {
   server = await startTestServer({}, { clock });
   org = server.org;
@@ -244,9 +246,16 @@ describe('consoles', () => {
     const collected = await org.call('GET', `/compute/vms/${vm.id}/console?operation=${operation.id}`);
     expect(collected.status).toBe(200);
     expect(collected.body).toEqual({
-      console_type: 'vnc',
+      console_type: 'serial',
       expires_in_seconds: 60,
-      url: expect.stringMatching(/^wss:\/\/console\.fra1\.cloudplatform\.dev\/v1\/sessions\/cs_[A-Za-z0-9_-]{43}$/),
+      // The platform's own gateway, at the address it serves (ws:// without TLS).
+      url: `${server.url.replace('http://', 'ws://')}/console/sessions/${collected.body.url.split('/').pop()}`,
+    });
+    expect(collected.body.url).toMatch(/\/console\/sessions\/cs_[A-Za-z0-9_-]{43}$/);
+    expect(collected.body).toEqual({
+      console_type: 'serial',
+      expires_in_seconds: 60,
+      url: expect.any(String),
     });
     // Collected twice: 404, as for any other reason.
     const twice = await org.call('GET', `/compute/vms/${vm.id}/console?operation=${operation.id}`);
@@ -256,8 +265,8 @@ describe('consoles', () => {
     const { rows } = await server.pool.query('SELECT * FROM console_sessions WHERE operation_id = $1', [operation.id]);
     expect(JSON.stringify(rows)).not.toContain(collected.body.url.split('/').pop());
 
-    const redeem = (url: string) => withTransaction(server.pool, (tx) => redeemConsoleToken(tx, clock, url));
-    expect(await redeem(collected.body.url)).toEqual({ vmId: vm.id, consoleType: 'vnc' });
+    const redeem = (url: string) => withTransaction(server.pool, (tx) => redeemConsoleToken(tx, orgClock, url.split('/').pop()!));
+    expect(await redeem(collected.body.url)).toMatchObject({ vmId: vm.id, consoleType: 'serial', operationId: operation.id });
     expect(await redeem(collected.body.url)).toBeUndefined();
     expect(await redeem(`${collected.body.url}x`)).toBeUndefined();
   });
@@ -287,7 +296,7 @@ describe('consoles', () => {
     const { url } = (await org.call('GET', `/compute/vms/${vm.id}/console?operation=${operation.id}`)).body;
     clock.advance(61_000);
     try {
-      expect(await withTransaction(server.pool, (tx) => redeemConsoleToken(tx, clock, url))).toBeUndefined();
+      expect(await withTransaction(server.pool, (tx) => redeemConsoleToken(tx, orgClock, url.split('/').pop()))).toBeUndefined();
     } finally {
       clock.advance(-61_000);
     }
@@ -298,7 +307,7 @@ describe('consoles', () => {
     const { operation } = await act(server, org, 'POST', `/compute/vms/${single.id}/console`);
     const collected = (await org.call('GET', `/compute/vms/${single.id}/console?operation=${operation.id}`)).body;
     expect(collected.console_type).toBe('serial');
-    expect(collected.url).toMatch(/^wss:\/\/console\.nbg-sc1\./);
+    expect(collected.url).toMatch(/^ws:\/\/127\.0\.0\.1:\d+\/console\/sessions\/cs_/);
 
     const vm = await runningVm(server, org);
     await act(server, org, 'POST', `/compute/vms/${vm.id}/rescue`);

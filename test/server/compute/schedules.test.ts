@@ -6,6 +6,7 @@ import { createScheduler } from '../../../server/areas/compute/scheduler.ts';
 import { loadCatalogue } from '../../../server/areas/compute/catalogue.ts';
 import { createVmService } from '../../../server/areas/compute/vm-service.ts';
 import { withTransaction } from '../../../server/db/pool.ts';
+import { createOrganizationClock } from '../../../server/core/test-clocks.ts';
 import { startTestServer, type TestOrg, type TestServer } from '../../support/server.ts';
 import { act, eventually, runningVm, singleCopyRequest, TestClock, type VmOut } from './fixtures.ts';
 
@@ -306,7 +307,9 @@ describe('several schedulers at once', () => {
     for (const vm of vms) await schedule(vm.id, { kind: 'once', run_at: '2026-11-20T10:20:00Z' });
     const catalogue = loadCatalogue();
     const service = createVmService({ catalogue, budget: { assertCanCreateBillable: async () => {} }, maxAttempts: 5 });
-    const schedulers = [1, 2, 3].map(() => createScheduler({ pool: server.pool, clock, vms: service }));
+    const schedulers = [1, 2, 3].map(() =>
+      createScheduler({ pool: server.pool, orgClock: createOrganizationClock(clock, false), vms: service }),
+    );
     clock.set('2026-11-20T10:20:01Z');
     // Three more "processes" race the server's own scheduler.
     await Promise.all(schedulers.map((scheduler) => scheduler.runDue()));

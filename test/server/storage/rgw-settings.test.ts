@@ -36,7 +36,7 @@ describe('settings', () => {
     [{ RGW_ADMIN_SECRET_KEY: '' }, 'RGW_ADMIN_SECRET_KEY is required when OBJECT_STORE_DRIVER is rgw'],
     [{ RGW_PUBLIC_URL: 'nope' }, 'RGW_PUBLIC_URL must be a URL, not "nope"'],
     [{ RGW_TIMEOUT_MS: '0' }, 'RGW_TIMEOUT_MS must be an integer from 100 to 600000, not "0"'],
-    [{ OBJECT_STORE_DRIVER: 'ceph' }, 'OBJECT_STORE_DRIVER must be one of simulator, rgw, not "ceph"'],
+    [{ OBJECT_STORE_DRIVER: 'ceph' }, 'OBJECT_STORE_DRIVER must be one of embedded, simulator, rgw, not "ceph"'],
   ])('%j stops start-up with one line', (change, message) => {
     expect(() => loadConfig({ ...RGW, ...change })).toThrow(new ConfigError(message));
   });

@@ -1,0 +1,59 @@
+// Section "operations engine": instance creations accepted through the API and driven to a
+// terminal state with SIM_LATENCY_MS=1, by one server process, then by two on one DATABASE_URL.
+import pg from 'pg';
+import { call, inParallel, vmRequest, type Api } from './api.ts';
+import { startRealServer } from './processes.ts';
+import { perSecond, record, section } from './report.ts';
+import { SERVER_ENV, type RunningServer } from './servers.ts';
+
+export const ENGINE_ENV = { SIM_LATENCY_MS: '1' };
+
+export async function engineSection(server: RunningServer, operations: number): Promise<void> {
+  section(`operations engine (${operations} instance creations, SIM_LATENCY_MS=1)`);
+  await drive('one process', [server.api], server.databaseUrl, operations, 'a');
+  const second = await startRealServer({
+    ...SERVER_ENV,
+    ...ENGINE_ENV,
+    DATA_DIR: `${server.dataDir}-second`,
+    DATABASE_URL: server.databaseUrl,
+  });
+  try {
+    await drive('two processes, one DATABASE_URL', [server.api, { ...server.api, base: second.url }], server.databaseUrl, operations, 'b');
+  } finally {
+    await second.stop();
+  }
+}
+
+async function drive(name: string, apis: Api[], databaseUrl: string, count: number, prefix: string): Promise<void> {
+  const db = new pg.Client({ connectionString: databaseUrl });
+  await db.connect();
+  try {
+    const started = performance.now();
+    let rejected = 0;
+    await inParallel(count, 32, async (index) => {
+      const answer = await call(apis[index % apis.length]!, 'POST', '/compute/vms', vmRequest(`engine-${prefix}-${index}`));
+      if (answer.status !== 202) rejected++;
+    });
+    const acceptedMs = performance.now() - started;
+    const deadline = Date.now() + 300_000;
+    let unfinished = Infinity;
+    while (unfinished > 0 && Date.now() < deadline) {
+      const { rows } = await db.query<{ n: string }>(`SELECT count(*) AS n FROM operations WHERE finished_at IS NULL`);
+      unfinished = Number(rows[0]!.n);
+      if (unfinished > 0) await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    const finishedMs = performance.now() - started;
+    const { rows: states } = await db.query<{ state: string; n: string }>(
+      `SELECT state, count(*) AS n FROM operations WHERE resource_id IN (SELECT id::text FROM vms WHERE name LIKE $1) GROUP BY state`,
+      [`engine-${prefix}-%`],
+    );
+    const outcome = states.map((row) => `${row.n} ${row.state}`).join(', ');
+    record({
+      figure: `engine, ${name}`,
+      real: `${perSecond((count / acceptedMs) * 1000)} accepted, ${perSecond((count / finishedMs) * 1000)} terminal${unfinished > 0 ? ` (${unfinished} unfinished after 5 min)` : ''}${rejected ? ` (${rejected} refused)` : ''} [${outcome}]`,
+      goal: '≥ 1,000/s',
+    });
+  } finally {
+    await db.end();
+  }
+}

@@ -1,0 +1,165 @@
+// The processes the benchmark compares: the real server (as `npm start` runs it), the stack
+// floor and the Prism mock, each a child process in a process group of its own, on 127.0.0.1.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import path from 'node:path';
+import { repoRoot } from '../lib/run.ts';
+
+export interface Child {
+  process: ChildProcess;
+  url: string;
+  /** What it printed (kept for error messages). */
+  output(): string;
+  /** SIGTERM to its process group; resolves when it has exited. */
+  stop(): Promise<void>;
+}
+
+/** A TCP port that was free a moment ago. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+function spawnChild(args: string[], env: Record<string, string>, url: string): Child {
+  const child = spawn(process.execPath, args, {
+    cwd: repoRoot,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+  });
+  let output = '';
+  // Kept short: a server logging every request would otherwise fill memory.
+  const keep = (chunk: Buffer) => (output = (output + chunk.toString()).slice(-20_000));
+  child.stdout.on('data', keep);
+  child.stderr.on('data', keep);
+  return {
+    process: child,
+    url,
+    output: () => output,
+    stop: () =>
+      new Promise((resolve) => {
+        if (child.exitCode !== null || child.signalCode !== null) return resolve();
+        child.once('exit', () => resolve());
+        try {
+          process.kill(-child.pid!, 'SIGTERM');
+        } catch {
+          resolve();
+        }
+      }),
+  };
+}
+
+/** Polls `url` until it answers with any status; throws when the process exits or time runs out. */
+export async function waitForHttp(child: Child, probePath: string, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (child.process.exitCode !== null) throw new Error(`the process exited early:\n${child.output()}`);
+    try {
+      await fetch(`${child.url}${probePath}`);
+      return;
+    } catch {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+  }
+  throw new Error(`${child.url} did not answer within ${timeoutMs} ms:\n${child.output()}`);
+}
+
+/** The real server as `npm start` runs it (`node scripts/start.mjs server/main.ts`), with `env`. */
+export async function startRealServer(env: Record<string, string>): Promise<Child> {
+  const port = await freePort();
+  const child = spawnChild(
+    [path.join(repoRoot, 'scripts', 'start.mjs'), path.join(repoRoot, 'server', 'main.ts')],
+    {
+      HOST: '127.0.0.1',
+      PORT: String(port),
+      METRICS_PORT: 'off',
+      LOG_FORMAT: 'json',
+      ...env,
+    },
+    `http://127.0.0.1:${port}`,
+  );
+  await waitForHttp(child, '/healthz');
+  return child;
+}
+
+/** The stack floor (floor-server.ts) serving the recorded answers in `routesFile`. */
+export async function startFloor(routesFile: string): Promise<Child> {
+  const port = await freePort();
+  const child = spawnChild(
+    [path.join(repoRoot, 'scripts', 'start.mjs'), path.join(repoRoot, 'scripts', 'bench', 'floor-server.ts')],
+    {
+      PORT: String(port),
+      BENCH_FLOOR_ROUTES: routesFile,
+    },
+    `http://127.0.0.1:${port}`,
+  );
+  await waitForHttp(child, '/healthz');
+  return child;
+}
+
+/** `npm run mock` on a free port (its proxy there, Prism on the next port). */
+export async function startPrism(): Promise<Child> {
+  const port = await freePort();
+  const child = spawnChild(
+    [path.join(repoRoot, 'node_modules', 'tsx', 'dist', 'cli.mjs'), path.join(repoRoot, 'scripts', 'mock.ts'), '--port', String(port)],
+    {},
+    `http://127.0.0.1:${port}`,
+  );
+  await waitForHttp(child, '/healthz', 120_000);
+  return child;
+}
+
+/**
+ * Resident memory of a process and, when `postgresDir` is given, of the embedded PostgreSQL
+ * running there (its postmaster and every backend). `rss` adds each process's RSS (shared pages
+ * counted once per process, as `ps` shows them); `pss` shares them out (proportional set size).
+ */
+export function memoryOf(pid: number, postgresDir?: string): { rss: number; pss: number; processes: number } {
+  const pids = [pid];
+  if (postgresDir) {
+    const pidFile = path.join(postgresDir, 'postmaster.pid');
+    if (existsSync(pidFile)) {
+      const postmaster = Number(readFileSync(pidFile, 'utf8').split('\n')[0]);
+      pids.push(postmaster, ...childrenOf(postmaster));
+    }
+  }
+  let rss = 0;
+  let pss = 0;
+  for (const each of pids) {
+    try {
+      rss += kib(readFileSync(`/proc/${each}/status`, 'utf8'), 'VmRSS');
+      pss += kib(readFileSync(`/proc/${each}/smaps_rollup`, 'utf8'), 'Pss');
+    } catch {
+      // Ended meanwhile.
+    }
+  }
+  return { rss: rss * 1024, pss: pss * 1024, processes: pids.length };
+}
+
+function kib(text: string, field: string): number {
+  const match = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(text);
+  return match ? Number(match[1]) : 0;
+}
+
+function childrenOf(parent: number): number[] {
+  const children: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      // The fourth field, after the command name in parentheses (which may contain spaces).
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      if (ppid === parent) children.push(Number(entry));
+    } catch {
+      // Ended meanwhile.
+    }
+  }
+  return children;
+}

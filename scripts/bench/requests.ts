@@ -1,0 +1,121 @@
+// Section "requests": the same requests against the real server, the stack floor (serving the
+// real server's recorded answers) and the Prism mock, one after the other in one run.
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { call, inParallel, vmRequest, type Api } from './api.ts';
+import type { RecordedAnswer } from './floor-server.ts';
+import { load, type LoadRequest, type LoadSettings } from './load.ts';
+import { startFloor, startPrism, type Child } from './processes.ts';
+import { ms, perSecond, ratio, record, section } from './report.ts';
+
+export interface RequestsOptions {
+  api: Api;
+  /** Where the floor's recorded answers are written. */
+  workDir: string;
+  settings: LoadSettings;
+  /** Instances in the listed page (100 by default). */
+  listSize: number;
+}
+
+interface Figure {
+  name: string;
+  goal?: string;
+  method: LoadRequest['method'];
+  orgPath: string;
+  body?: unknown;
+  freshIdempotencyKey?: boolean;
+}
+
+export async function requestsSection({ api, workDir, settings, listSize }: RequestsOptions): Promise<void> {
+  section(`requests (${settings.connections} connections, ${settings.seconds} s each after ${settings.warmupSeconds} s warm-up)`);
+  await seedInstances(api, listSize);
+  const vmList = JSON.parse((await call(api, 'GET', `/compute/vms?limit=${listSize}`)).text) as { items: Array<{ id: string }> };
+  const vmId = vmList.items[0]!.id;
+
+  const figures: Figure[] = [
+    { name: 'GET one instance', goal: '≥ 0.8× floor', method: 'GET', orgPath: `/compute/vms/${vmId}` },
+    { name: `GET list of ${listSize} instances`, goal: '≥ 0.6× floor', method: 'GET', orgPath: `/compute/vms?limit=${listSize}` },
+    { name: 'GET /billing', goal: '≥ 0.8× floor', method: 'GET', orgPath: '/billing' },
+    {
+      name: 'POST /api-tokens (Idempotency-Key, write + audit)',
+      goal: '≥ 1,000/s',
+      method: 'POST',
+      orgPath: '/api-tokens',
+      body: { name: 'bench', scopes: ['read'] },
+      freshIdempotencyKey: true,
+    },
+  ];
+
+  // The floor serves exactly what the real server answered.
+  const recorded: RecordedAnswer[] = [];
+  for (const figure of figures) {
+    const answer = await call(
+      api,
+      figure.method,
+      figure.orgPath,
+      figure.body,
+      figure.freshIdempotencyKey ? { 'Idempotency-Key': crypto.randomUUID() } : {},
+    );
+    if (answer.status >= 300) throw new Error(`${figure.name}: the real server answered ${answer.status} ${answer.text}`);
+    recorded.push({
+      method: figure.method.toLowerCase() as RecordedAnswer['method'],
+      path: `/v1/orgs/${api.orgId}${figure.orgPath.split('?')[0]}`,
+      status: answer.status,
+      body: answer.text,
+    });
+  }
+  const routesFile = path.join(workDir, 'floor-routes.json');
+  writeFileSync(routesFile, JSON.stringify(recorded));
+  const floor = await startFloor(routesFile);
+  let prism: Child | undefined;
+  try {
+    prism = await startPrism().catch((error: unknown) => {
+      console.log(`  (Prism did not start: ${String(error).split('\n')[0]})`);
+      return undefined;
+    });
+    for (const figure of figures) {
+      const against = (base: string) =>
+        load(
+          {
+            method: figure.method,
+            url: `${base}/v1/orgs/${api.orgId}${figure.orgPath}`,
+            headers: { authorization: `Bearer ${api.key}` },
+            body: figure.body === undefined ? undefined : JSON.stringify(figure.body),
+            freshIdempotencyKey: figure.freshIdempotencyKey,
+          },
+          settings,
+        );
+      const real = await against(api.base);
+      const floorFigures = await against(floor.url);
+      const prismFigures = prism ? await against(prism.url) : undefined;
+      const failures = (count: number) => (count > 0 ? ` (${count} failed)` : '');
+      record({
+        figure: figure.name,
+        real: `${perSecond(real.rps)}, p50 ${ms(real.p50)}${failures(real.failures)}`,
+        floor: `${perSecond(floorFigures.rps)}, p50 ${ms(floorFigures.p50)}${failures(floorFigures.failures)}`,
+        ratio: ratio(real.rps / floorFigures.rps),
+        prism: prismFigures ? `${perSecond(prismFigures.rps)}${failures(prismFigures.failures)}` : '—',
+        goal: figure.goal,
+      });
+    }
+  } finally {
+    await floor.stop();
+    await prism?.stop();
+  }
+}
+
+/** `count` instances created through the API, and their creations finished. */
+async function seedInstances(api: Api, count: number): Promise<void> {
+  await inParallel(count, 8, async (index) => {
+    const created = await call(api, 'POST', '/compute/vms', vmRequest(`bench-${index}`));
+    if (created.status !== 202) throw new Error(`createVm: ${created.status} ${created.text}`);
+  });
+  const deadline = Date.now() + 120_000;
+  while (Date.now() < deadline) {
+    const queued = JSON.parse((await call(api, 'GET', '/operations?state=queued&limit=1')).text) as { items: unknown[] };
+    const running = JSON.parse((await call(api, 'GET', '/operations?state=running&limit=1')).text) as { items: unknown[] };
+    if (queued.items.length === 0 && running.items.length === 0) return;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  throw new Error('the seeded instances were not created within 2 minutes');
+}

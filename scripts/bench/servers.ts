@@ -1,0 +1,47 @@
+// The real server with an embedded PostgreSQL in a DATA_DIR of the benchmark's, and what the
+// benchmark needs to reach it: its bootstrap credentials and its database's address.
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import type { Api } from './api.ts';
+import { startRealServer, type Child } from './processes.ts';
+
+/** What every real server of the benchmark runs with: `npm start`'s defaults, unthrottled. */
+export const SERVER_ENV = { RATE_LIMIT: '1000000', RATE_LIMIT_ANONYMOUS: '1000000' };
+
+export interface RunningServer {
+  child: Child;
+  api: Api;
+  /** The embedded PostgreSQL of DATA_DIR. */
+  databaseUrl: string;
+  dataDir: string;
+  /** From spawning to the first answer. */
+  startMs: number;
+}
+
+export async function startWithDataDir(dataDir: string, env: Record<string, string> = {}): Promise<RunningServer> {
+  const started = performance.now();
+  const child = await startRealServer({ ...SERVER_ENV, ...env, DATA_DIR: dataDir });
+  const startMs = performance.now() - started;
+  // Written on the first start, just after the server starts listening.
+  const file = path.join(dataDir, 'bootstrap.json');
+  for (let waited = 0; !existsSync(file); waited += 20) {
+    if (waited > 10_000) {
+      await child.stop();
+      throw new Error(`no bootstrap.json in ${dataDir}:\n${child.output()}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  const bootstrap = JSON.parse(readFileSync(file, 'utf8')) as { org_id: string; api_key: string };
+  return {
+    child,
+    api: { base: child.url, orgId: bootstrap.org_id, key: bootstrap.api_key },
+    databaseUrl: embeddedDatabaseUrl(dataDir),
+    dataDir,
+    startMs,
+  };
+}
+
+export function embeddedDatabaseUrl(dataDir: string): string {
+  const settings = JSON.parse(readFileSync(path.join(dataDir, 'postgres.json'), 'utf8')) as { port: number; password: string };
+  return `postgres://postgres:${encodeURIComponent(settings.password)}@127.0.0.1:${settings.port}/cloud_platform`;
+}

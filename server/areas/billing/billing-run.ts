@@ -1,0 +1,63 @@
+import type { OrganizationClock } from '../../core/test-clocks.ts';
+import { withTransaction, type Pool } from '../../db/pool.ts';
+import type { BillingProviderDriver } from '../../drivers/billing-provider.ts';
+import type { Logger } from '../../logging.ts';
+import type { UsageSource } from '../area.ts';
+import { organizationsToBill, runBilling } from './invoices.ts';
+import type { PriceList } from './prices.ts';
+import { accrueCounters, accrueUsage } from './usage.ts';
+
+/**
+ * Metering and the billing run, each at every organization's own time (the platform's clock, or
+ * a test clock moved forward). Metering accrues what every area's billable resources and backend
+ * counters used; the billing run then closes each finished month into an invoice and has the
+ * provider collect it. Both are safe to run from several processes at once.
+ */
+export function createBillingRun(deps: {
+  pool: Pool;
+  orgClock: OrganizationClock;
+  provider: BillingProviderDriver;
+  prices: PriceList;
+  sources: UsageSource[];
+  log: Logger;
+}) {
+  const { pool, orgClock, provider, prices, sources, log } = deps;
+
+  /** Accrues usage up to now; counters are read for `orgIds` only, when given. */
+  async function meter(orgIds?: string[]): Promise<void> {
+    // Backend counters first, outside the transaction (a backend call never runs inside one).
+    const counters = (await Promise.all(sources.map((source) => source.meteredCounters?.(pool, orgIds) ?? Promise.resolve([])))).flat();
+    const resources = (await Promise.all(sources.map((source) => source.meteredResources(pool)))).flat();
+    await withTransaction(pool, async (tx) => {
+      const offsets = await orgClock.offsets(tx);
+      const nowOf = (orgId: string) => orgClock.nowWith(offsets, orgId);
+      await accrueUsage(tx, resources, nowOf);
+      await accrueCounters(tx, counters, nowOf);
+    });
+  }
+
+  /** Closes the finished months of these organizations (or of every one that has one). */
+  async function close(orgIds?: string[]): Promise<void> {
+    const offsets = await orgClock.offsets(pool);
+    const nowOf = (orgId: string) => orgClock.nowWith(offsets, orgId);
+    for (const orgId of orgIds ?? (await organizationsToBill(pool, nowOf))) {
+      try {
+        await runBilling(pool, provider, prices, orgId, nowOf(orgId));
+      } catch (error) {
+        log.warn({ err: error, org_id: orgId }, 'the billing run failed for an organization; tried again at the next run');
+      }
+    }
+  }
+
+  return {
+    meter,
+    close,
+    /** One pass: meter, then close what has finished. */
+    async run(orgIds?: string[]): Promise<void> {
+      await meter(orgIds);
+      await close(orgIds);
+    },
+  };
+}
+
+export type BillingRun = ReturnType<typeof createBillingRun>;

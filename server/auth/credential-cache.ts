@@ -1,0 +1,143 @@
+import pg from 'pg';
+import type { Principal } from '../core/principal.ts';
+
+/** Announced by the database when an API key or a member changes (migration 0800_credential_changes.sql). */
+export const CREDENTIALS_CHANNEL = 'credentials_changed';
+
+/** Entries kept at most; past that the oldest go (a key in use comes back with one query). */
+const MAX_ENTRIES = 10_000;
+/** The longest pause between tries to listen again while the database cannot be reached. */
+const MAX_RETRY_MS = 5_000;
+
+interface Entry {
+  principal: Principal;
+  /** When the key expires (ms since the epoch); undefined when it does not. */
+  expiresAt: number | undefined;
+}
+
+/**
+ * API keys already looked up, by the hash of their secret, so that a request need not ask the
+ * database who is calling. A revocation (or any change of a key or a member) is effective at
+ * once in every process: the database announces it with NOTIFY when it commits, and each
+ * process empties its cache on the announcement. The cache is used only while its connection
+ * LISTENs: before the first LISTEN and after a lost connection, every request asks the database,
+ * and the cache starts empty again once listening resumes (announcements may have been missed).
+ */
+export class CredentialCache {
+  private readonly entries = new Map<string, Entry>();
+  private readonly connection: pg.ClientConfig;
+  /** Bumped by every invalidation: a lookup begun before one does not fill the cache. */
+  private generation = 0;
+  private listening = false;
+  private stopped = false;
+  private client: pg.Client | undefined;
+  private loop: Promise<void> | undefined;
+  private wakeRetry: () => void = () => {};
+
+  constructor(connection: pg.ClientConfig) {
+    this.connection = connection;
+  }
+
+  /** Starts listening; resolves once the first try has been made (the cache works only if it succeeded). */
+  start(): Promise<void> {
+    return new Promise((resolve) => (this.loop = this.listenLoop(resolve)));
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.disable();
+    this.wakeRetry();
+    this.client?.end().catch(() => {});
+    await this.loop;
+  }
+
+  /** The cached principal of a key hash, if any and still unexpired. */
+  get(hash: string, now = Date.now()): Principal | undefined {
+    if (!this.listening) return undefined;
+    const entry = this.entries.get(hash);
+    if (!entry) return undefined;
+    if (entry.expiresAt !== undefined && entry.expiresAt <= now) {
+      this.entries.delete(hash);
+      return undefined;
+    }
+    return entry.principal;
+  }
+
+  /** A token for `put`: the cache state before the database was asked. */
+  ticket(): number {
+    return this.generation;
+  }
+
+  /**
+   * Keeps a principal the database just confirmed, unless an invalidation came in since `ticket`
+   * was taken (the answer may predate the change) or the cache is not listening.
+   */
+  put(ticket: number, hash: string, principal: Principal, expiresAt: Date | null): void {
+    if (!this.listening || ticket !== this.generation) return;
+    if (this.entries.size >= MAX_ENTRIES) this.entries.delete(this.entries.keys().next().value!);
+    this.entries.set(hash, { principal, expiresAt: expiresAt?.getTime() });
+  }
+
+  /** Forgets everything (also when this process changed a key itself, without waiting for the echo). */
+  invalidate(): void {
+    this.generation++;
+    this.entries.clear();
+  }
+
+  private disable(): void {
+    this.listening = false;
+    this.invalidate();
+  }
+
+  private async listenLoop(firstTryMade: () => void): Promise<void> {
+    let failures = 0;
+    while (!this.stopped) {
+      const lost = await this.listenUntilLost(() => {
+        failures = 0;
+        firstTryMade();
+      });
+      this.disable();
+      firstTryMade();
+      if (this.stopped) return;
+      if (lost) failures++;
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, Math.min(MAX_RETRY_MS, 100 * 2 ** Math.min(failures, 6)));
+        this.wakeRetry = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+    }
+  }
+
+  /** LISTENs on a connection of its own until it is lost (the error is returned) or the cache stops. */
+  private async listenUntilLost(listening: () => void): Promise<Error | undefined> {
+    const client = new pg.Client(this.connection);
+    this.client = client;
+    let lost: Error | undefined;
+    let ended = () => {};
+    client.on('error', (error) => ((lost = error), ended()));
+    client.on('end', () => ((lost ??= new Error('the connection ended')), ended()));
+    client.on('notification', () => this.invalidate());
+    try {
+      await client.connect();
+      await client.query(`LISTEN ${CREDENTIALS_CHANNEL}`);
+      if (this.stopped) return undefined;
+      // Whatever changed while nobody listened was not announced.
+      this.invalidate();
+      this.listening = true;
+      listening();
+      await new Promise<void>((resolve) => {
+        ended = resolve;
+        if (lost || this.stopped) resolve();
+      });
+      return lost;
+    } catch (error) {
+      return error instanceof Error ? error : new Error(String(error));
+    } finally {
+      this.listening = false;
+      // Not awaited: against a frozen server, ending waits for an answer that does not come.
+      client.end().catch(() => {});
+    }
+  }
+}

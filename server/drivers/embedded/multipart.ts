@@ -1,0 +1,213 @@
+import { createHash, randomBytes } from 'node:crypto';
+import type { Readable, Transform } from 'node:stream';
+import { withTransaction, type PoolClient } from '../../db/pool.ts';
+import { isChecksumAlgorithm, runningChecksum } from './checksums.ts';
+import { lockForWrite } from './quota.ts';
+import { StoreRefusal } from './refusals.ts';
+import { num, type StoredPart, type StoredUpload, type StoredVersion } from './rows.ts';
+import { commitVersion, type VersionAttributes } from './objects.ts';
+import { assertCommitFits, dropGarbage, markGarbage, streamedWrite, type StoreContext } from './write-path.ts';
+
+/** S3's smallest part, except for the last one. */
+export const MIN_PART_BYTES = 5 * 1024 * 1024;
+
+const partOf = (row: StoredPart): StoredPart => ({ ...row, size_bytes: num(row.size_bytes) });
+
+/**
+ * Multipart uploads. Parts are files of their own, held as reserved space (they count against
+ * the quotas) until the upload completes, when the chosen parts become the segments of one
+ * version without being copied, or is aborted, when they go.
+ */
+export function multipartOperations(context: StoreContext) {
+  const { pool } = context;
+
+  const uploadOf = async (db: Pick<PoolClient, 'query'>, bucketId: string, key: string, uploadId: string): Promise<StoredUpload> => {
+    const { rows } = await db.query<StoredUpload>('SELECT * FROM store_uploads WHERE upload_id = $1 AND bucket_id = $2 AND key = $3', [
+      uploadId,
+      bucketId,
+      key,
+    ]);
+    if (!rows[0])
+      throw new StoreRefusal(
+        'NoSuchUpload',
+        'The specified multipart upload does not exist. The upload ID may be invalid, or the upload may have been aborted or completed.',
+      );
+    return rows[0];
+  };
+
+  return {
+    async createUpload(bucketId: string, key: string, attributes: VersionAttributes, checksumAlgorithm: string | null): Promise<string> {
+      const uploadId = randomBytes(24).toString('base64url');
+      await pool.query(
+        'INSERT INTO store_uploads (upload_id, bucket_id, key, content_type, headers, checksum_algorithm) VALUES ($1, $2, $3, $4, $5, $6)',
+        [uploadId, bucketId, key, attributes.contentType, JSON.stringify(attributes.headers), checksumAlgorithm],
+      );
+      return uploadId;
+    },
+
+    async upload(bucketId: string, key: string, uploadId: string): Promise<StoredUpload> {
+      return uploadOf(pool, bucketId, key, uploadId);
+    },
+
+    async uploadPart(request: {
+      orgId: string;
+      bucketId: string;
+      key: string;
+      uploadId: string;
+      partNumber: number;
+      size: number;
+      body: Readable;
+      transforms: Transform[];
+      digests(): { etag: string; checksums: Record<string, string> };
+    }): Promise<StoredPart> {
+      await uploadOf(pool, request.bucketId, request.key, request.uploadId);
+      let digests: { etag: string; checksums: Record<string, string> } | undefined;
+      const previousPart = async (tx: PoolClient) => {
+        const { rows } = await tx.query<StoredPart>('SELECT * FROM store_parts WHERE upload_id = $1 AND part_number = $2', [
+          request.uploadId,
+          request.partNumber,
+        ]);
+        return rows[0] && partOf(rows[0]);
+      };
+      const { part, freed } = await streamedWrite(context, {
+        orgId: request.orgId,
+        bucketId: request.bucketId,
+        size: request.size,
+        objects: 0,
+        body: request.body,
+        transforms: request.transforms,
+        replaces: async (tx) => ({ bytes: (await previousPart(tx))?.size_bytes ?? 0, objects: 0 }),
+        verify: () => void (digests = request.digests()),
+        async commit(tx, locked, blob) {
+          // Aborted or completed while the part streamed in: the part is not kept.
+          await uploadOf(tx, request.bucketId, request.key, request.uploadId);
+          const previous = await previousPart(tx);
+          await assertCommitFits(tx, locked, request.orgId, { bytes: request.size - (previous?.size_bytes ?? 0), objects: 0 });
+          const { rows } = await tx.query<StoredPart>(
+            `INSERT INTO store_parts (upload_id, part_number, blob, size_bytes, etag, checksums) VALUES ($1, $2, $3, $4, $5, $6)
+             ON CONFLICT (upload_id, part_number) DO UPDATE SET blob = EXCLUDED.blob, size_bytes = EXCLUDED.size_bytes,
+               etag = EXCLUDED.etag, checksums = EXCLUDED.checksums, last_modified = now()
+             RETURNING *`,
+            [request.uploadId, request.partNumber, blob, request.size, digests!.etag, JSON.stringify(digests!.checksums)],
+          );
+          const freedBlobs = previous ? [previous.blob] : [];
+          await markGarbage(tx, freedBlobs);
+          return { part: partOf(rows[0]!), freed: freedBlobs };
+        },
+      });
+      await dropGarbage(context, freed);
+      return part;
+    },
+
+    async parts(uploadId: string, afterPart: number, limit: number): Promise<StoredPart[]> {
+      const { rows } = await pool.query<StoredPart>(
+        'SELECT * FROM store_parts WHERE upload_id = $1 AND part_number > $2 ORDER BY part_number LIMIT $3',
+        [uploadId, afterPart, limit],
+      );
+      return rows.map(partOf);
+    },
+
+    async uploads(bucketId: string, prefix: string, afterKey: string, afterUploadId: string, limit: number): Promise<StoredUpload[]> {
+      const { rows } = await pool.query<StoredUpload>(
+        `SELECT * FROM store_uploads WHERE bucket_id = $1 AND left(key, length($2)) = $2
+           AND (key COLLATE "C" > $3 OR (key = $3 AND upload_id > $4))
+         ORDER BY key COLLATE "C", upload_id LIMIT $5`,
+        [bucketId, prefix, afterKey, afterUploadId, limit],
+      );
+      return rows;
+    },
+
+    /**
+     * Completes an upload from the listed parts (ascending, each as uploaded, all but the last at
+     * least 5 MiB): one version whose segments are the parts' files. Parts not listed go.
+     */
+    async complete(request: {
+      orgId: string;
+      bucketId: string;
+      key: string;
+      uploadId: string;
+      parts: Array<{ partNumber: number; etag: string; checksums: Record<string, string> }>;
+    }): Promise<StoredVersion> {
+      const { version, freed } = await withTransaction(pool, async (tx) => {
+        const locked = await lockForWrite(tx, request.orgId, request.bucketId);
+        const upload = await uploadOf(tx, request.bucketId, request.key, request.uploadId);
+        await tx.query('SELECT 1 FROM store_uploads WHERE upload_id = $1 FOR UPDATE', [upload.upload_id]);
+        const stored = new Map(
+          (await tx.query<StoredPart>('SELECT * FROM store_parts WHERE upload_id = $1', [upload.upload_id])).rows.map((row) => [
+            row.part_number,
+            partOf(row),
+          ]),
+        );
+        if (request.parts.length === 0) throw new StoreRefusal('InvalidPart', 'You must specify at least one part');
+        const chosen: StoredPart[] = [];
+        request.parts.forEach((listed, index) => {
+          if (index > 0 && listed.partNumber <= request.parts[index - 1]!.partNumber)
+            throw new StoreRefusal(
+              'InvalidPartOrder',
+              'The list of parts was not in ascending order. Parts must be ordered by part number.',
+            );
+          const part = stored.get(listed.partNumber);
+          if (!part || unquote(listed.etag) !== part.etag)
+            throw new StoreRefusal('InvalidPart', `Part ${listed.partNumber} was not uploaded, or its ETag does not match`);
+          for (const [algorithm, value] of Object.entries(listed.checksums)) {
+            if (part.checksums[algorithm] !== undefined && part.checksums[algorithm] !== value)
+              throw new StoreRefusal(
+                'InvalidPart',
+                `The ${algorithm} checksum of part ${listed.partNumber} does not match the uploaded part`,
+              );
+          }
+          chosen.push(part);
+        });
+        chosen.slice(0, -1).forEach((part) => {
+          if (part.size_bytes < MIN_PART_BYTES)
+            throw new StoreRefusal('EntityTooSmall', `Part ${part.part_number} is smaller than the minimum allowed size (5 MiB)`);
+        });
+        const size = chosen.reduce((total, part) => total + part.size_bytes, 0);
+        const md5s = Buffer.concat(chosen.map((part) => Buffer.from(part.etag, 'hex')));
+        const etag = `${createHash('md5').update(md5s).digest('hex')}-${chosen.length}`;
+        const checksums = compositeChecksums(upload.checksum_algorithm, chosen);
+        const committed = await commitVersion(tx, locked, request.orgId, request.key, {
+          size,
+          etag,
+          checksums,
+          segments: chosen.map((part) => ({ blob: part.blob, size: part.size_bytes })),
+          attributes: { contentType: upload.content_type, headers: upload.headers },
+          excludeUpload: upload.upload_id,
+        });
+        const unused = [...stored.values()].filter((part) => !chosen.includes(part)).map((part) => part.blob);
+        await markGarbage(tx, unused);
+        await tx.query('DELETE FROM store_uploads WHERE upload_id = $1', [upload.upload_id]);
+        return { version: committed.version, freed: [...committed.freed, ...unused] };
+      });
+      await dropGarbage(context, freed);
+      return version;
+    },
+
+    async abort(bucketId: string, key: string, uploadId: string): Promise<void> {
+      const freed = await withTransaction(pool, async (tx) => {
+        await uploadOf(tx, bucketId, key, uploadId);
+        const { rows } = await tx.query<{ blob: string }>('SELECT blob FROM store_parts WHERE upload_id = $1', [uploadId]);
+        await markGarbage(
+          tx,
+          rows.map((row) => row.blob),
+        );
+        await tx.query('DELETE FROM store_uploads WHERE upload_id = $1', [uploadId]);
+        return rows.map((row) => row.blob);
+      });
+      await dropGarbage(context, freed);
+    },
+  };
+}
+
+const unquote = (etag: string): string => etag.replace(/^"|"$/g, '');
+
+/**
+ * The checksum of a multipart object as S3 gives it: the checksum of the parts' checksums
+ * (binary, concatenated), then `-<parts>`; only when every part carries the upload's algorithm.
+ */
+function compositeChecksums(algorithm: string | null, parts: StoredPart[]): Record<string, string> {
+  if (!algorithm || !isChecksumAlgorithm(algorithm) || parts.some((part) => part.checksums[algorithm] === undefined)) return {};
+  const running = runningChecksum(algorithm);
+  for (const part of parts) running.update(Buffer.from(part.checksums[algorithm]!, 'base64'));
+  return { [algorithm]: `${running.digest()}-${parts.length}`, type: 'COMPOSITE' };
+}

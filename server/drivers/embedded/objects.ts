@@ -1,0 +1,244 @@
+import { randomBytes } from 'node:crypto';
+import { Readable, type Transform } from 'node:stream';
+import { withTransaction, type PoolClient, type Queryable } from '../../db/pool.ts';
+import { addUsage, lockForWrite } from './quota.ts';
+import { bucketOf, num, versionOf, type Segment, type StoredBucket, type StoredVersion } from './rows.ts';
+import { assertCommitFits, dropGarbage, markGarbage, streamedWrite, type StoreContext } from './write-path.ts';
+
+/** What a new version carries besides its bytes. */
+export interface VersionAttributes {
+  contentType: string | null;
+  /** User metadata (x-amz-meta-*) and stored representation headers, lower-case names. */
+  headers: Record<string, string>;
+}
+
+export interface PutRequest extends VersionAttributes {
+  orgId: string;
+  bucketId: string;
+  key: string;
+  size: number;
+  body: Readable;
+  transforms: Transform[];
+  /** Once the bytes are on disk: the ETag and verified checksums, or a throw (BadDigest). */
+  digests(): { etag: string; checksums: Record<string, string> };
+}
+
+/** A new S3 version id: opaque, URL-safe. */
+export const newVersionId = (): string => randomBytes(16).toString('base64url').replace(/[-_]/g, 'x');
+
+const LATEST = `(SELECT max(l.seq) FROM store_versions l WHERE l.bucket_id = v.bucket_id AND l.key = v.key) = v.seq AS is_latest`;
+
+/** The current version of an unversioned key (what a write replaces), locked by the bucket's lock. */
+async function unversionedCurrent(tx: Queryable, bucket: StoredBucket, key: string): Promise<StoredVersion | undefined> {
+  if (bucket.versioning) return undefined;
+  const { rows } = await tx.query<StoredVersion>(`SELECT * FROM store_versions WHERE bucket_id = $1 AND key = $2 AND version_id = 'null'`, [
+    bucket.id,
+    key,
+  ]);
+  return rows[0] && versionOf(rows[0]);
+}
+
+/**
+ * In a committing transaction: adds a version (replacing the unversioned key's one), checked
+ * exactly against the limits, and moves the usage. Returns the version and the blobs it freed.
+ */
+export async function commitVersion(
+  tx: PoolClient,
+  locked: Awaited<ReturnType<typeof lockForWrite>>,
+  orgId: string,
+  key: string,
+  version: {
+    size: number;
+    etag: string;
+    checksums: Record<string, string>;
+    segments: Segment[];
+    attributes: VersionAttributes;
+    excludeUpload?: string;
+  },
+): Promise<{ version: StoredVersion; freed: string[] }> {
+  const replaced = await unversionedCurrent(tx, locked.bucket, key);
+  const delta = { bytes: version.size - (replaced?.size_bytes ?? 0), objects: 1 - (replaced ? 1 : 0) };
+  await assertCommitFits(tx, locked, orgId, delta, version.excludeUpload ?? null);
+  const freed = replaced?.segments.map((segment) => segment.blob) ?? [];
+  if (replaced) {
+    await tx.query(`DELETE FROM store_versions WHERE bucket_id = $1 AND key = $2 AND version_id = 'null'`, [locked.bucket.id, key]);
+    await markGarbage(tx, freed);
+  }
+  const versionId = locked.bucket.versioning ? newVersionId() : 'null';
+  const { rows } = await tx.query<StoredVersion>(
+    `INSERT INTO store_versions (bucket_id, key, version_id, delete_marker, size_bytes, etag, content_type, headers, checksums, segments)
+     VALUES ($1, $2, $3, false, $4, $5, $6, $7, $8, $9) RETURNING *`,
+    [
+      locked.bucket.id,
+      key,
+      versionId,
+      version.size,
+      version.etag,
+      version.attributes.contentType,
+      JSON.stringify(version.attributes.headers),
+      JSON.stringify(version.checksums),
+      JSON.stringify(version.segments),
+    ],
+  );
+  await addUsage(tx, orgId, locked.bucket.id, delta.bytes, delta.objects);
+  return { version: versionOf(rows[0]!), freed };
+}
+
+export function objectOperations(context: StoreContext) {
+  const { pool, blobs } = context;
+
+  return {
+    /** The organization's bucket of that name, or null (suspended ones included: the caller decides). */
+    async bucketNamed(orgId: string, name: string): Promise<StoredBucket | null> {
+      const { rows } = await pool.query<StoredBucket>('SELECT * FROM store_buckets WHERE org_id = $1 AND name = $2', [orgId, name]);
+      return rows[0] ? bucketOf(rows[0]) : null;
+    },
+
+    /** Whether some other organization holds a bucket of that name (AccessDenied rather than NoSuchBucket). */
+    async nameHeldElsewhere(orgId: string, name: string): Promise<boolean> {
+      const { rows } = await pool.query('SELECT 1 FROM store_buckets WHERE org_id <> $1 AND name = $2 LIMIT 1', [orgId, name]);
+      return rows.length > 0;
+    },
+
+    async bucketsOf(orgId: string): Promise<StoredBucket[]> {
+      const { rows } = await pool.query<StoredBucket>('SELECT * FROM store_buckets WHERE org_id = $1 AND NOT suspended ORDER BY name', [
+        orgId,
+      ]);
+      return rows.map(bucketOf);
+    },
+
+    async putObject(request: PutRequest): Promise<StoredVersion> {
+      let digests: { etag: string; checksums: Record<string, string> } | undefined;
+      const { version, freed } = await streamedWrite(context, {
+        orgId: request.orgId,
+        bucketId: request.bucketId,
+        size: request.size,
+        objects: 1,
+        body: request.body,
+        transforms: request.transforms,
+        replaces: async (tx, locked) => {
+          const current = await unversionedCurrent(tx, locked.bucket, request.key);
+          return current ? { bytes: current.size_bytes, objects: 1 } : { bytes: 0, objects: 0 };
+        },
+        verify: () => void (digests = request.digests()),
+        commit: (tx, locked, blob) =>
+          commitVersion(tx, locked, request.orgId, request.key, {
+            size: request.size,
+            etag: digests!.etag,
+            checksums: digests!.checksums,
+            segments: [{ blob, size: request.size }],
+            attributes: request,
+          }),
+      });
+      await dropGarbage(context, freed);
+      return version;
+    },
+
+    /** A version: the given one, or the key's latest (which may be a delete marker). */
+    async version(bucketId: string, key: string, versionId: string | undefined): Promise<StoredVersion | null> {
+      const { rows } =
+        versionId === undefined
+          ? await pool.query<StoredVersion>(
+              'SELECT *, true AS is_latest FROM store_versions WHERE bucket_id = $1 AND key = $2 ORDER BY seq DESC LIMIT 1',
+              [bucketId, key],
+            )
+          : await pool.query<StoredVersion>(
+              `SELECT v.*, ${LATEST} FROM store_versions v WHERE bucket_id = $1 AND key = $2 AND version_id = $3`,
+              [bucketId, key, versionId],
+            );
+      return rows[0] ? versionOf(rows[0]) : null;
+    },
+
+    /** Bytes [start, end] of a version, read across its segments in order. */
+    read(version: StoredVersion, start: number, end: number): Readable {
+      const pieces: Array<{ blob: string; start: number; end: number }> = [];
+      let offset = 0;
+      for (const segment of version.segments) {
+        const from = Math.max(start, offset);
+        const to = Math.min(end, offset + segment.size - 1);
+        if (from <= to) pieces.push({ blob: segment.blob, start: from - offset, end: to - offset });
+        offset += segment.size;
+      }
+      async function* chunks() {
+        for (const piece of pieces) yield* blobs.read(piece.blob, piece.start, piece.end);
+      }
+      return Readable.from(chunks(), { objectMode: false });
+    },
+
+    /** Counts bytes served to a client of the organization (egress, metered). */
+    async recordEgress(orgId: string, bytes: number): Promise<void> {
+      if (bytes > 0) await pool.query('UPDATE store_orgs SET egress_bytes = egress_bytes + $2 WHERE org_id = $1', [orgId, bytes]);
+    },
+
+    /**
+     * Deletes: with a version id, that version (or marker) for good; without, in a versioned
+     * bucket a delete marker is added, in an unversioned one the key goes. Deletes are never
+     * refused by a quota: they are how usage comes back under it.
+     */
+    async deleteObject(orgId: string, bucketId: string, key: string, versionId: string | undefined) {
+      const outcome = await withTransaction(pool, async (tx) => {
+        const locked = await lockForWrite(tx, orgId, bucketId);
+        if (versionId !== undefined || !locked.bucket.versioning) {
+          const { rows } = await tx.query<StoredVersion>(
+            'DELETE FROM store_versions WHERE bucket_id = $1 AND key = $2 AND version_id = $3 RETURNING *',
+            [bucketId, key, versionId ?? 'null'],
+          );
+          const gone = rows[0] && versionOf(rows[0]);
+          if (!gone) return { versionId: versionId, deleteMarker: false, freed: [] as string[] };
+          const freed = gone.segments.map((segment) => segment.blob);
+          await markGarbage(tx, freed);
+          await addUsage(tx, orgId, bucketId, -gone.size_bytes, -1);
+          return { versionId: gone.version_id, deleteMarker: gone.delete_marker, freed };
+        }
+        const markerId = newVersionId();
+        await tx.query(`INSERT INTO store_versions (bucket_id, key, version_id, delete_marker, size_bytes) VALUES ($1, $2, $3, true, 0)`, [
+          bucketId,
+          key,
+          markerId,
+        ]);
+        await addUsage(tx, orgId, bucketId, 0, 1);
+        return { versionId: markerId, deleteMarker: true, freed: [] as string[] };
+      });
+      await dropGarbage(context, outcome.freed);
+      return { versionId: outcome.versionId, deleteMarker: outcome.deleteMarker };
+    },
+
+    /**
+     * The latest version of each key, in key order after `after`, that is not a delete marker:
+     * what ListObjectsV2 lists. `limit` rows at most.
+     */
+    async currentObjects(bucketId: string, prefix: string, after: string, limit: number): Promise<StoredVersion[]> {
+      const { rows } = await pool.query<StoredVersion>(
+        `SELECT * FROM (
+           SELECT DISTINCT ON (key COLLATE "C") * FROM store_versions
+           WHERE bucket_id = $1 AND key COLLATE "C" > $2 AND left(key, length($3)) = $3
+           ORDER BY key COLLATE "C", seq DESC
+         ) latest WHERE NOT delete_marker ORDER BY key COLLATE "C" LIMIT $4`,
+        [bucketId, after, prefix, limit],
+      );
+      return rows.map(versionOf);
+    },
+
+    /** Versions and delete markers in key order, newest first within a key, after a (key, version) marker. */
+    async versions(bucketId: string, prefix: string, afterKey: string, afterVersionId: string, limit: number): Promise<StoredVersion[]> {
+      let afterSeq: number | null = null;
+      if (afterVersionId !== '') {
+        const { rows } = await pool.query<{ seq: number }>(
+          'SELECT seq FROM store_versions WHERE bucket_id = $1 AND key = $2 AND version_id = $3',
+          [bucketId, afterKey, afterVersionId],
+        );
+        afterSeq = rows[0] ? num(rows[0].seq) : null;
+      }
+      const { rows } = await pool.query<StoredVersion>(
+        `SELECT v.*, ${LATEST} FROM store_versions v
+         WHERE bucket_id = $1 AND left(key, length($3)) = $3
+           AND (key COLLATE "C" > $2 OR ($4::bigint IS NOT NULL AND key = $2 AND seq < $4::bigint))
+         ORDER BY key COLLATE "C", seq DESC LIMIT $5`,
+        [bucketId, afterKey, prefix, afterSeq, limit],
+      );
+      return rows.map(versionOf);
+    },
+  };
+}
+
+export type ObjectOperations = ReturnType<typeof objectOperations>;

@@ -1,0 +1,105 @@
+import type { PoolClient } from '../../db/pool.ts';
+import { StoreRefusal } from './refusals.ts';
+import { bucketOf, num, type StoredBucket } from './rows.ts';
+
+/**
+ * Quota checks of the write path. Every write takes the organization's row lock, then the
+ * bucket's (always in that order), so that checks and usage changes of one organization are
+ * serialized: concurrent writes cannot overshoot a limit together.
+ */
+export interface Locked {
+  org: { usage_bytes: number; usage_objects: number; hard_bytes: number | null; max_objects: number | null; writes_suspended: boolean };
+  bucket: StoredBucket;
+}
+
+export async function lockForWrite(tx: PoolClient, orgId: string, bucketId: string): Promise<Locked> {
+  const orgs = await tx.query<Locked['org']>(
+    'SELECT usage_bytes, usage_objects, hard_bytes, max_objects, writes_suspended FROM store_orgs WHERE org_id = $1 FOR UPDATE',
+    [orgId],
+  );
+  const buckets = await tx.query<StoredBucket>('SELECT * FROM store_buckets WHERE id = $1 AND org_id = $2 FOR UPDATE', [bucketId, orgId]);
+  const org = orgs.rows[0];
+  const bucket = buckets.rows[0];
+  if (!org || !bucket || bucket.suspended) throw new StoreRefusal('NoSuchBucket', 'The specified bucket does not exist');
+  return {
+    org: {
+      usage_bytes: num(org.usage_bytes),
+      usage_objects: num(org.usage_objects),
+      hard_bytes: org.hard_bytes === null ? null : num(org.hard_bytes),
+      max_objects: org.max_objects === null ? null : num(org.max_objects),
+      writes_suspended: org.writes_suspended,
+    },
+    bucket: bucketOf(bucket),
+  };
+}
+
+/** Space held by writes still streaming in and by parts of unfinished multipart uploads. */
+export async function reservedSpace(
+  tx: PoolClient,
+  orgId: string,
+  bucketId: string,
+  excludeUpload: string | null = null,
+): Promise<{ orgBytes: number; orgObjects: number; bucketBytes: number; bucketObjects: number }> {
+  const { rows } = await tx.query<{ org_bytes: number; org_objects: number; bucket_bytes: number; bucket_objects: number }>(
+    `SELECT coalesce(sum(bytes), 0)::bigint AS org_bytes, coalesce(sum(objects), 0)::bigint AS org_objects,
+            coalesce(sum(bytes) FILTER (WHERE bucket_id = $2), 0)::bigint AS bucket_bytes,
+            coalesce(sum(objects) FILTER (WHERE bucket_id = $2), 0)::bigint AS bucket_objects
+     FROM (
+       SELECT bucket_id, bytes, objects FROM store_reservations WHERE org_id = $1
+       UNION ALL
+       SELECT u.bucket_id, p.size_bytes, 0 FROM store_parts p JOIN store_uploads u USING (upload_id)
+       JOIN store_buckets b ON b.id = u.bucket_id WHERE b.org_id = $1 AND u.upload_id IS DISTINCT FROM $3
+     ) held`,
+    [orgId, bucketId, excludeUpload],
+  );
+  const row = rows[0]!;
+  return {
+    orgBytes: num(row.org_bytes),
+    orgObjects: num(row.org_objects),
+    bucketBytes: num(row.bucket_bytes),
+    bucketObjects: num(row.bucket_objects),
+  };
+}
+
+/**
+ * Refuses a write that would leave usage (plus what is already held) above a limit. `delta` is
+ * the change this write makes (bytes and objects added, minus what it replaces). At or above
+ * the organization's ceiling no write is taken at all, whatever it replaces: writes stop until
+ * usage falls below it (deletes still work; they never come here).
+ */
+export function assertWithinLimits(
+  { org, bucket }: Locked,
+  held: { orgBytes: number; orgObjects: number; bucketBytes: number; bucketObjects: number },
+  delta: { bytes: number; objects: number },
+): void {
+  const refuse = (why: string): never => {
+    throw new StoreRefusal('QuotaExceeded', why);
+  };
+  if (org.writes_suspended) refuse('Object storage of this organization is suspended: new writes are refused');
+  if (bucket.max_size_bytes !== null && delta.bytes > 0 && bucket.usage_bytes + held.bucketBytes + delta.bytes > bucket.max_size_bytes)
+    refuse(`The bucket's max_size_bytes (${bucket.max_size_bytes}) would be exceeded`);
+  if (bucket.max_objects !== null && delta.objects > 0 && bucket.usage_objects + held.bucketObjects + delta.objects > bucket.max_objects)
+    refuse(`The bucket's max_objects (${bucket.max_objects}) would be exceeded`);
+  if (org.hard_bytes !== null) {
+    if (org.usage_bytes >= org.hard_bytes) refuse(`The organization's storage ceiling (${org.hard_bytes} bytes) is reached`);
+    if (delta.bytes > 0 && org.usage_bytes + held.orgBytes + delta.bytes > org.hard_bytes)
+      refuse(`The organization's storage ceiling (${org.hard_bytes} bytes) would be exceeded`);
+  }
+  if (org.max_objects !== null && delta.objects > 0 && org.usage_objects + held.orgObjects + delta.objects > org.max_objects)
+    refuse(`The organization's object cap (${org.max_objects}) would be exceeded`);
+}
+
+/** Moves the running usage of a bucket and its organization. */
+export async function addUsage(tx: PoolClient, orgId: string, bucketId: string, bytes: number, objects: number): Promise<void> {
+  if (bytes === 0 && objects === 0) return;
+  await tx.query('UPDATE store_orgs SET usage_bytes = usage_bytes + $2, usage_objects = usage_objects + $3 WHERE org_id = $1', [
+    orgId,
+    bytes,
+    objects,
+  ]);
+  await tx.query('UPDATE store_buckets SET usage_bytes = usage_bytes + $2, usage_objects = usage_objects + $3 WHERE id = $1', [
+    bucketId,
+    bytes,
+    objects,
+  ]);
+}

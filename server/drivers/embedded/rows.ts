@@ -1,0 +1,78 @@
+// Rows of the embedded store's tables (migrations/0900_embedded_object_store.sql), as read.
+
+export interface Segment {
+  blob: string;
+  size: number;
+}
+
+export interface StoredBucket {
+  id: string;
+  org_id: string;
+  name: string;
+  versioning: boolean;
+  max_objects: number | null;
+  max_size_bytes: number | null;
+  suspended: boolean;
+  usage_bytes: number;
+  usage_objects: number;
+  created_at: Date;
+}
+
+export interface StoredVersion {
+  bucket_id: string;
+  key: string;
+  version_id: string;
+  seq: number;
+  delete_marker: boolean;
+  size_bytes: number;
+  etag: string | null;
+  content_type: string | null;
+  headers: Record<string, string>;
+  checksums: Record<string, string>;
+  segments: Segment[];
+  last_modified: Date;
+  /** Set by the queries that say whether this is the key's latest version. */
+  is_latest?: boolean;
+}
+
+export interface StoredUpload {
+  upload_id: string;
+  bucket_id: string;
+  key: string;
+  content_type: string | null;
+  headers: Record<string, string>;
+  checksum_algorithm: string | null;
+  initiated: Date;
+}
+
+export interface StoredPart {
+  upload_id: string;
+  part_number: number;
+  blob: string;
+  size_bytes: number;
+  etag: string;
+  checksums: Record<string, string>;
+  last_modified: Date;
+}
+
+/** bigint columns arrive as number (or bigint beyond 2^53): object sizes fit in a number. */
+export const num = (value: unknown): number => Number(value);
+
+export function bucketOf(row: StoredBucket): StoredBucket {
+  return {
+    ...row,
+    max_objects: row.max_objects === null ? null : num(row.max_objects),
+    max_size_bytes: row.max_size_bytes === null ? null : num(row.max_size_bytes),
+    usage_bytes: num(row.usage_bytes),
+    usage_objects: num(row.usage_objects),
+  };
+}
+
+export function versionOf(row: StoredVersion): StoredVersion {
+  return {
+    ...row,
+    seq: num(row.seq),
+    size_bytes: num(row.size_bytes),
+    segments: row.segments.map((segment) => ({ blob: segment.blob, size: num(segment.size) })),
+  };
+}

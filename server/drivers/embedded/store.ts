@@ -1,0 +1,272 @@
+import { randomBytes, randomInt } from 'node:crypto';
+import path from 'node:path';
+import pg from 'pg';
+import { withTransaction, type Pool, type Queryable } from '../../db/pool.ts';
+import { PermanentBackendError } from '../errors.ts';
+import type { BucketAddress, BucketReport, EnforcedQuota, ObjectStoreDriver, OrganizationReport, SecretStore } from '../object-store.ts';
+import type { FaultInjector } from '../simulators/faults.ts';
+import { BlobFiles } from './blobs.ts';
+import { multipartOperations } from './multipart.ts';
+import { objectOperations } from './objects.ts';
+import { bucketOf, num, type StoredBucket } from './rows.ts';
+import { createSecretBox, loadSecretBoxKey } from './secret-box.ts';
+import { sweep } from './sweep.ts';
+import { dropGarbage, markGarbage, type StoreContext } from './write-path.ts';
+
+/** The advisory-lock namespace of store instances (the second key is the instance number). */
+export const INSTANCE_LOCK_NAMESPACE = 7_361_205;
+
+/**
+ * The embedded object store: the object-store driver (buckets, versioning, quotas, access keys,
+ * usage, soft deletion) over PostgreSQL metadata and files under DATA_DIR/objects, plus the data
+ * plane the S3 endpoint (server/s3/) serves. Driver calls may be failed by SIM_FAULTS rules
+ * (`objectstore.<method>` and `secretstore.<method>`), as the simulator's are, for tests.
+ */
+export interface EmbeddedObjectStore extends ObjectStoreDriver {
+  objects: ReturnType<typeof objectOperations>;
+  multipart: ReturnType<typeof multipartOperations>;
+  /** The key's organization and secret, when the store accepts it (registered, not revoked). */
+  credentials(accessKeyId: string): Promise<{ orgId: string; keyId: string; secret: string } | null>;
+  /** Where the bytes live. */
+  dataRoot: string;
+  /** Removes what crashed or failed writes left (also run at start and periodically). */
+  sweep(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface EmbeddedStoreOptions {
+  pool: Pool;
+  dataDir: string;
+  secretKey: string | undefined;
+  faults: FaultInjector;
+}
+
+const UNIQUE_VIOLATION = '23505';
+const ACCESS_KEY_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789';
+
+const toReport = (row: StoredBucket): BucketReport => ({
+  bucketId: row.id,
+  name: row.name,
+  versioning: row.versioning,
+  quota: { maxObjects: row.max_objects, maxSizeBytes: row.max_size_bytes },
+  suspended: row.suspended,
+  usage: { bytes: row.usage_bytes, objects: row.usage_objects },
+});
+
+export async function createEmbeddedObjectStore({ pool, dataDir, secretKey, faults }: EmbeddedStoreOptions): Promise<EmbeddedObjectStore> {
+  const blobs = new BlobFiles(path.join(dataDir, 'objects'));
+  await blobs.init();
+  const box = createSecretBox(loadSecretBoxKey(dataDir, secretKey));
+
+  // This process's liveness, for the sweep of other processes' reservations: held as long as
+  // the process (its connection) lives.
+  const instance = randomInt(1, 2 ** 31 - 1);
+  const lockClient = new pg.Client({ ...pool.options, statement_timeout: undefined, query_timeout: undefined });
+  lockClient.on('error', () => {});
+  await lockClient.connect();
+  await lockClient.query('SELECT pg_advisory_lock($1, $2)', [INSTANCE_LOCK_NAMESPACE, instance]);
+
+  const context: StoreContext = { pool, blobs, instance };
+  const check = (method: string, subject: string) => faults.check('objectstore', 'object store', method, subject);
+
+  const bucketById = async (db: Queryable, bucketId: string): Promise<StoredBucket | undefined> => {
+    const { rows } = await db.query<StoredBucket>('SELECT * FROM store_buckets WHERE id = $1', [bucketId]);
+    return rows[0] && bucketOf(rows[0]);
+  };
+  const existingBucket = async (db: Queryable, address: BucketAddress): Promise<StoredBucket> => {
+    const bucket = await bucketById(db, address.bucketId);
+    if (!bucket) throw new PermanentBackendError('object store', 'no such bucket');
+    return bucket;
+  };
+
+  /** Removes every upload of a bucket (their parts' files go as garbage). */
+  const abortUploadsOf = async (bucketId: string) => {
+    const freed = await withTransaction(pool, async (tx) => {
+      const { rows } = await tx.query<{ blob: string }>(
+        'SELECT p.blob FROM store_parts p JOIN store_uploads u USING (upload_id) WHERE u.bucket_id = $1',
+        [bucketId],
+      );
+      const names = rows.map((row) => row.blob);
+      await markGarbage(tx, names);
+      await tx.query('DELETE FROM store_uploads WHERE bucket_id = $1', [bucketId]);
+      return names;
+    });
+    await dropGarbage(context, freed);
+  };
+
+  const secrets: SecretStore = {
+    async put(secretPath, secret) {
+      await faults.check('secretstore', 'object store', 'put', secretPath);
+      await pool.query(
+        'INSERT INTO store_secrets (path, sealed) VALUES ($1, $2) ON CONFLICT (path) DO UPDATE SET sealed = EXCLUDED.sealed',
+        [secretPath, box.seal(secret)],
+      );
+    },
+    async get(secretPath) {
+      await faults.check('secretstore', 'object store', 'get', secretPath);
+      const { rows } = await pool.query<{ sealed: string }>('SELECT sealed FROM store_secrets WHERE path = $1', [secretPath]);
+      return rows[0] ? box.open(rows[0].sealed) : null;
+    },
+    async destroy(secretPath) {
+      await faults.check('secretstore', 'object store', 'destroy', secretPath);
+      await pool.query('DELETE FROM store_secrets WHERE path = $1', [secretPath]);
+    },
+  };
+
+  const store: EmbeddedObjectStore = {
+    secrets,
+    objects: objectOperations(context),
+    multipart: multipartOperations(context),
+    dataRoot: blobs.root,
+
+    async createBucket(spec) {
+      await check('createBucket', spec.name);
+      await pool.query('INSERT INTO store_orgs (org_id) VALUES ($1) ON CONFLICT DO NOTHING', [spec.orgId]);
+      try {
+        await pool.query(
+          `INSERT INTO store_buckets (id, org_id, name, versioning, max_objects, max_size_bytes)
+           VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (id) DO NOTHING`,
+          [spec.bucketId, spec.orgId, spec.name, spec.versioning, spec.quota.maxObjects, spec.quota.maxSizeBytes],
+        );
+      } catch (error) {
+        if ((error as { code?: string }).code === UNIQUE_VIOLATION) throw new PermanentBackendError('object store', 'bucket name in use');
+        throw error;
+      }
+      return toReport(await existingBucket(pool, spec));
+    },
+
+    async suspendBucket(address) {
+      await check('suspendBucket', address.name);
+      const report = await withTransaction(pool, async (tx) => {
+        await tx.query('SELECT 1 FROM store_buckets WHERE id = $1 FOR UPDATE', [address.bucketId]);
+        const bucket = await existingBucket(tx, address);
+        if (bucket.usage_objects > 0) throw new PermanentBackendError('object store', 'bucket not empty');
+        await tx.query('UPDATE store_buckets SET suspended = true WHERE id = $1', [address.bucketId]);
+        return toReport({ ...bucket, suspended: true });
+      });
+      await abortUploadsOf(address.bucketId);
+      return report;
+    },
+
+    async resumeBucket(address) {
+      await check('resumeBucket', address.name);
+      const bucket = await existingBucket(pool, address);
+      await pool.query('UPDATE store_buckets SET suspended = false WHERE id = $1', [address.bucketId]);
+      return toReport({ ...bucket, suspended: false });
+    },
+
+    async purgeBucket(address) {
+      await check('purgeBucket', address.name);
+      await abortUploadsOf(address.bucketId);
+      const freed = await withTransaction(pool, async (tx) => {
+        const { rows } = await tx.query<StoredBucket>('SELECT * FROM store_buckets WHERE id = $1 FOR UPDATE', [address.bucketId]);
+        const bucket = rows[0] && bucketOf(rows[0]);
+        if (!bucket) return [];
+        const segments = await tx.query<{ blob: string }>(
+          `SELECT s->>'blob' AS blob FROM store_versions v, jsonb_array_elements(v.segments) s WHERE v.bucket_id = $1`,
+          [bucket.id],
+        );
+        const names = segments.rows.map((row) => row.blob);
+        await markGarbage(tx, names);
+        await tx.query('UPDATE store_orgs SET usage_bytes = usage_bytes - $2, usage_objects = usage_objects - $3 WHERE org_id = $1', [
+          bucket.org_id,
+          bucket.usage_bytes,
+          bucket.usage_objects,
+        ]);
+        await tx.query('DELETE FROM store_buckets WHERE id = $1', [bucket.id]);
+        return names;
+      });
+      await dropGarbage(context, freed);
+    },
+
+    async setBucketQuota({ quota, ...address }) {
+      await check('setBucketQuota', address.name);
+      await existingBucket(pool, address);
+      await pool.query('UPDATE store_buckets SET max_objects = $2, max_size_bytes = $3 WHERE id = $1', [
+        address.bucketId,
+        quota.maxObjects,
+        quota.maxSizeBytes,
+      ]);
+      return toReport(await existingBucket(pool, address));
+    },
+
+    async describeBucket(address) {
+      await check('describeBucket', address.name);
+      const bucket = await bucketById(pool, address.bucketId);
+      return bucket ? toReport(bucket) : null;
+    },
+
+    async describeOrganization(orgId): Promise<OrganizationReport> {
+      await check('describeOrganization', orgId);
+      const buckets = (
+        await pool.query<StoredBucket>('SELECT * FROM store_buckets WHERE org_id = $1 ORDER BY created_at', [orgId])
+      ).rows.map((row) => toReport(bucketOf(row)));
+      const { rows } = await pool.query<{
+        usage_bytes: number;
+        usage_objects: number;
+        egress_bytes: number;
+        hard_bytes: number | null;
+        max_objects: number | null;
+        writes_suspended: boolean;
+      }>('SELECT * FROM store_orgs WHERE org_id = $1', [orgId]);
+      const row = rows[0];
+      const enforced: EnforcedQuota | null =
+        row && row.hard_bytes !== null && row.max_objects !== null
+          ? { hardBytes: num(row.hard_bytes), maxObjects: num(row.max_objects), writesSuspended: row.writes_suspended }
+          : null;
+      return {
+        buckets,
+        usage: { bytes: num(row?.usage_bytes ?? 0), objects: num(row?.usage_objects ?? 0) },
+        enforced,
+        egressBytes: num(row?.egress_bytes ?? 0),
+      };
+    },
+
+    async setOrganizationQuota({ orgId, hardBytes, maxObjects, writesSuspended }) {
+      await check('setOrganizationQuota', orgId);
+      await pool.query(
+        `INSERT INTO store_orgs (org_id, hard_bytes, max_objects, writes_suspended) VALUES ($1, $2, $3, $4)
+         ON CONFLICT (org_id) DO UPDATE SET hard_bytes = EXCLUDED.hard_bytes, max_objects = EXCLUDED.max_objects,
+           writes_suspended = EXCLUDED.writes_suspended`,
+        [orgId, hardBytes, maxObjects, writesSuspended],
+      );
+      return { hardBytes, maxObjects, writesSuspended };
+    },
+
+    async createAccessKey({ orgId, keyId, secret }) {
+      await check('createAccessKey', keyId);
+      const candidate = `AKCP${Array.from(randomBytes(16), (byte) => ACCESS_KEY_ALPHABET[byte % ACCESS_KEY_ALPHABET.length]).join('')}`;
+      await pool.query(
+        `INSERT INTO store_access_keys (key_id, org_id, access_key_id, secret_sealed) VALUES ($1, $2, $3, $4)
+         ON CONFLICT (key_id) DO NOTHING`,
+        [keyId, orgId, candidate, box.seal(secret)],
+      );
+      const { rows } = await pool.query<{ access_key_id: string }>('SELECT access_key_id FROM store_access_keys WHERE key_id = $1', [
+        keyId,
+      ]);
+      return { accessKeyId: rows[0]!.access_key_id };
+    },
+
+    async revokeAccessKey({ keyId }) {
+      await check('revokeAccessKey', keyId);
+      await pool.query('UPDATE store_access_keys SET revoked = true WHERE key_id = $1', [keyId]);
+    },
+
+    async credentials(accessKeyId) {
+      const { rows } = await pool.query<{ org_id: string; key_id: string; secret_sealed: string }>(
+        'SELECT org_id, key_id, secret_sealed FROM store_access_keys WHERE access_key_id = $1 AND NOT revoked',
+        [accessKeyId],
+      );
+      const row = rows[0];
+      return row ? { orgId: row.org_id, keyId: row.key_id, secret: box.open(row.secret_sealed) } : null;
+    },
+
+    sweep: () => sweep(context, INSTANCE_LOCK_NAMESPACE),
+
+    async close() {
+      await lockClient.end().catch(() => {});
+    },
+  };
+  await store.sweep();
+  return store;
+}

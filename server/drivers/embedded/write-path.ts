@@ -1,0 +1,111 @@
+import { randomUUID } from 'node:crypto';
+import { Transform, type Readable } from 'node:stream';
+import { withTransaction, type Pool, type PoolClient } from '../../db/pool.ts';
+import { BlobFiles } from './blobs.ts';
+import { assertWithinLimits, lockForWrite, reservedSpace, type Locked } from './quota.ts';
+import { StoreRefusal } from './refusals.ts';
+
+/** What the store needs to carry out a write: its database, files and the process's instance number. */
+export interface StoreContext {
+  pool: Pool;
+  blobs: BlobFiles;
+  /** This process; its reservations are swept when it is gone (see sweep.ts). */
+  instance: number;
+}
+
+export interface WriteSpec<T> {
+  orgId: string;
+  bucketId: string;
+  /** Bytes the body carries (declared up front: Content-Length, or the decoded length of aws-chunked). */
+  size: number;
+  /** Objects the write adds (1 for an object, 0 for a part). */
+  objects: number;
+  body: Readable;
+  /** Observers of the bytes on their way to the file (digests and checksums). */
+  transforms: Transform[];
+  /** What the write replaces (an unversioned key's version, a part of the same number); for the early check. */
+  replaces(tx: PoolClient, locked: Locked): Promise<{ bytes: number; objects: number }>;
+  /** Called once every byte is on disk, before anything is visible: throws to refuse (BadDigest…). */
+  verify(): void;
+  /** In the committing transaction (locks held, own reservation released): makes the write visible. */
+  commit(tx: PoolClient, locked: Locked, blob: string): Promise<T>;
+  /** Upload whose parts do not count as held space (its own, when completing it). */
+  excludeUpload?: string;
+}
+
+/**
+ * The one way bytes enter the store: space is reserved under the organization's lock before the
+ * first byte (a write that cannot fit is refused at once, with nothing stored), the bytes are
+ * streamed to a temporary file, verified, synced and moved into place, and then one short
+ * transaction checks the limits again exactly and commits the row that makes them visible. Any
+ * failure removes the file and releases the space.
+ */
+export async function streamedWrite<T>(context: StoreContext, spec: WriteSpec<T>): Promise<T> {
+  const { pool, blobs, instance } = context;
+  const reservationId = randomUUID();
+  const blob = BlobFiles.newName();
+  await withTransaction(pool, async (tx) => {
+    const locked = await lockForWrite(tx, spec.orgId, spec.bucketId);
+    const replaced = await spec.replaces(tx, locked);
+    const held = await reservedSpace(tx, spec.orgId, spec.bucketId, spec.excludeUpload ?? null);
+    assertWithinLimits(locked, held, { bytes: spec.size - replaced.bytes, objects: spec.objects - replaced.objects });
+    await tx.query(
+      'INSERT INTO store_reservations (id, org_id, bucket_id, bytes, objects, blob, instance) VALUES ($1, $2, $3, $4, $5, $6, $7)',
+      [reservationId, spec.orgId, spec.bucketId, spec.size, spec.objects, blob, instance],
+    );
+  });
+  try {
+    const written = await blobs.write(blob, spec.body, [lengthGuard(spec.size), ...spec.transforms]);
+    if (written !== spec.size)
+      throw new StoreRefusal('IncompleteBody', `You did not provide the number of bytes specified by the Content-Length HTTP header`);
+    spec.verify();
+    await blobs.publish(blob);
+    return await withTransaction(pool, async (tx) => {
+      const locked = await lockForWrite(tx, spec.orgId, spec.bucketId);
+      await tx.query('DELETE FROM store_reservations WHERE id = $1', [reservationId]);
+      return spec.commit(tx, locked, blob);
+    });
+  } catch (error) {
+    await blobs.remove(blob).catch(() => {});
+    await pool.query('DELETE FROM store_reservations WHERE id = $1', [reservationId]).catch(() => {});
+    throw error;
+  }
+}
+
+/** Stops a body that carries more bytes than it declared. */
+function lengthGuard(size: number): Transform {
+  let seen = 0;
+  return new Transform({
+    transform(chunk: Buffer, _encoding, callback) {
+      seen += chunk.length;
+      if (seen > size) callback(new StoreRefusal('IncompleteBody', 'The body is longer than its declared length'));
+      else callback(null, chunk);
+    },
+  });
+}
+
+/** Files whose rows were deleted in a committed transaction: unlinked now, or by the next sweep. */
+export async function dropGarbage(context: StoreContext, blobNames: string[]): Promise<void> {
+  for (const blob of blobNames) {
+    await context.blobs.remove(blob).catch(() => {});
+    await context.pool.query('DELETE FROM store_garbage WHERE blob = $1', [blob]).catch(() => {});
+  }
+}
+
+/** In a transaction that deletes rows holding blobs: records the blobs as garbage. */
+export async function markGarbage(tx: PoolClient, blobNames: string[]): Promise<void> {
+  if (blobNames.length === 0) return;
+  await tx.query('INSERT INTO store_garbage (blob) SELECT unnest($1::text[]) ON CONFLICT DO NOTHING', [blobNames]);
+}
+
+/** Checks limits in a committing transaction, with what others hold (own reservation already released). */
+export async function assertCommitFits(
+  tx: PoolClient,
+  locked: Locked,
+  orgId: string,
+  delta: { bytes: number; objects: number },
+  excludeUpload: string | null = null,
+): Promise<void> {
+  const held = await reservedSpace(tx, orgId, locked.bucket.id, excludeUpload);
+  assertWithinLimits(locked, held, delta);
+}

@@ -1,0 +1,225 @@
+import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import type { IncomingHttpHeaders } from 'node:http';
+import { S3Error, accessDenied } from './errors.ts';
+
+/**
+ * AWS Signature Version 4 as S3 checks it, in the Authorization header or in a presigned URL's
+ * query. What is parsed here is checked against the secret by `verify`; the payload's own
+ * signatures (aws-chunked) are checked as the body streams (chunked.ts), from the seed signature.
+ */
+export const EMPTY_SHA256 = createHash('sha256').update('').digest('hex');
+export const UNSIGNED_PAYLOAD = 'UNSIGNED-PAYLOAD';
+/** Requests may be this far from our clock (S3: 15 minutes). */
+const MAX_SKEW_MS = 15 * 60_000;
+/** S3's longest presigned URL: 7 days. */
+const MAX_PRESIGN_SECONDS = 7 * 24 * 3600;
+
+export interface SignedRequest {
+  accessKeyId: string;
+  /** yyyymmdd of the credential scope. */
+  date: string;
+  region: string;
+  /** x-amz-date (yyyymmddThhmmssZ). */
+  amzDate: string;
+  signedHeaders: string[];
+  signature: string;
+  /** The payload hash the canonical request carries (hex, UNSIGNED-PAYLOAD, STREAMING-…). */
+  payloadHash: string;
+  presigned: boolean;
+}
+
+export interface RequestParts {
+  method: string;
+  /** The path as sent (still percent-encoded), without the query. */
+  rawPath: string;
+  /** The query as sent, without '?'. */
+  rawQuery: string;
+  headers: IncomingHttpHeaders;
+}
+
+const missing = (what: string) => new S3Error('AuthorizationHeaderMalformed', 400, `The authorization header is malformed; ${what}`);
+
+/** The signature of a request, or undefined when it carries none (anonymous). */
+export function parseSignature(request: RequestParts, now: Date): SignedRequest | undefined {
+  const query = new URLSearchParams(request.rawQuery);
+  const header = request.headers.authorization;
+  if (header !== undefined) {
+    const match = /^AWS4-HMAC-SHA256\s+(.*)$/.exec(header);
+    if (!match) {
+      if (header.startsWith('AWS '))
+        throw new S3Error('InvalidRequest', 400, 'Signature Version 2 is not supported; sign with AWS4-HMAC-SHA256');
+      throw missing('expected AWS4-HMAC-SHA256');
+    }
+    const fields = Object.fromEntries(
+      match[1]!.split(/\s*,\s*/).map((part) => {
+        const at = part.indexOf('=');
+        return [part.slice(0, at).trim(), part.slice(at + 1).trim()];
+      }),
+    );
+    const [accessKeyId, date, region, service, terminal] = (fields.Credential ?? '').split('/');
+    if (!accessKeyId || !date || !region || service !== 's3' || terminal !== 'aws4_request') throw missing('bad Credential');
+    if (!fields.SignedHeaders || !fields.Signature) throw missing('SignedHeaders and Signature are required');
+    const amzDate = headerValue(request.headers, 'x-amz-date') ?? '';
+    checkDate(amzDate, date, now);
+    const payloadHash = headerValue(request.headers, 'x-amz-content-sha256');
+    if (!payloadHash) throw new S3Error('InvalidRequest', 400, 'Missing required header for this request: x-amz-content-sha256');
+    return {
+      accessKeyId,
+      date,
+      region,
+      amzDate,
+      signedHeaders: fields.SignedHeaders.split(';'),
+      signature: fields.Signature,
+      payloadHash,
+      presigned: false,
+    };
+  }
+  if (query.get('X-Amz-Algorithm') !== null) {
+    if (query.get('X-Amz-Algorithm') !== 'AWS4-HMAC-SHA256') throw invalidQuery('X-Amz-Algorithm must be AWS4-HMAC-SHA256');
+    const [accessKeyId, date, region, service, terminal] = (query.get('X-Amz-Credential') ?? '').split('/');
+    if (!accessKeyId || !date || !region || service !== 's3' || terminal !== 'aws4_request') throw invalidQuery('bad X-Amz-Credential');
+    const amzDate = query.get('X-Amz-Date') ?? '';
+    const expires = Number(query.get('X-Amz-Expires'));
+    const signedHeaders = query.get('X-Amz-SignedHeaders');
+    const signature = query.get('X-Amz-Signature');
+    if (!signedHeaders || !signature) throw invalidQuery('X-Amz-SignedHeaders and X-Amz-Signature are required');
+    if (!Number.isInteger(expires) || expires < 1 || expires > MAX_PRESIGN_SECONDS)
+      throw invalidQuery('X-Amz-Expires must be from 1 to 604800 seconds');
+    const signedAt = parseAmzDate(amzDate);
+    if (!signedAt || amzDate.slice(0, 8) !== date) throw invalidQuery('bad X-Amz-Date');
+    if (signedAt.getTime() - MAX_SKEW_MS > now.getTime()) throw accessDenied('Request is not valid yet');
+    if (signedAt.getTime() + expires * 1000 < now.getTime()) throw accessDenied('Request has expired');
+    return {
+      accessKeyId,
+      date,
+      region,
+      amzDate,
+      signedHeaders: signedHeaders.split(';'),
+      signature,
+      payloadHash: query.get('X-Amz-Content-Sha256') ?? headerValue(request.headers, 'x-amz-content-sha256') ?? UNSIGNED_PAYLOAD,
+      presigned: true,
+    };
+  }
+  return undefined;
+}
+
+const invalidQuery = (message: string) => new S3Error('AuthorizationQueryParametersError', 400, message);
+
+function checkDate(amzDate: string, scopeDate: string, now: Date): void {
+  const signedAt = parseAmzDate(amzDate);
+  if (!signedAt) throw new S3Error('AccessDenied', 403, 'AWS authentication requires a valid Date or x-amz-date header');
+  if (amzDate.slice(0, 8) !== scopeDate) throw missing('the credential date does not match x-amz-date');
+  if (Math.abs(signedAt.getTime() - now.getTime()) > MAX_SKEW_MS)
+    throw new S3Error('RequestTimeTooSkewed', 403, 'The difference between the request time and the current time is too large.');
+}
+
+function parseAmzDate(value: string): Date | undefined {
+  const match = /^(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})Z$/.exec(value);
+  if (!match) return undefined;
+  const [y = 0, mo = 1, d = 1, h = 0, mi = 0, s = 0] = match.slice(1).map(Number);
+  return new Date(Date.UTC(y, mo - 1, d, h, mi, s));
+}
+
+function headerValue(headers: IncomingHttpHeaders, name: string): string | undefined {
+  const value = headers[name];
+  return Array.isArray(value) ? value.join(',') : value;
+}
+
+/** RFC 3986 encoding as SigV4 wants it: everything but unreserved characters. */
+export function uriEncode(text: string, keepSlash = false): string {
+  return encodeURIComponent(text)
+    .replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`)
+    .replace(/%2F/g, keepSlash ? '/' : '%2F');
+}
+
+function safeDecode(text: string): string {
+  try {
+    return decodeURIComponent(text.replace(/\+/g, '%20'));
+  } catch {
+    return text;
+  }
+}
+
+function canonicalQuery(rawQuery: string, presigned: boolean): string {
+  if (rawQuery === '') return '';
+  return rawQuery
+    .split('&')
+    .filter(Boolean)
+    .map((pair) => {
+      const at = pair.indexOf('=');
+      const name = safeDecode(at < 0 ? pair : pair.slice(0, at));
+      const value = at < 0 ? '' : safeDecode(pair.slice(at + 1));
+      return [uriEncode(name), uriEncode(value)] as const;
+    })
+    .filter(([name]) => !(presigned && name === 'X-Amz-Signature'))
+    .sort(([a, av], [b, bv]) => (a < b ? -1 : a > b ? 1 : av < bv ? -1 : av > bv ? 1 : 0))
+    .map(([name, value]) => `${name}=${value}`)
+    .join('&');
+}
+
+function canonicalHeaders(headers: IncomingHttpHeaders, signed: string[]): string {
+  return signed
+    .map((name) => {
+      const value = headerValue(headers, name);
+      if (value === undefined) throw new S3Error('SignatureDoesNotMatch', 403, `The signed header ${name} is missing from the request`);
+      return `${name}:${value.trim().replace(/\s+/g, ' ')}\n`;
+    })
+    .join('');
+}
+
+export function signingKey(secret: string, date: string, region: string): Buffer {
+  const kDate = hmac(`AWS4${secret}`, date);
+  const kRegion = hmac(kDate, region);
+  const kService = hmac(kRegion, 's3');
+  return hmac(kService, 'aws4_request');
+}
+
+export function hmac(key: string | Buffer, data: string): Buffer {
+  return createHmac('sha256', key).update(data, 'utf8').digest();
+}
+
+export const sha256Hex = (data: string | Buffer): string => createHash('sha256').update(data).digest('hex');
+
+export const scopeOf = (signed: SignedRequest): string => `${signed.date}/${signed.region}/s3/aws4_request`;
+
+/** Checks the request's signature with the key's secret; returns the signing key (for chunk signatures). */
+export function verify(request: RequestParts, signed: SignedRequest, secret: string): Buffer {
+  if (!signed.signedHeaders.includes('host')) throw new S3Error('AccessDenied', 403, 'The host header must be signed');
+  const canonicalPath = request.rawPath
+    .split('/')
+    .map((segment) => uriEncode(safeDecodePath(segment)))
+    .join('/');
+  const canonicalRequest = [
+    request.method,
+    canonicalPath,
+    canonicalQuery(request.rawQuery, signed.presigned),
+    canonicalHeaders(request.headers, signed.signedHeaders),
+    signed.signedHeaders.join(';'),
+    signed.payloadHash,
+  ].join('\n');
+  const stringToSign = ['AWS4-HMAC-SHA256', signed.amzDate, scopeOf(signed), sha256Hex(canonicalRequest)].join('\n');
+  const key = signingKey(secret, signed.date, signed.region);
+  const expected = createHmac('sha256', key).update(stringToSign).digest();
+  if (!sameHex(expected, signed.signature))
+    throw new S3Error(
+      'SignatureDoesNotMatch',
+      403,
+      'The request signature we calculated does not match the signature you provided. Check your key and signing method.',
+    );
+  return key;
+}
+
+/** Path segments decode without turning '+' into a space (only queries use that form). */
+function safeDecodePath(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return segment;
+  }
+}
+
+/** Constant-time comparison of a computed signature with the hex one given. */
+export function sameHex(expected: Buffer, given: string): boolean {
+  if (!/^[0-9a-f]+$/.test(given) || given.length !== expected.length * 2) return false;
+  return timingSafeEqual(expected, Buffer.from(given, 'hex'));
+}

@@ -1,0 +1,52 @@
+// The XML of S3's answers and of the few request bodies S3 clients send (Delete,
+// CompleteMultipartUpload): small, fixed shapes, read and written without a general XML library.
+
+export const S3_NAMESPACE = 'http://s3.amazonaws.com/doc/2006-03-01/';
+
+export function escapeXml(text: string): string {
+  return text.replace(/[<>&'"\r]/g, (c) => ({ '<': '&lt;', '>': '&gt;', '&': '&amp;', "'": '&apos;', '"': '&quot;', '\r': '&#13;' })[c]!);
+}
+
+export function unescapeXml(text: string): string {
+  return text.replace(/&(lt|gt|amp|apos|quot|#(\d+)|#x([0-9a-fA-F]+));/g, (_match, name: string, dec?: string, hex?: string) => {
+    if (dec) return String.fromCodePoint(Number(dec));
+    if (hex) return String.fromCodePoint(parseInt(hex, 16));
+    return { lt: '<', gt: '>', amp: '&', apos: "'", quot: '"' }[name]!;
+  });
+}
+
+/** A value of an element: text, a nested element list, or omitted (undefined/null). */
+export type XmlValue = string | number | boolean | null | undefined | XmlNode[] | XmlNode;
+export interface XmlNode {
+  [name: string]: XmlValue;
+}
+
+/** Writes elements in the given order; an array value repeats its element. */
+export function element(name: string, value: XmlValue): string {
+  if (value === undefined || value === null) return '';
+  if (Array.isArray(value)) return value.map((item) => element(name, item)).join('');
+  if (typeof value === 'object')
+    return `<${name}>${Object.entries(value)
+      .map(([child, v]) => element(child, v))
+      .join('')}</${name}>`;
+  return `<${name}>${escapeXml(String(value))}</${name}>`;
+}
+
+export function document(root: string, children: XmlNode): string {
+  const body = Object.entries(children)
+    .map(([name, value]) => element(name, value))
+    .join('');
+  return `<?xml version="1.0" encoding="UTF-8"?>\n<${root} xmlns="${S3_NAMESPACE}">${body}</${root}>`;
+}
+
+/** The blocks `<name>…</name>` of a request body, in order (namespace prefixes and attributes ignored). */
+export function blocks(xml: string, name: string): string[] {
+  const pattern = new RegExp(`<(?:\\w+:)?${name}(?:\\s[^>]*)?>([\\s\\S]*?)</(?:\\w+:)?${name}>`, 'g');
+  return [...xml.matchAll(pattern)].map((match) => match[1]!);
+}
+
+/** The text of the first `<name>` in a block, unescaped; undefined when absent. */
+export function text(xml: string, name: string): string | undefined {
+  const found = blocks(xml, name)[0];
+  return found === undefined ? undefined : unescapeXml(found);
+}

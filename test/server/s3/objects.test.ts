@@ -1,0 +1,285 @@
+// The S3 endpoint driven by the official SDK as a user would configure it: objects stored and
+// read back byte for byte, with the SDK's default checksums and aws-chunked uploads, ranges,
+// conditional reads, copies, listings, presigned URLs, and S3's errors for what is wrong.
+import {
+  CopyObjectCommand,
+  DeleteObjectsCommand,
+  GetBucketLocationCommand,
+  GetBucketVersioningCommand,
+  GetObjectCommand,
+  HeadBucketCommand,
+  HeadObjectCommand,
+  ListBucketsCommand,
+  ListObjectsCommand,
+  ListObjectsV2Command,
+  PutObjectCommand,
+  type S3Client,
+} from '@aws-sdk/client-s3';
+import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
+import { createHash, randomBytes } from 'node:crypto';
+import { Readable } from 'node:stream';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { MiB, createAccessKey, createBucket, s3Client, s3ErrorOf, startS3Server, type IssuedKey } from './support.ts';
+
+let server: Awaited<ReturnType<typeof startS3Server>>;
+let key: IssuedKey;
+let s3: S3Client;
+
+beforeAll(async () => {
+  server = await startS3Server();
+  await createBucket(server, server.org, 'photos');
+  key = await createAccessKey(server, server.org);
+  s3 = s3Client(server, key);
+}, 120_000);
+afterAll(async () => server?.close());
+
+const md5 = (data: Buffer | string) => createHash('md5').update(data).digest('hex');
+
+describe('objects through the SDK', () => {
+  test('a string body (signed payload, CRC32 header) is stored and read back, with S3 ETag and checksum', async () => {
+    const put = await s3.send(
+      new PutObjectCommand({
+        Bucket: 'photos',
+        Key: 'notes/hello.txt',
+        Body: 'hello, world',
+        ContentType: 'text/plain',
+        Metadata: { owner: 'ada' },
+      }),
+    );
+    expect(put.ETag).toBe(`"${md5('hello, world')}"`);
+    expect(put.ChecksumCRC32).toBeDefined();
+    const got = await s3.send(new GetObjectCommand({ Bucket: 'photos', Key: 'notes/hello.txt', ChecksumMode: 'ENABLED' }));
+    expect(await got.Body!.transformToString()).toBe('hello, world');
+    expect(got.ContentType).toBe('text/plain');
+    expect(got.Metadata).toEqual({ owner: 'ada' });
+    expect(got.ChecksumCRC32).toBe(put.ChecksumCRC32);
+  });
+
+  test('a stream body goes aws-chunked with a trailing checksum, and arrives byte for byte', async () => {
+    const data = randomBytes(3 * MiB + 17);
+    const chunks = [data.subarray(0, MiB), data.subarray(MiB, 2 * MiB), data.subarray(2 * MiB)];
+    const put = await s3.send(
+      new PutObjectCommand({ Bucket: 'photos', Key: 'big.bin', Body: Readable.from(chunks), ContentLength: data.length }),
+    );
+    expect(put.ETag).toBe(`"${md5(data)}"`);
+    const got = await s3.send(new GetObjectCommand({ Bucket: 'photos', Key: 'big.bin' }));
+    expect(Buffer.from(await got.Body!.transformToByteArray()).equals(data)).toBe(true);
+    expect(got.ContentLength).toBe(data.length);
+  });
+
+  test('each checksum algorithm the SDK offers is verified and given back', async () => {
+    for (const algorithm of ['CRC32', 'CRC32C', 'SHA1', 'SHA256', 'CRC64NVME'] as const) {
+      const put = await s3.send(
+        new PutObjectCommand({
+          Bucket: 'photos',
+          Key: `sum-${algorithm}`,
+          Body: `checked with ${algorithm}`,
+          ChecksumAlgorithm: algorithm,
+        }),
+      );
+      const head = await s3.send(new HeadObjectCommand({ Bucket: 'photos', Key: `sum-${algorithm}`, ChecksumMode: 'ENABLED' }));
+      const field = `Checksum${algorithm}` as const;
+      expect(head[field], algorithm).toBe(put[field]);
+      expect(head[field], algorithm).toBeTruthy();
+    }
+  });
+
+  test('a wrong Content-MD5 or a wrong checksum is BadDigest, and nothing is stored', async () => {
+    const wrongMd5 = createHash('md5').update('something else').digest('base64');
+    expect(
+      await s3ErrorOf(s3.send(new PutObjectCommand({ Bucket: 'photos', Key: 'bad-md5', Body: 'payload', ContentMD5: wrongMd5 }))),
+    ).toEqual({ code: 'BadDigest', status: 400 });
+    expect(
+      await s3ErrorOf(s3.send(new PutObjectCommand({ Bucket: 'photos', Key: 'bad-crc', Body: 'payload', ChecksumCRC32: 'AAAAAA==' }))),
+    ).toEqual({ code: 'BadDigest', status: 400 });
+    expect(await s3ErrorOf(s3.send(new HeadObjectCommand({ Bucket: 'photos', Key: 'bad-md5' })))).toMatchObject({ status: 404 });
+    expect(await s3ErrorOf(s3.send(new HeadObjectCommand({ Bucket: 'photos', Key: 'bad-crc' })))).toMatchObject({ status: 404 });
+  });
+
+  test('ranges: first bytes, a middle, a suffix; past the end is InvalidRange (416)', async () => {
+    await s3.send(new PutObjectCommand({ Bucket: 'photos', Key: 'alphabet', Body: 'abcdefghijklmnopqrstuvwxyz' }));
+    const read = async (range: string) => {
+      const got = await s3.send(new GetObjectCommand({ Bucket: 'photos', Key: 'alphabet', Range: range }));
+      return { text: await got.Body!.transformToString(), contentRange: got.ContentRange };
+    };
+    expect(await read('bytes=0-2')).toEqual({ text: 'abc', contentRange: 'bytes 0-2/26' });
+    expect(await read('bytes=10-12')).toEqual({ text: 'klm', contentRange: 'bytes 10-12/26' });
+    expect(await read('bytes=-3')).toEqual({ text: 'xyz', contentRange: 'bytes 23-25/26' });
+    expect(await read('bytes=20-')).toEqual({ text: 'uvwxyz', contentRange: 'bytes 20-25/26' });
+    expect(await s3ErrorOf(s3.send(new GetObjectCommand({ Bucket: 'photos', Key: 'alphabet', Range: 'bytes=26-30' })))).toEqual({
+      code: 'InvalidRange',
+      status: 416,
+    });
+  });
+
+  test('conditional reads: If-Match, If-None-Match, If-Modified-Since, If-Unmodified-Since', async () => {
+    const put = await s3.send(new PutObjectCommand({ Bucket: 'photos', Key: 'conditional', Body: 'v1' }));
+    const etag = put.ETag!;
+    expect((await s3.send(new GetObjectCommand({ Bucket: 'photos', Key: 'conditional', IfMatch: etag }))).ETag).toBe(etag);
+    expect(await s3ErrorOf(s3.send(new GetObjectCommand({ Bucket: 'photos', Key: 'conditional', IfMatch: '"0000"' })))).toEqual({
+      code: 'PreconditionFailed',
+      status: 412,
+    });
+    expect(await s3ErrorOf(s3.send(new GetObjectCommand({ Bucket: 'photos', Key: 'conditional', IfNoneMatch: etag })))).toMatchObject({
+      status: 304,
+    });
+    const future = new Date(Date.now() + 3_600_000);
+    const past = new Date(Date.now() - 3_600_000);
+    expect(await s3ErrorOf(s3.send(new GetObjectCommand({ Bucket: 'photos', Key: 'conditional', IfModifiedSince: future })))).toMatchObject(
+      { status: 304 },
+    );
+    expect(await s3ErrorOf(s3.send(new GetObjectCommand({ Bucket: 'photos', Key: 'conditional', IfUnmodifiedSince: past })))).toEqual({
+      code: 'PreconditionFailed',
+      status: 412,
+    });
+    expect((await s3.send(new GetObjectCommand({ Bucket: 'photos', Key: 'conditional', IfModifiedSince: past }))).ETag).toBe(etag);
+  });
+
+  test('copies an object, with its metadata or with replaced metadata', async () => {
+    await s3.send(
+      new PutObjectCommand({ Bucket: 'photos', Key: 'original', Body: 'copy me', ContentType: 'text/plain', Metadata: { a: '1' } }),
+    );
+    const copied = await s3.send(new CopyObjectCommand({ Bucket: 'photos', Key: 'copy', CopySource: 'photos/original' }));
+    expect(copied.CopyObjectResult?.ETag).toBe(`"${md5('copy me')}"`);
+    const got = await s3.send(new GetObjectCommand({ Bucket: 'photos', Key: 'copy' }));
+    expect(await got.Body!.transformToString()).toBe('copy me');
+    expect(got.Metadata).toEqual({ a: '1' });
+    await s3.send(
+      new CopyObjectCommand({
+        Bucket: 'photos',
+        Key: 'copy',
+        CopySource: 'photos/original',
+        MetadataDirective: 'REPLACE',
+        Metadata: { b: '2' },
+        ContentType: 'text/x-copy',
+      }),
+    );
+    const replaced = await s3.send(new HeadObjectCommand({ Bucket: 'photos', Key: 'copy' }));
+    expect(replaced.Metadata).toEqual({ b: '2' });
+    expect(replaced.ContentType).toBe('text/x-copy');
+    expect(await s3ErrorOf(s3.send(new CopyObjectCommand({ Bucket: 'photos', Key: 'copy2', CopySource: 'photos/missing' })))).toEqual({
+      code: 'NoSuchKey',
+      status: 404,
+    });
+  });
+
+  test('PutObject If-None-Match: * writes only a new key; response-* parameters override the answer headers', async () => {
+    await s3.send(new PutObjectCommand({ Bucket: 'photos', Key: 'once', Body: 'first', IfNoneMatch: '*' }));
+    expect(await s3ErrorOf(s3.send(new PutObjectCommand({ Bucket: 'photos', Key: 'once', Body: 'second', IfNoneMatch: '*' })))).toEqual({
+      code: 'PreconditionFailed',
+      status: 412,
+    });
+    const got = await s3.send(
+      new GetObjectCommand({
+        Bucket: 'photos',
+        Key: 'once',
+        ResponseContentType: 'text/x-override',
+        ResponseContentDisposition: 'attachment',
+      }),
+    );
+    expect(await got.Body!.transformToString()).toBe('first');
+    expect(got.ContentType).toBe('text/x-override');
+    expect(got.ContentDisposition).toBe('attachment');
+  });
+
+  test('a missing key is NoSuchKey; a missing bucket NoSuchBucket', async () => {
+    expect(await s3ErrorOf(s3.send(new GetObjectCommand({ Bucket: 'photos', Key: 'nothing-here' })))).toEqual({
+      code: 'NoSuchKey',
+      status: 404,
+    });
+    expect(await s3ErrorOf(s3.send(new GetObjectCommand({ Bucket: 'no-such-bucket', Key: 'x' })))).toEqual({
+      code: 'NoSuchBucket',
+      status: 404,
+    });
+  });
+});
+
+describe('buckets and listings', () => {
+  test('ListBuckets, HeadBucket, GetBucketLocation and GetBucketVersioning see the bucket made through the API', async () => {
+    const listed = await s3.send(new ListBucketsCommand({}));
+    expect(listed.Buckets?.map((bucket) => bucket.Name)).toContain('photos');
+    expect((await s3.send(new HeadBucketCommand({ Bucket: 'photos' }))).$metadata.httpStatusCode).toBe(200);
+    expect((await s3.send(new GetBucketLocationCommand({ Bucket: 'photos' }))).LocationConstraint).toBeUndefined();
+    expect((await s3.send(new GetBucketVersioningCommand({ Bucket: 'photos' }))).Status).toBeUndefined();
+  });
+
+  test('ListObjectsV2 with prefix, delimiter, max-keys, continuation and start-after', async () => {
+    await createBucket(server, server.org, 'listing');
+    const keys = ['a/1', 'a/2', 'a/b/3', 'b/1', 'c', 'd', 'e'];
+    for (const name of keys) await s3.send(new PutObjectCommand({ Bucket: 'listing', Key: name, Body: name }));
+    const top = await s3.send(new ListObjectsV2Command({ Bucket: 'listing', Delimiter: '/' }));
+    expect(top.CommonPrefixes?.map((p) => p.Prefix)).toEqual(['a/', 'b/']);
+    expect(top.Contents?.map((o) => o.Key)).toEqual(['c', 'd', 'e']);
+    const underA = await s3.send(new ListObjectsV2Command({ Bucket: 'listing', Prefix: 'a/', Delimiter: '/' }));
+    expect(underA.Contents?.map((o) => o.Key)).toEqual(['a/1', 'a/2']);
+    expect(underA.CommonPrefixes?.map((p) => p.Prefix)).toEqual(['a/b/']);
+    // Pages of two, walked with continuation tokens, give every key once, in order.
+    const seen: string[] = [];
+    let token: string | undefined;
+    do {
+      const page = await s3.send(new ListObjectsV2Command({ Bucket: 'listing', MaxKeys: 2, ContinuationToken: token }));
+      expect(page.KeyCount).toBeLessThanOrEqual(2);
+      seen.push(...(page.Contents ?? []).map((o) => o.Key!));
+      token = page.IsTruncated ? page.NextContinuationToken : undefined;
+    } while (token);
+    expect(seen).toEqual(keys);
+    const after = await s3.send(new ListObjectsV2Command({ Bucket: 'listing', StartAfter: 'b/1' }));
+    expect(after.Contents?.map((o) => o.Key)).toEqual(['c', 'd', 'e']);
+  });
+
+  test('ListObjects (V1) pages with markers and folds common prefixes', async () => {
+    const first = await s3.send(new ListObjectsCommand({ Bucket: 'listing', MaxKeys: 3 }));
+    expect(first.Contents?.map((o) => o.Key)).toEqual(['a/1', 'a/2', 'a/b/3']);
+    expect(first.IsTruncated).toBe(true);
+    const rest = await s3.send(new ListObjectsCommand({ Bucket: 'listing', Marker: 'a/b/3' }));
+    expect(rest.Contents?.map((o) => o.Key)).toEqual(['b/1', 'c', 'd', 'e']);
+    const folded = await s3.send(new ListObjectsCommand({ Bucket: 'listing', Delimiter: '/', MaxKeys: 1 }));
+    expect(folded.CommonPrefixes?.map((p) => p.Prefix)).toEqual(['a/']);
+    const next = await s3.send(new ListObjectsCommand({ Bucket: 'listing', Delimiter: '/', Marker: folded.NextMarker }));
+    expect(next.CommonPrefixes?.map((p) => p.Prefix)).toEqual(['b/']);
+    expect(next.Contents?.map((o) => o.Key)).toEqual(['c', 'd', 'e']);
+  });
+
+  test('DeleteObjects removes several keys in one request (the SDK sends its checksum)', async () => {
+    await createBucket(server, server.org, 'bulk');
+    for (const name of ['x', 'y', 'z']) await s3.send(new PutObjectCommand({ Bucket: 'bulk', Key: name, Body: name }));
+    const deleted = await s3.send(new DeleteObjectsCommand({ Bucket: 'bulk', Delete: { Objects: [{ Key: 'x' }, { Key: 'y' }] } }));
+    expect(deleted.Deleted?.map((d) => d.Key).sort()).toEqual(['x', 'y']);
+    const left = await s3.send(new ListObjectsV2Command({ Bucket: 'bulk' }));
+    expect(left.Contents?.map((o) => o.Key)).toEqual(['z']);
+  });
+});
+
+describe('signatures', () => {
+  test('presigned URLs: GET and PUT work with plain fetch, until they expire', async () => {
+    const putUrl = await getSignedUrl(s3, new PutObjectCommand({ Bucket: 'photos', Key: 'presigned.txt' }), { expiresIn: 60 });
+    const uploaded = await fetch(putUrl, { method: 'PUT', body: 'sent without the SDK' });
+    expect(uploaded.status, await uploaded.text()).toBe(200);
+    const getUrl = await getSignedUrl(s3, new GetObjectCommand({ Bucket: 'photos', Key: 'presigned.txt' }), { expiresIn: 60 });
+    const downloaded = await fetch(getUrl);
+    expect(await downloaded.text()).toBe('sent without the SDK');
+    // Signed an hour ago for a minute: expired.
+    const expired = await getSignedUrl(s3, new GetObjectCommand({ Bucket: 'photos', Key: 'presigned.txt' }), {
+      expiresIn: 60,
+      signingDate: new Date(Date.now() - 3_600_000),
+    });
+    const refused = await fetch(expired);
+    expect(refused.status).toBe(403);
+    expect(await refused.text()).toContain('<Code>AccessDenied</Code>');
+    // A tampered URL (another key) does not match its signature.
+    const tampered = await fetch(getUrl.replace('presigned.txt', 'alphabet'));
+    expect(tampered.status).toBe(403);
+    expect(await tampered.text()).toContain('<Code>SignatureDoesNotMatch</Code>');
+  });
+
+  test('a wrong secret is SignatureDoesNotMatch; an unknown key InvalidAccessKeyId; no signature AccessDenied', async () => {
+    const wrongSecret = s3Client(server, { accessKeyId: key.accessKeyId, secretAccessKey: 'x'.repeat(40) });
+    expect(await s3ErrorOf(wrongSecret.send(new ListBucketsCommand({})))).toEqual({ code: 'SignatureDoesNotMatch', status: 403 });
+    const unknown = s3Client(server, { accessKeyId: 'AKCPNOSUCHKEY0000000', secretAccessKey: key.secretAccessKey });
+    expect(await s3ErrorOf(unknown.send(new ListBucketsCommand({})))).toEqual({ code: 'InvalidAccessKeyId', status: 403 });
+    const anonymous = await fetch(`${server.s3Url}/photos/alphabet`);
+    expect(anonymous.status).toBe(403);
+    expect(anonymous.headers.get('content-type')).toBe('application/xml');
+    expect(await anonymous.text()).toContain('<Code>AccessDenied</Code>');
+  });
+});

@@ -1,0 +1,90 @@
+// Helpers of the S3 endpoint tests: a real server with the embedded object store, buckets and
+// access keys made through the platform API, and S3 clients of the official SDK as it behaves
+// by default (checksums, aws-chunked uploads).
+import { S3Client } from '@aws-sdk/client-s3';
+import { expect } from 'vitest';
+import { startTestServer, type TestOrg, type TestServer } from '../../support/server.ts';
+
+export const MiB = 1024 * 1024;
+
+/** A server whose object store is the embedded one, with its S3 endpoint. */
+export async function startS3Server(env: Record<string, string> = {}): Promise<TestServer & { s3Url: string }> {
+  const server = await startTestServer({ OBJECT_STORE_DRIVER: 'embedded', ...env });
+  if (!server.s3Url) throw new Error('the server started no S3 endpoint');
+  return server as TestServer & { s3Url: string };
+}
+
+/** A bucket created through the API, waited for until active. */
+export async function createBucket(server: TestServer, org: TestOrg, name: string, options: { versioning?: boolean } = {}) {
+  const created = await org.call('POST', '/s3/buckets', { body: { name, versioning: options.versioning ?? false } });
+  expect(created.status, created.text).toBe(202);
+  const operation = await server.waitForOperation(org, created.body.operation.id);
+  expect(operation.state, JSON.stringify(operation)).toBe('succeeded');
+  return created.body.bucket as { id: string; name: string };
+}
+
+/** Sets a bucket's quota through the API and waits for the store to enforce it. */
+export async function setBucketQuota(
+  server: TestServer,
+  org: TestOrg,
+  bucketId: string,
+  quota: { max_objects?: number | null; max_size_bytes?: number | null },
+) {
+  const changed = await org.call('PUT', `/s3/buckets/${bucketId}/quota`, { body: quota });
+  expect(changed.status, changed.text).toBe(202);
+  const operation = await server.waitForOperation(org, changed.body.operation.id);
+  expect(operation.state, JSON.stringify(operation)).toBe('succeeded');
+}
+
+export interface IssuedKey {
+  keyId: string;
+  accessKeyId: string;
+  secretAccessKey: string;
+}
+
+/** An S3 access key created through the API, active. */
+export async function createAccessKey(server: TestServer, org: TestOrg): Promise<IssuedKey> {
+  const created = await org.call('POST', '/s3/access-keys');
+  expect(created.status, created.text).toBe(202);
+  const operation = await server.waitForOperation(org, created.body.operation.id);
+  expect(operation.state, JSON.stringify(operation)).toBe('succeeded');
+  const key = await org.call('GET', '/s3/access-keys');
+  const record = key.body.items.find((item: { id: string }) => item.id === created.body.access_key.id);
+  return { keyId: record.id, accessKeyId: record.objectstore_access_key_id, secretAccessKey: created.body.secret_access_key };
+}
+
+/** The SDK's client as a user configures it for this endpoint (path-style), otherwise its defaults. */
+export function s3Client(server: { s3Url: string }, key: Pick<IssuedKey, 'accessKeyId' | 'secretAccessKey'>): S3Client {
+  return new S3Client({
+    endpoint: server.s3Url,
+    region: 'us-east-1',
+    forcePathStyle: true,
+    credentials: { accessKeyId: key.accessKeyId, secretAccessKey: key.secretAccessKey },
+    maxAttempts: 1,
+  });
+}
+
+/** The S3 error code of a failed SDK call (and its HTTP status). */
+export async function s3ErrorOf(promise: Promise<unknown>): Promise<{ code: string; status: number | undefined }> {
+  try {
+    await promise;
+  } catch (error) {
+    const failure = error as { name: string; Code?: string; $metadata?: { httpStatusCode?: number } };
+    return { code: failure.Code ?? failure.name, status: failure.$metadata?.httpStatusCode };
+  }
+  throw new Error('the call succeeded');
+}
+
+/** Retries assertions until they hold (for figures background work brings), failing with the last miss. */
+export async function settles(assertions: () => Promise<void>, timeoutMs = 15_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      await assertions();
+      return;
+    } catch (error) {
+      if (Date.now() > deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+}
