@@ -37,9 +37,8 @@ const platform = await startPlatform(config, log, { embedded }).catch((error: un
   process.exit(error instanceof ConfigError ? 2 : 1);
 });
 const baseUrl = config.publicBaseUrl ?? platform.url;
-// What S3 clients are told: with the rgw driver the gateway's public address (RGW_PUBLIC_URL or
-// S3_PUBLIC_URL, else RGW_ENDPOINT); with the embedded store S3_PUBLIC_URL, or where it listens.
-const s3Endpoint = config.rgw ? config.rgw.publicUrl : platform.s3Url === undefined ? undefined : (config.s3.publicUrl ?? platform.s3Url);
+// What S3 clients are told: the store's public S3 address (see Platform.s3PublicUrl), whichever store.
+const s3Endpoint = platform.s3PublicUrl;
 const credentials = await bootstrapIfEmpty(platform.pool, {
   dataDir: config.dataDir,
   baseUrl,

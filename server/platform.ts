@@ -53,6 +53,12 @@ export interface Platform {
    * driver (RGW serves S3 itself); undefined with the simulator.
    */
   s3Url: string | undefined;
+  /**
+   * The S3 endpoint users are told (bootstrap.json, the start-up log): with the rgw driver the
+   * gateway's public address (RGW_PUBLIC_URL or S3_PUBLIC_URL, else RGW_ENDPOINT); with the embedded
+   * store S3_PUBLIC_URL, or where it listens; undefined with the simulator.
+   */
+  s3PublicUrl: string | undefined;
   /** Where Prometheus scrapes, such as http://127.0.0.1:8082/metrics; undefined when METRICS_PORT=off. */
   metricsUrl: string | undefined;
   pool: Pool;
@@ -263,6 +269,7 @@ async function composePlatform(
   return {
     url,
     s3Url: s3?.url ?? config.rgw?.endpoint,
+    s3PublicUrl: config.rgw ? config.rgw.publicUrl : s3 ? (config.s3.publicUrl ?? s3.url) : undefined,
     metricsUrl: metricsEndpoint?.url,
     pool,
     async close() {

@@ -77,8 +77,10 @@ export interface CallOptions {
 
 export interface TestServer {
   url: string;
-  /** The S3 endpoint (with OBJECT_STORE_DRIVER=embedded). */
+  /** Where the S3 endpoint listens (the embedded store's, or the Ceph gateway's with rgw). */
   s3Url: string | undefined;
+  /** The S3 endpoint the platform tells users (bootstrap.json, the start-up log). */
+  s3PublicUrl: string | undefined;
   dataDir: string;
   metricsUrl: string | undefined;
   databaseUrl: string;
@@ -154,6 +156,7 @@ export async function startTestServer(env: Record<string, string> = {}, options:
   return {
     url: platform.url,
     s3Url: platform.s3Url,
+    s3PublicUrl: platform.s3PublicUrl,
     dataDir,
     metricsUrl: platform.metricsUrl,
     databaseUrl,

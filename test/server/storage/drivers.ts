@@ -1,7 +1,8 @@
 // The object stores the storage behaviour tests run on, each with its data plane (what an S3
-// client of an organization does: put, get, delete, list versions). The simulator always; the
-// rgw driver on a real single-node Ceph whenever Ceph is installed (in CI always: a missing Ceph
-// fails there, see test/support/ceph.ts). Another driver is one more entry here.
+// client of an organization does: put, get, delete, list versions). The simulator and the
+// embedded store always; the rgw driver on a real single-node Ceph whenever Ceph is installed (in
+// CI always: a missing Ceph fails there, see test/support/ceph.ts). Another driver is one more
+// entry here.
 import {
   CopyObjectCommand,
   DeleteObjectCommand,
@@ -34,28 +35,35 @@ export interface DataPlane {
   fill(org: TestOrg, bucket: string, bytes: number): Promise<void>;
 }
 
+export type StoreName = 'simulator' | 'embedded' | 'rgw';
+
 export interface StorageDriverUnderTest {
-  name: 'simulator' | 'rgw';
+  name: StoreName;
   /** What the platform server needs to use this store. */
   env: Record<string, string>;
   /**
-   * Where S3 clients reach the store's data plane, for tests that use an S3 SDK directly (with a
-   * key from issuedAccessKey); undefined for a store without one (the simulator).
+   * The S3 endpoint the started server tells users (where an S3 client of an organization goes,
+   * with a key from issuedAccessKey); undefined for a store without one (the simulator).
    */
-  s3Endpoint: string | undefined;
+  s3Endpoint(server: TestServer): string | undefined;
   /** The data plane of a started server. */
   dataPlane(server: TestServer): DataPlane;
   stop(): Promise<void>;
 }
 
 export interface StorageDriverFactory {
-  name: 'simulator' | 'rgw';
+  name: StoreName;
   start(): Promise<StorageDriverUnderTest>;
 }
 
-/** The drivers to run the storage behaviour on here. */
-export function storageDrivers(): StorageDriverFactory[] {
-  const drivers: StorageDriverFactory[] = [{ name: 'simulator', start: () => Promise.resolve(simulatorDriver()) }];
+/**
+ * The stores to run the storage behaviour on here: the simulator (unless `withSimulator` is
+ * false: it has no S3 endpoint), the embedded store (the default), and Ceph when it is there.
+ */
+export function storageDrivers(options: { withSimulator?: boolean } = {}): StorageDriverFactory[] {
+  const drivers: StorageDriverFactory[] = [];
+  if (options.withSimulator ?? true) drivers.push({ name: 'simulator', start: () => Promise.resolve(simulatorDriver()) });
+  drivers.push({ name: 'embedded', start: () => Promise.resolve(embeddedDriver()) });
   if (rgwTestable()) drivers.push({ name: 'rgw', start: startRgwDriver });
   return drivers;
 }
@@ -64,7 +72,7 @@ function simulatorDriver(): StorageDriverUnderTest {
   return {
     name: 'simulator',
     env: {},
-    s3Endpoint: undefined,
+    s3Endpoint: () => undefined,
     stop: () => Promise.resolve(),
     dataPlane(server) {
       const store = objectStoreOf(server);
@@ -89,64 +97,76 @@ function simulatorDriver(): StorageDriverUnderTest {
   };
 }
 
+/** The embedded object store, the default: its S3 endpoint beside the API. */
+function embeddedDriver(): StorageDriverUnderTest {
+  return {
+    name: 'embedded',
+    env: { OBJECT_STORE_DRIVER: 'embedded' },
+    s3Endpoint: (server) => server.s3PublicUrl,
+    stop: () => Promise.resolve(),
+    dataPlane: (server) => s3DataPlane(server, server.s3PublicUrl!),
+  };
+}
+
 async function startRgwDriver(): Promise<StorageDriverUnderTest> {
   const ceph = await startCeph();
   return {
     name: 'rgw',
     env: ceph.env,
-    s3Endpoint: ceph.endpoint,
+    s3Endpoint: (server) => server.s3PublicUrl,
     stop: () => ceph.stop(),
-    dataPlane(server) {
-      const clients = new Map<string, Promise<S3Client>>();
-      const clientOf = (org: TestOrg): Promise<S3Client> => {
-        let client = clients.get(org.orgId);
-        if (!client) {
-          client = s3ClientOf(server, org, ceph.endpoint);
-          clients.set(org.orgId, client);
-        }
-        return client;
-      };
-      return {
-        async put(org, bucket, key, sizeBytes) {
-          try {
-            const put = await (
-              await clientOf(org)
-            ).send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: Buffer.alloc(sizeBytes, 7) }));
-            return { stored: true, versionId: put.VersionId ?? 'null' };
-          } catch (error) {
-            if (!(error instanceof S3ServiceException)) throw error;
-            return { stored: false, code: error.name };
-          }
-        },
-        async delete(org, bucket, key, versionId) {
-          const deleted = await (await clientOf(org)).send(new DeleteObjectCommand({ Bucket: bucket, Key: key, VersionId: versionId }));
-          return { versionId: deleted.VersionId ?? 'null', deleteMarker: deleted.DeleteMarker ?? false };
-        },
-        async versions(org, bucket) {
-          const listed = await (await clientOf(org)).send(new ListObjectVersionsCommand({ Bucket: bucket }));
-          return [
-            ...(listed.Versions ?? []).map((version) => ({ key: version.Key!, versionId: version.VersionId!, deleteMarker: false })),
-            ...(listed.DeleteMarkers ?? []).map((marker) => ({ key: marker.Key!, versionId: marker.VersionId!, deleteMarker: true })),
-          ];
-        },
-        async get(org, bucket, key) {
-          const got = await (await clientOf(org)).send(new GetObjectCommand({ Bucket: bucket, Key: key }));
-          return Buffer.from(await got.Body!.transformToByteArray());
-        },
-        async fill(org, bucket, bytes) {
-          const client = await clientOf(org);
-          const piece = 64 * 1024 ** 2;
-          await client.send(new PutObjectCommand({ Bucket: bucket, Key: 'fill-0', Body: Buffer.alloc(piece, 1) }));
-          for (let copy = 1; copy * piece < bytes; copy++) {
-            await client.send(new CopyObjectCommand({ Bucket: bucket, Key: `fill-${copy}`, CopySource: `${bucket}/fill-0` }));
-          }
-        },
-      };
+    dataPlane: (server) => s3DataPlane(server, server.s3PublicUrl!),
+  };
+}
+
+/** The data plane as an organization's S3 client sees it: the SDK with a key issued through the platform. */
+function s3DataPlane(server: TestServer, endpoint: string): DataPlane {
+  const clients = new Map<string, Promise<S3Client>>();
+  const clientOf = (org: TestOrg): Promise<S3Client> => {
+    let client = clients.get(org.orgId);
+    if (!client) {
+      client = s3ClientOf(server, org, endpoint);
+      clients.set(org.orgId, client);
+    }
+    return client;
+  };
+  return {
+    async put(org, bucket, key, sizeBytes) {
+      try {
+        const put = await (await clientOf(org)).send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: Buffer.alloc(sizeBytes, 7) }));
+        return { stored: true, versionId: put.VersionId ?? 'null' };
+      } catch (error) {
+        if (!(error instanceof S3ServiceException)) throw error;
+        return { stored: false, code: error.name };
+      }
+    },
+    async delete(org, bucket, key, versionId) {
+      const deleted = await (await clientOf(org)).send(new DeleteObjectCommand({ Bucket: bucket, Key: key, VersionId: versionId }));
+      return { versionId: deleted.VersionId ?? 'null', deleteMarker: deleted.DeleteMarker ?? false };
+    },
+    async versions(org, bucket) {
+      const listed = await (await clientOf(org)).send(new ListObjectVersionsCommand({ Bucket: bucket }));
+      return [
+        ...(listed.Versions ?? []).map((version) => ({ key: version.Key!, versionId: version.VersionId!, deleteMarker: false })),
+        ...(listed.DeleteMarkers ?? []).map((marker) => ({ key: marker.Key!, versionId: marker.VersionId!, deleteMarker: true })),
+      ];
+    },
+    async get(org, bucket, key) {
+      const got = await (await clientOf(org)).send(new GetObjectCommand({ Bucket: bucket, Key: key }));
+      return Buffer.from(await got.Body!.transformToByteArray());
+    },
+    async fill(org, bucket, bytes) {
+      const client = await clientOf(org);
+      const piece = 64 * 1024 ** 2;
+      await client.send(new PutObjectCommand({ Bucket: bucket, Key: 'fill-0', Body: Buffer.alloc(piece, 1) }));
+      for (let copy = 1; copy * piece < bytes; copy++) {
+        await client.send(new CopyObjectCommand({ Bucket: bucket, Key: `fill-${copy}`, CopySource: `${bucket}/fill-0` }));
+      }
     },
   };
 }
 
-/** An S3 client of the RGW gateway with a new access key of the organization, issued through the platform. */
+/** An S3 client of the store's endpoint with a new access key of the organization, issued through the platform. */
 export async function s3ClientOf(server: TestServer, org: TestOrg, endpoint: string): Promise<S3Client> {
   const credentials = await issuedAccessKey(server, org);
   return s3Client(endpoint, credentials);
@@ -158,7 +178,8 @@ export function s3Client(endpoint: string, credentials: { accessKeyId: string; s
     region: 'us-east-1',
     forcePathStyle: true,
     credentials,
-    // RGW (Pacific) does not take the SDK's default streaming checksums.
+    // RGW (Pacific) does not take the SDK's default streaming checksums (the embedded store takes
+    // both; test/server/s3 covers its defaults).
     requestChecksumCalculation: 'WHEN_REQUIRED',
     responseChecksumValidation: 'WHEN_REQUIRED',
     maxAttempts: 1,
