@@ -1,7 +1,9 @@
 // The S3 endpoint's part of `npm run bench`: PUT and GET throughput of 1 MiB and 256 MiB objects
-// through the official SDK, next to a plain file copy on the same disk, and the process's RSS
-// while a 1 GiB object streams up and back down. Prints figures; asserts nothing.
-import { GetObjectCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+// through the official SDK, on the embedded store and, when Ceph is installed (or CEPH_RGW_ENDPOINT
+// names a gateway), on RGW through the rgw driver, side by side with a plain file copy on the same
+// disk; and the server's RSS while a 1 GiB object streams up and back down the embedded store.
+// Prints figures; asserts nothing.
+import { GetObjectCommand, PutObjectCommand, S3Client, type S3ClientConfig } from '@aws-sdk/client-s3';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createReadStream, createWriteStream, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -10,6 +12,7 @@ import path from 'node:path';
 import { Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createPlatformClient } from '../client/index.ts';
+import { cephInstalled, startSingleNodeCeph } from './ceph/single-node.ts';
 import { repoRoot } from './lib/run.ts';
 
 const MiB = 1024 * 1024;
@@ -53,7 +56,7 @@ function freePort(): Promise<number> {
 }
 
 /** `npm start` in a process of its own (the server's RSS is its own), on free ports. */
-async function startServer(dataDir: string): Promise<{ child: ChildProcess; bootstrap: Bootstrap }> {
+async function startServer(dataDir: string, storeEnv: Record<string, string>): Promise<{ child: ChildProcess; bootstrap: Bootstrap }> {
   const [port, s3Port] = [await freePort(), await freePort()];
   const child = spawn(process.execPath, [path.join(repoRoot, 'scripts', 'start.mjs'), path.join(repoRoot, 'server', 'main.ts')], {
     env: {
@@ -66,6 +69,7 @@ async function startServer(dataDir: string): Promise<{ child: ChildProcess; boot
       RATE_LIMIT: '1000000',
       OBJECT_STORE_DRIVER: 'embedded',
       SIM_LATENCY_MS: '0',
+      ...storeEnv,
     },
     stdio: 'ignore',
   });
@@ -98,9 +102,28 @@ function rssOf(pid: number): number | undefined {
 
 const mib = (bytes: number | undefined) => (bytes === undefined ? 'n/a' : `${(bytes / MiB).toFixed(0)} MiB`);
 
-export async function runS3Bench(): Promise<void> {
-  const dataDir = mkdtempSync(path.join(tmpdir(), 'cloud-platform-bench-s3-'));
-  const { child, bootstrap } = await startServer(dataDir);
+/** PUT and GET rates of one store, per object size, in MiB/s. */
+interface StoreFigures {
+  rates: Map<string, { put: number; get: number }>;
+}
+
+const SIZES = [
+  ['1 MiB', MiB, 64],
+  ['256 MiB', 256 * MiB, 2],
+] as const;
+
+/**
+ * One store measured through `npm start` and the endpoint it tells users: a bucket and a key made
+ * through the API, then objects PUT and read back one at a time. With `withMemory`, the server's
+ * RSS while a 1 GiB object streams through it (the embedded store; RGW's bytes never pass the server).
+ */
+async function measureStore(
+  name: string,
+  storeEnv: Record<string, string>,
+  options: { withMemory: boolean; sdk: Partial<S3ClientConfig> },
+): Promise<StoreFigures> {
+  const dataDir = mkdtempSync(path.join(tmpdir(), `cloud-platform-bench-s3-${name}-`));
+  const { child, bootstrap } = await startServer(dataDir, storeEnv);
   try {
     const client = createPlatformClient({ baseUrl: bootstrap.base_url, org: bootstrap.org_id, credential: bootstrap.api_key });
     const bucket = await client.call('createBucket', { body: { name: 'bench', versioning: false } });
@@ -113,13 +136,10 @@ export async function runS3Bench(): Promise<void> {
       region: 'us-east-1',
       forcePathStyle: true,
       credentials: { accessKeyId: items[0]!.objectstore_access_key_id!, secretAccessKey: issued.secret_access_key! },
+      ...options.sdk,
     });
-
-    console.log(`\nS3 endpoint (npm start with the embedded object store; the SDK's defaults: CRC32, aws-chunked uploads)`);
-    for (const [label, size, count] of [
-      ['1 MiB', MiB, 64],
-      ['256 MiB', 256 * MiB, 2],
-    ] as const) {
+    const rates = new Map<string, { put: number; get: number }>();
+    for (const [label, size, count] of SIZES) {
       let putMs = 0;
       let getMs = 0;
       for (let index = 0; index < count; index++) {
@@ -132,32 +152,72 @@ export async function runS3Bench(): Promise<void> {
         await pipeline(got.Body as Readable, discard());
         getMs += performance.now() - started;
       }
-      const copies = Math.min(count, 4);
-      let copyMs = 0;
-      for (let index = 0; index < copies; index++) copyMs += await fileCopy(dataDir, size);
-      console.log(
-        `  ${label.padEnd(8)} PUT ${rate(size * count, putMs)}   GET ${rate(size * count, getMs)}   plain file copy ${rate(size * copies, copyMs)}   (${count} objects, one at a time)`,
-      );
+      rates.set(label, { put: (size * count) / MiB / (putMs / 1000), get: (size * count) / MiB / (getMs / 1000) });
     }
 
-    // The server's RSS while a 1 GiB object goes up and comes back down, sampled every 100 ms.
-    const samples: number[] = [];
-    const before = rssOf(child.pid!);
-    const sampler = setInterval(() => {
-      const rss = rssOf(child.pid!);
-      if (rss !== undefined) samples.push(rss);
-    }, 100);
-    const size = 1024 * MiB;
-    await s3.send(new PutObjectCommand({ Bucket: 'bench', Key: 'one-gib', Body: zeros(size), ContentLength: size }));
-    const got = await s3.send(new GetObjectCommand({ Bucket: 'bench', Key: 'one-gib' }));
-    await pipeline(got.Body as Readable, discard());
-    clearInterval(sampler);
-    console.log(
-      `  1 GiB up and down: server rss before ${mib(before)}, peak ${mib(samples.length ? Math.max(...samples) : undefined)}, after ${mib(rssOf(child.pid!))}`,
-    );
+    if (options.withMemory) {
+      // The server's RSS while a 1 GiB object goes up and comes back down, sampled every 100 ms.
+      const samples: number[] = [];
+      const before = rssOf(child.pid!);
+      const sampler = setInterval(() => {
+        const rss = rssOf(child.pid!);
+        if (rss !== undefined) samples.push(rss);
+      }, 100);
+      const size = 1024 * MiB;
+      await s3.send(new PutObjectCommand({ Bucket: 'bench', Key: 'one-gib', Body: zeros(size), ContentLength: size }));
+      const got = await s3.send(new GetObjectCommand({ Bucket: 'bench', Key: 'one-gib' }));
+      await pipeline(got.Body as Readable, discard());
+      clearInterval(sampler);
+      console.log(
+        `  1 GiB up and down (${name}): server rss before ${mib(before)}, peak ${mib(samples.length ? Math.max(...samples) : undefined)}, after ${mib(rssOf(child.pid!))}`,
+      );
+    }
+    s3.destroy();
+    return { rates };
   } finally {
     child.kill('SIGTERM');
     await new Promise((resolve) => (child.exitCode !== null ? resolve(undefined) : child.once('exit', resolve)));
     rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+/** The same figures on Ceph's RADOS Gateway (rgw driver, single-node Ceph on memstore), when Ceph is there. */
+async function measureRgw(): Promise<StoreFigures | string> {
+  if (!process.env.CEPH_RGW_ENDPOINT && !cephInstalled())
+    return 'Ceph is not installed (apt-get install ceph-mon ceph-osd radosgw ceph-common)';
+  const ceph = await startSingleNodeCeph();
+  try {
+    // RGW (Pacific) does not take the SDK's default streaming checksums.
+    return await measureStore('rgw', ceph.env, {
+      withMemory: false,
+      sdk: { requestChecksumCalculation: 'WHEN_REQUIRED', responseChecksumValidation: 'WHEN_REQUIRED' },
+    });
+  } finally {
+    await ceph.stop();
+  }
+}
+
+export async function runS3Bench(): Promise<void> {
+  console.log(
+    `\nS3 endpoint, side by side: the embedded object store (the SDK's defaults: CRC32, aws-chunked uploads) and Ceph RGW through the rgw driver (single-node, memstore; checksums when required), one object at a time`,
+  );
+  const embedded = await measureStore('embedded', { OBJECT_STORE_DRIVER: 'embedded' }, { withMemory: true, sdk: {} });
+  const rgw = await measureRgw();
+  const copyDir = mkdtempSync(path.join(tmpdir(), 'cloud-platform-bench-copy-'));
+  try {
+    for (const [label, size, count] of SIZES) {
+      const copies = Math.min(count, 4);
+      let copyMs = 0;
+      for (let index = 0; index < copies; index++) copyMs += await fileCopy(copyDir, size);
+      const own = embedded.rates.get(label)!;
+      const other = typeof rgw === 'string' ? undefined : rgw.rates.get(label)!;
+      const mibs = (value: number) => `${value.toFixed(0).padStart(5)} MiB/s`;
+      console.log(
+        `  ${label.padEnd(8)} embedded PUT ${mibs(own.put)} GET ${mibs(own.get)}   rgw ${other ? `PUT ${mibs(other.put)} GET ${mibs(other.get)}` : 'n/a'}   plain file copy ${rate(size * copies, copyMs)}   (${count} objects)`,
+      );
+    }
+    if (typeof rgw === 'string') console.log(`  rgw: skipped, ${rgw}`);
+  } finally {
+    rmSync(copyDir, { recursive: true, force: true });
   }
 }

@@ -10,7 +10,6 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { runS3Bench } from './bench-s3.ts';
-import { benchS3OnRgw } from './bench/s3-rgw.ts';
 import { mib } from './bench/api.ts';
 import { ENGINE_ENV, engineSection } from './bench/engine.ts';
 import { listsSection } from './bench/lists.ts';
@@ -82,10 +81,9 @@ try {
   await stop(engine);
 
   printTable();
-  // The S3 endpoint's figures, on a server of their own (scripts/bench-s3.ts).
+  // The S3 figures, on servers of their own: the embedded store, and RGW beside it when Ceph is
+  // there (scripts/bench-s3.ts).
   if (!quick) await runS3Bench();
-  // The same on Ceph's RADOS Gateway through the rgw driver, when Ceph is there (scripts/bench/s3-rgw.ts).
-  if (!quick) await benchS3OnRgw();
 } finally {
   for (const server of [...running]) await server.child.stop();
   rmSync(workDir, { recursive: true, force: true });
