@@ -1,7 +1,7 @@
 // A real server for a test file: its own database in the run's PostgreSQL, the real platform
 // (HTTP on a free port, operations engine, simulated backends), and helpers to call it.
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { stringify } from 'lossless-json';
@@ -164,7 +164,11 @@ export async function startTestServer(env: Record<string, string> = {}, options:
     org,
     createOrg: (name = 'Other Org', orgOptions = {}) => newOrg(platform.url, pool, name, orgOptions),
     waitForOperation: (testOrg, operationId, timeoutMs) => waitForOperation(testOrg, operationId, timeoutMs),
-    close: () => platform.close(),
+    async close() {
+      await platform.close();
+      // The embedded store's objects live here (a gigabyte for the ceiling tests): nothing is left behind.
+      rmSync(dataDir, { recursive: true, force: true });
+    },
   };
 }
 
