@@ -100,7 +100,8 @@ try {
     await stop(engine);
   }
 
-  // The S3 endpoint's figures, on a server of their own (scripts/bench-s3.ts).
+  // The S3 figures, on servers of their own: the embedded store, and RGW beside it when Ceph is
+  // there (scripts/bench-s3.ts).
   if (runs('s3')) await runS3Bench({ quick });
   printTable();
 } finally {

@@ -29,12 +29,15 @@ export interface Config {
   /**
    * Which backend each driver talks to (see drivers/selection.ts). The object store's default is
    * `embedded` (drivers/embedded/: objects stored under DATA_DIR, served by the S3 endpoint);
-   * `simulator` keeps objects as figures only, with no S3 endpoint.
+   * `simulator` keeps objects as figures only, with no S3 endpoint; `rgw` is a Ceph RADOS Gateway,
+   * which serves S3 itself (the embedded endpoint is then not started).
    */
-  drivers: { compute: 'simulator'; objectStore: 'embedded' | 'simulator'; billing: 'simulator' };
+  drivers: { compute: 'simulator'; objectStore: 'embedded' | 'simulator' | 'rgw'; billing: 'simulator' };
   /** The S3 endpoint of the embedded object store. */
   s3: S3Config;
   simulators: SimulatorConfig;
+  /** The Ceph RADOS Gateway of OBJECT_STORE_DRIVER=rgw; undefined with another object store. */
+  rgw: RgwConfig | undefined;
   /** Background loops (operations workers, reconciler, scheduler, metering); off in some tests. */
   background: boolean;
   /** New organizations made at first start get an invented, labelled usage history (demos, sandboxes). */
@@ -133,6 +136,21 @@ export interface SimulatorConfig {
   embeddedStoreLatencyMs: [number, number];
 }
 
+/** A Ceph RADOS Gateway (README: "Object storage on Ceph"). */
+export interface RgwConfig {
+  /** Where the platform reaches the gateway's Admin Ops and S3 APIs (RGW_ENDPOINT). */
+  endpoint: string;
+  /** The S3 endpoint users are told (RGW_PUBLIC_URL, or S3_PUBLIC_URL); the endpoint when unset. */
+  publicUrl: string;
+  /** The region signatures name (RGW_REGION); RGW's zonegroup accepts its own api name or us-east-1. */
+  region: string;
+  /** An RGW user with the caps `users=*;buckets=*;usage=*;metadata=*`. */
+  adminAccessKey: string;
+  adminSecretKey: string;
+  /** One gateway call, at most (RGW_TIMEOUT_MS). */
+  timeoutMs: number;
+}
+
 export class ConfigError extends Error {}
 
 /**
@@ -148,6 +166,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const host = env.HOST ?? '127.0.0.1';
   const port = integer(env, 'PORT', 8080, 0, 65535);
   const oidcIssuer = env.OIDC_ISSUER;
+  const objectStore = oneOf(env, 'OBJECT_STORE_DRIVER', 'embedded', ['embedded', 'simulator', 'rgw']);
   if (oidcIssuer && !env.OIDC_AUDIENCE) throw new ConfigError('OIDC_AUDIENCE is required when OIDC_ISSUER is set');
   return {
     host,
@@ -196,7 +215,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     drivers: {
       compute: oneOf(env, 'COMPUTE_DRIVER', 'simulator', ['simulator']),
-      objectStore: oneOf(env, 'OBJECT_STORE_DRIVER', 'embedded', ['embedded', 'simulator']),
+      objectStore,
       billing: oneOf(env, 'BILLING_DRIVER', 'simulator', ['simulator']),
     },
     s3: {
@@ -212,6 +231,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       embeddedStoreLatencyMs: range(env, 'SIM_LATENCY_MS', [0, 0]),
       faults: env.SIM_FAULTS ?? '',
     },
+    rgw: objectStore === 'rgw' ? rgwConfig(env) : undefined,
     background: boolean(env, 'BACKGROUND_WORK', true),
     demoHistory: boolean(env, 'DEMO_HISTORY', false),
     catalogueFile: env.CATALOGUE_FILE ? path.resolve(env.CATALOGUE_FILE) : undefined,
@@ -222,6 +242,24 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       checkIntervalMs: integer(env, 'CONSOLE_CHECK_INTERVAL_MS', 1_000, 10, 60_000),
     },
     invoiceLinkTtlSeconds: integer(env, 'INVOICE_LINK_TTL_SECONDS', 86_400, 60, 31_536_000),
+  };
+}
+
+function rgwConfig(env: NodeJS.ProcessEnv): RgwConfig {
+  const required = (name: string): string => {
+    const value = env[name];
+    if (!value) throw new ConfigError(`${name} is required when OBJECT_STORE_DRIVER is rgw`);
+    return value;
+  };
+  const endpoint = url(required('RGW_ENDPOINT'), 'RGW_ENDPOINT');
+  const publicName = env.RGW_PUBLIC_URL ? 'RGW_PUBLIC_URL' : 'S3_PUBLIC_URL';
+  return {
+    endpoint,
+    publicUrl: env[publicName] ? url(env[publicName], publicName) : endpoint,
+    region: env.RGW_REGION || 'us-east-1',
+    adminAccessKey: required('RGW_ADMIN_ACCESS_KEY'),
+    adminSecretKey: required('RGW_ADMIN_SECRET_KEY'),
+    timeoutMs: integer(env, 'RGW_TIMEOUT_MS', 10_000, 100, 600_000),
   };
 }
 

@@ -37,8 +37,8 @@ const platform = await startPlatform(config, log, { embedded }).catch((error: un
   process.exit(error instanceof ConfigError ? 2 : 1);
 });
 const baseUrl = config.publicBaseUrl ?? platform.url;
-// What S3 clients are told: S3_PUBLIC_URL, or where the endpoint listens.
-const s3Endpoint = platform.s3Url === undefined ? undefined : (config.s3.publicUrl ?? platform.s3Url);
+// What S3 clients are told: the store's public S3 address (see Platform.s3PublicUrl), whichever store.
+const s3Endpoint = platform.s3PublicUrl;
 const credentials = await bootstrapIfEmpty(platform.pool, {
   dataDir: config.dataDir,
   baseUrl,

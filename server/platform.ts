@@ -50,8 +50,17 @@ const EMBEDDED_STORE_CONNECTIONS = 12;
 export interface Platform {
   /** Where the API listens, such as http://127.0.0.1:8080. */
   url: string;
-  /** Where the S3 endpoint listens (the embedded object store's); undefined with another object store. */
+  /**
+   * Where the S3 endpoint listens: the embedded object store's, or the Ceph gateway's with the rgw
+   * driver (RGW serves S3 itself); undefined with the simulator.
+   */
   s3Url: string | undefined;
+  /**
+   * The S3 endpoint users are told (bootstrap.json, the start-up log): with the rgw driver the
+   * gateway's public address (RGW_PUBLIC_URL or S3_PUBLIC_URL, else RGW_ENDPOINT); with the embedded
+   * store S3_PUBLIC_URL, or where it listens; undefined with the simulator.
+   */
+  s3PublicUrl: string | undefined;
   /** Where Prometheus scrapes, such as http://127.0.0.1:8082/metrics; undefined when METRICS_PORT=off. */
   metricsUrl: string | undefined;
   pool: Pool;
@@ -120,6 +129,7 @@ export async function startPlatform(
           dataDir: config.dataDir,
           secretStoreKey: config.s3.secretStoreKey,
           incompleteUploadRetentionMs: config.s3.incompleteUploadRetentionSeconds * 1000,
+          rgw: config.rgw,
         });
     embeddedStore = drivers.embeddedStore;
     await contractWarmedUp;
@@ -267,7 +277,8 @@ async function composePlatform(
 
   return {
     url,
-    s3Url: s3?.url,
+    s3Url: s3?.url ?? config.rgw?.endpoint,
+    s3PublicUrl: config.rgw ? config.rgw.publicUrl : s3 ? (config.s3.publicUrl ?? s3.url) : undefined,
     metricsUrl: metricsEndpoint?.url,
     pool,
     async close() {

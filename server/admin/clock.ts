@@ -38,6 +38,7 @@ export async function advanceClock(
     dataDir: config.dataDir,
     secretStoreKey: config.s3.secretStoreKey,
     incompleteUploadRetentionMs: config.s3.incompleteUploadRetentionSeconds * 1000,
+    rgw: config.rgw,
   });
   try {
     return await advanceWith(pool, drivers, config, log, orgClock, request);

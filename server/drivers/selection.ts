@@ -1,9 +1,10 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Config } from '../config.ts';
+import type { Config, RgwConfig } from '../config.ts';
 import type { Pool } from '../db/pool.ts';
 import { createEmbeddedObjectStore, type EmbeddedObjectStore } from './embedded/store.ts';
 import type { Drivers } from './index.ts';
+import { createRgwObjectStore } from './rgw/object-store.ts';
 import { FaultInjector, parseFaultRules } from './simulators/faults.ts';
 import { createSimulatedDrivers } from './simulators/index.ts';
 
@@ -11,6 +12,8 @@ import { createSimulatedDrivers } from './simulators/index.ts';
 const SIMULATOR_MIGRATIONS = path.join(path.dirname(fileURLToPath(import.meta.url)), 'simulators', 'migrations');
 /** The embedded object store's tables. */
 const EMBEDDED_STORE_MIGRATIONS = path.join(path.dirname(fileURLToPath(import.meta.url)), 'embedded', 'migrations');
+/** The rgw driver's record of which RGW bucket is which platform bucket. */
+const RGW_MIGRATIONS = path.join(path.dirname(fileURLToPath(import.meta.url)), 'rgw', 'migrations');
 
 /** The migration folders the chosen drivers need beside the platform's own. */
 export function driverMigrations(choice: Config['drivers']): string[] {
@@ -18,6 +21,7 @@ export function driverMigrations(choice: Config['drivers']): string[] {
     // The fault counters live with the simulators' tables, and the embedded store injects faults too.
     ...(Object.values(choice).includes('simulator') || choice.objectStore === 'embedded' ? [SIMULATOR_MIGRATIONS] : []),
     ...(choice.objectStore === 'embedded' ? [EMBEDDED_STORE_MIGRATIONS] : []),
+    ...(choice.objectStore === 'rgw' ? [RGW_MIGRATIONS] : []),
   ];
 }
 
@@ -39,6 +43,7 @@ export async function createDrivers(
     secretStoreKey: string | undefined;
     /** Multipart uploads older than this are aborted by the embedded store's sweep. */
     incompleteUploadRetentionMs?: number;
+    rgw?: Config['rgw'];
   },
 ): Promise<DriverSet> {
   // Each choice is checked by loadConfig, so a new driver is one more case here, not a change of the areas.
@@ -56,10 +61,31 @@ export async function createDrivers(
       : undefined;
   return {
     hypervisor: choice.compute === 'simulator' ? simulated.hypervisor : unreachable(choice.compute),
-    objectStore: embeddedStore ?? simulated.objectStore,
+    objectStore: objectStoreOf(choice.objectStore, { embeddedStore, simulated: simulated.objectStore, pool, rgw: options.rgw }),
     billing: choice.billing === 'simulator' ? simulated.billing : unreachable(choice.billing),
     embeddedStore,
   };
+}
+
+function objectStoreOf(
+  choice: Config['drivers']['objectStore'],
+  built: { embeddedStore: EmbeddedObjectStore | undefined; simulated: Drivers['objectStore']; pool: Pool; rgw: Config['rgw'] },
+): Drivers['objectStore'] {
+  switch (choice) {
+    case 'embedded':
+      return built.embeddedStore!;
+    case 'simulator':
+      return built.simulated;
+    case 'rgw':
+      return createRgwObjectStore(built.pool, rgwSettings(built.rgw));
+    default:
+      return unreachable(choice);
+  }
+}
+
+function rgwSettings(rgw: Config['rgw']): RgwConfig {
+  if (!rgw) throw new Error('OBJECT_STORE_DRIVER is rgw, but no RGW settings were loaded');
+  return rgw;
 }
 
 function unreachable(choice: never): never {

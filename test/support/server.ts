@@ -1,7 +1,7 @@
 // A real server for a test file: its own database in the run's PostgreSQL, the real platform
 // (HTTP on a free port, operations engine, simulated backends), and helpers to call it.
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { stringify } from 'lossless-json';
@@ -77,8 +77,10 @@ export interface CallOptions {
 
 export interface TestServer {
   url: string;
-  /** The S3 endpoint (with OBJECT_STORE_DRIVER=embedded). */
+  /** Where the S3 endpoint listens (the embedded store's, or the Ceph gateway's with rgw). */
   s3Url: string | undefined;
+  /** The S3 endpoint the platform tells users (bootstrap.json, the start-up log). */
+  s3PublicUrl: string | undefined;
   dataDir: string;
   metricsUrl: string | undefined;
   databaseUrl: string;
@@ -154,6 +156,7 @@ export async function startTestServer(env: Record<string, string> = {}, options:
   return {
     url: platform.url,
     s3Url: platform.s3Url,
+    s3PublicUrl: platform.s3PublicUrl,
     dataDir,
     metricsUrl: platform.metricsUrl,
     databaseUrl,
@@ -161,7 +164,11 @@ export async function startTestServer(env: Record<string, string> = {}, options:
     org,
     createOrg: (name = 'Other Org', orgOptions = {}) => newOrg(platform.url, pool, name, orgOptions),
     waitForOperation: (testOrg, operationId, timeoutMs) => waitForOperation(testOrg, operationId, timeoutMs),
-    close: () => platform.close(),
+    async close() {
+      await platform.close();
+      // The embedded store's objects live here (a gigabyte for the ceiling tests): nothing is left behind.
+      rmSync(dataDir, { recursive: true, force: true });
+    },
   };
 }
 
