@@ -47,11 +47,21 @@ export function createHypervisorSimulator({ pool, latencyMs, faults }: Simulator
 
   /** The public IPs attached to a server, oldest first. */
   async function addressesOf(db: Queryable, server: ServerRow): Promise<Array<{ address: string }>> {
-    const { rows } = await db.query<{ address: string }>(
-      'SELECT address FROM sim_addresses WHERE server_id = $1 ORDER BY created_at, address',
-      [server.server_id],
+    return (await addressesOfEach(db, [server])).get(server.server_id) ?? [];
+  }
+
+  /**
+   * The public IPs attached to each of the servers, oldest first, in one query: a reconciler pass
+   * over thousands of instances must not take a connection (and a round trip) per instance.
+   */
+  async function addressesOfEach(db: Queryable, servers: ServerRow[]): Promise<Map<string, Array<{ address: string }>>> {
+    const { rows } = await db.query<{ server_id: string; address: string }>(
+      'SELECT server_id, address FROM sim_addresses WHERE server_id = ANY($1::uuid[]) ORDER BY created_at, address',
+      [servers.map((server) => server.server_id)],
     );
-    return rows;
+    const addresses = new Map<string, Array<{ address: string }>>();
+    for (const row of rows) addresses.set(row.server_id, [...(addresses.get(row.server_id) ?? []), { address: row.address }]);
+    return addresses;
   }
 
   /**
@@ -210,7 +220,8 @@ export function createHypervisorSimulator({ pool, latencyMs, faults }: Simulator
       await call('describeServers', 'servers');
       const observedAt = new Date();
       const { rows } = await pool.query<ServerRow>('SELECT * FROM sim_servers WHERE server_id = ANY($1::uuid[])', [serverIds]);
-      return Promise.all(rows.map(async (row) => report(row, observedAt, await addressesOf(pool, row))));
+      const addresses = await addressesOfEach(pool, rows);
+      return rows.map((row) => report(row, observedAt, addresses.get(row.server_id) ?? []));
     },
 
     async allocateAddress({ addressId, regionId }) {
