@@ -31,6 +31,7 @@ import { purgeExpiredKeys } from './core/idempotency.ts';
 import type { RequestContext } from './core/request-context.ts';
 import { startEmbeddedDatabase, type EmbeddedDatabase } from './db/embedded.ts';
 import { migrate } from './db/migrate.ts';
+import { isDatabaseUnavailable } from './db/unavailable.ts';
 import { createPool, type Pool } from './db/pool.ts';
 import type { Drivers } from './drivers/index.ts';
 import type { EmbeddedObjectStore } from './drivers/embedded/store.ts';
@@ -79,7 +80,7 @@ export async function openDatabase(config: Config, log: Logger, starting?: Promi
   const connectionString = config.databaseUrl ?? embedded!.connectionString;
   const pool = createPool(connectionString, config.database.poolSize, config.database);
   try {
-    await migrate(pool, driverMigrations(config.drivers));
+    await migrateOnceReachable(pool, driverMigrations(config.drivers), log);
   } catch (error) {
     await pool.end().catch(() => {});
     if (embedded?.ownsServer) await embedded.stop().catch(() => {});
@@ -93,6 +94,30 @@ export async function openDatabase(config: Config, log: Logger, starting?: Promi
       if (embedded?.ownsServer) await embedded.stop();
     },
   };
+}
+
+/** How long a start waits for a database that is there but does not answer yet. */
+const DATABASE_STARTUP_WAIT_MS = 30_000;
+
+/**
+ * Migrates, waiting for a database that is there but slow to answer (starting, in recovery, or
+ * busy past DATABASE_CONNECT_TIMEOUT_MS), as an orchestrated start would wait for it. One that
+ * refuses the connection (nothing listens) ends the start at once, with the line that says so.
+ * Migrations run in transactions under a lock: a try that failed left nothing behind.
+ */
+async function migrateOnceReachable(pool: Pool, driverFolders: readonly string[], log: Logger): Promise<void> {
+  const deadline = Date.now() + DATABASE_STARTUP_WAIT_MS;
+  for (let tries = 1; ; tries++) {
+    try {
+      await migrate(pool, driverFolders);
+      return;
+    } catch (error) {
+      const refused = (error as NodeJS.ErrnoException | undefined)?.code === 'ECONNREFUSED';
+      if (refused || !isDatabaseUnavailable(error) || Date.now() >= deadline) throw error;
+      log.warn({ reason: (error as Error).message }, 'the database does not answer yet; trying again');
+      await new Promise((resolve) => setTimeout(resolve, Math.min(2_000, 250 * tries)));
+    }
+  }
 }
 
 export interface Database {

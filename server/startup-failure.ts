@@ -1,4 +1,5 @@
 import { ConfigError, type Config } from './config.ts';
+import { isDatabaseUnavailable } from './db/unavailable.ts';
 
 /**
  * One line that tells an operator why the server did not start, and what to change: a stack trace
@@ -22,6 +23,8 @@ export function describeStartupFailure(error: unknown, config: Pick<Config, 'hos
     case 'ENOSPC':
       return `no space left on the device holding DATA_DIR (${config.dataDir}).`;
     default:
-      return undefined;
+      return isDatabaseUnavailable(error)
+        ? `the database did not answer in time (${(error as Error).message}); check that it is up and not overloaded, or raise DATABASE_CONNECT_TIMEOUT_MS.`
+        : undefined;
   }
 }

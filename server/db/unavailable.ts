@@ -34,6 +34,7 @@ const UNAVAILABLE_SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDO
 // pg and pg-pool report these without a code.
 const UNAVAILABLE_MESSAGES = [
   'timeout exceeded when trying to connect', // pg-pool: no connection within connectionTimeoutMillis
+  'timeout expired', // pg.Client (no pool): no connection within connectionTimeoutMillis
   'Connection terminated', // the server closed the connection, or connecting timed out
   'Query read timeout', // query_timeout: no answer at all
   'Client has encountered a connection error and is not queryable',

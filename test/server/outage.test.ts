@@ -297,6 +297,29 @@ describe('a database outage', () => {
     await running.db.end();
   });
 
+  test('a start while PostgreSQL does not answer waits for it, and serves once it answers', async () => {
+    const { url, db } = await newDatabase();
+    await db.end();
+    signalPostgres('SIGSTOP');
+    let thawed = false;
+    const thaw = setTimeout(() => {
+      signalPostgres('SIGCONT');
+      thawed = true;
+    }, 3_000);
+    try {
+      // The connect timeout is 1 s: without waiting, the start would end at the first try.
+      const started = await startServerProcess(url, SERVER_ENV);
+      processes.push(started);
+      expect(thawed).toBe(true);
+      const answer = await fetch(`${started.url}/readyz`);
+      expect(answer.status).toBe(200);
+      expect(started.output()).toContain('the database does not answer yet; trying again');
+    } finally {
+      clearTimeout(thaw);
+      signalPostgres('SIGCONT');
+    }
+  });
+
   test('the probes through an outage: /healthz stays 200; /readyz answers 503 not_ready while the database is away, 200 once it is back', async () => {
     const running = await cluster(1);
     const server = running.servers[0]!;
