@@ -6,7 +6,7 @@
 //   npm run bench -- --quick    a smoke run (also BENCH_QUICK=1): short loads, 10,000 rows
 // Each section is a module of scripts/bench/; a new one is a function called below.
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { runS3Bench } from './bench-s3.ts';
@@ -48,6 +48,12 @@ function recordMemory(figure: string, server: RunningServer): void {
 
 try {
   console.log(`cloud-platform bench${quick ? ' (quick)' : ''}: Node ${process.versions.node}, work in ${workDir}`);
+  // The machine may be shared: figures per second are only comparable at a similar load.
+  const loadNow = () =>
+    loadavg()
+      .map((value) => value.toFixed(2))
+      .join(', ');
+  console.log(`load average at the start: ${loadNow()}`);
 
   section('start-up');
   const cold = await start('startup');
@@ -60,6 +66,7 @@ try {
   const main = await start('main');
   await requestsSection({
     api: main.api,
+    server: { pid: main.child.process.pid!, postgresDir: path.join(main.dataDir, 'postgres') },
     workDir,
     listSize: 100,
     settings: quick ? { connections: 32, seconds: 2, warmupSeconds: 1 } : { connections: 32, seconds: 10, warmupSeconds: 3 },
@@ -80,6 +87,7 @@ try {
   await engineSection(engine, quick ? 300 : 3000);
   await stop(engine);
 
+  console.log(`\nload average at the end: ${loadNow()}`);
   printTable();
   // The S3 endpoint's figures, on a server of their own (scripts/bench-s3.ts).
   if (!quick) await runS3Bench();
