@@ -158,6 +158,25 @@ export async function recordObservation(
   );
 }
 
+/**
+ * The reconciler's reports of many instances, in one statement: as `recordObservation` with
+ * source 'reconciler' for each (an older report never replaces a newer one).
+ */
+export async function recordObservations(db: Queryable, reports: ServerReport[]): Promise<void> {
+  if (reports.length === 0) return;
+  await db.query(
+    `UPDATE vms SET observed_status = r.status, observed_addresses = r.addresses, observed_at = r.observed_at
+     FROM unnest($1::uuid[], $2::text[], $3::jsonb[], $4::timestamptz[]) AS r (id, status, addresses, observed_at)
+     WHERE vms.id = r.id AND vms.deleted_at IS NULL AND (vms.observed_at IS NULL OR vms.observed_at < r.observed_at)`,
+    [
+      reports.map((report) => report.serverId),
+      reports.map((report) => report.status),
+      reports.map((report) => JSON.stringify(report.addresses)),
+      reports.map((report) => report.observedAt),
+    ],
+  );
+}
+
 /** The failure of the instance's latest operation, as the engine phrased it. */
 export const failureFields = (failure: OperationFailure) => ({ error_class: failure.errorClass, error_detail: failure.errorDetail });
 

@@ -210,7 +210,19 @@ export function createHypervisorSimulator({ pool, latencyMs, faults }: Simulator
       await call('describeServers', 'servers');
       const observedAt = new Date();
       const { rows } = await pool.query<ServerRow>('SELECT * FROM sim_servers WHERE server_id = ANY($1::uuid[])', [serverIds]);
-      return Promise.all(rows.map(async (row) => report(row, observedAt, await addressesOf(pool, row))));
+      // The addresses of every server asked about in one query, not one per server (the
+      // reconciler describes every instance, 200 at a time).
+      const { rows: attached } = await pool.query<{ server_id: string; address: string }>(
+        'SELECT server_id, address FROM sim_addresses WHERE server_id = ANY($1::uuid[]) ORDER BY created_at, address',
+        [rows.map((row) => row.server_id)],
+      );
+      const addressesByServer = new Map<string, Array<{ address: string }>>();
+      for (const row of attached) {
+        const addresses = addressesByServer.get(row.server_id);
+        if (addresses) addresses.push(row);
+        else addressesByServer.set(row.server_id, [row]);
+      }
+      return rows.map((row) => report(row, observedAt, addressesByServer.get(row.server_id) ?? []));
     },
 
     async allocateAddress({ addressId, regionId }) {
