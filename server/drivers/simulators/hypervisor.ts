@@ -90,17 +90,22 @@ export function createHypervisorSimulator({ pool, latencyMs, faults }: Simulator
   return {
     async createServer(spec) {
       await call('createServer', spec.name);
-      const { rows } = await pool.query<{ n: string }>(`SELECT nextval('sim_server_host_seq')::text AS n`);
-      const host = Number(rows[0]!.n);
       const observedAt = new Date();
-      // A repeated create (after a crashed attempt) finds the server the first one made.
-      const { rows: created } = await pool.query<ServerRow>(
-        `INSERT INTO sim_servers (server_id, name, region_id, storage_pool_id, network_profile_id, console_type, image_id,
-           vcpus, memory_mb, disk_gb, power, ssh_keys, firewall, private_ipv4, public_ipv4, ipv6)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'running', $11, $12, $13, $14, $15)
-         ON CONFLICT (server_id) DO NOTHING
-         RETURNING *`,
-        [
+      // A repeated create (after a crashed attempt) finds the server the first one made. The host
+      // number and the addresses made of it (as \`ipv4\` below makes them) come with the INSERT.
+      const { rows: created } = await pool.query<ServerRow>({
+        name: 'sim-create-server',
+        text: `INSERT INTO sim_servers (server_id, name, region_id, storage_pool_id, network_profile_id, console_type, image_id,
+                 vcpus, memory_mb, disk_gb, power, ssh_keys, firewall, private_ipv4, public_ipv4, ipv6)
+               SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'running', $11, $12,
+                      host('10.0.0.0'::inet + host.offset),
+                      CASE WHEN $13 THEN host('198.18.0.0'::inet + host.offset) END,
+                      CASE WHEN $13 THEN format('2001:db8:%s:%s::1', to_hex(host.n >> 16), to_hex(host.n & 65535)) END
+               FROM (SELECT n, ((n - 1) / ${PER_BLOCK}) * 256 + ((n - 1) % ${PER_BLOCK}) + 1 AS offset
+                     FROM (SELECT nextval('sim_server_host_seq') AS n OFFSET 0) AS next) AS host
+               ON CONFLICT (server_id) DO NOTHING
+               RETURNING *`,
+        values: [
           spec.serverId,
           spec.name,
           spec.regionId,
@@ -113,11 +118,9 @@ export function createHypervisorSimulator({ pool, latencyMs, faults }: Simulator
           spec.diskGb,
           JSON.stringify(spec.sshKeys),
           JSON.stringify(spec.firewall),
-          ipv4(10 << 24, host),
-          spec.publicNetwork ? ipv4((198 << 24) | (18 << 16), host) : null,
-          spec.publicNetwork ? `2001:db8:${(host >> 16).toString(16)}:${(host & 0xffff).toString(16)}::1` : null,
+          spec.publicNetwork,
         ],
-      );
+      });
       // A server made just now has no addresses attached yet: it is reported as inserted.
       if (created[0]) return report(created[0], observedAt, []);
       return (await describe(spec.serverId))!;
@@ -338,8 +341,11 @@ function attachSerialConsole(pool: Pool, server: ServerRow & { boots: number }, 
 const CONSOLE_WATCH_MS = 250;
 
 /** The address `host` places after `base` (hosts ending in .0 or .255 are skipped). */
+/** Hosts per /24 block (.1 to .254). */
+const PER_BLOCK = 254;
+
 function ipv4(base: number, host: number): string {
-  const perBlock = 254;
+  const perBlock = PER_BLOCK;
   const value = (base + Math.floor((host - 1) / perBlock) * 256 + ((host - 1) % perBlock) + 1) >>> 0;
   return [value >>> 24, (value >>> 16) & 255, (value >>> 8) & 255, value & 255].join('.');
 }
