@@ -378,6 +378,8 @@ export class OperationEngine {
     if (this.successWriters >= MAX_SUCCESS_WRITERS) return;
     this.successWriters++;
     try {
+      // Successes that come in the same turn of the event loop go in one batch.
+      await new Promise((resolve) => setImmediate(resolve));
       while (this.successes.length > 0) {
         const batch = this.successes.splice(0, MAX_SUCCESS_BATCH);
         try {
