@@ -403,7 +403,6 @@ export class OperationEngine {
   /** Marks the batch's operations succeeded (those this worker still holds) and lets each executor record its outcome. */
   private async succeedAll(tx: PoolClient, batch: PendingSuccess[]): Promise<void> {
     const { rows } = await tx.query<OperationRow>({
-      name: 'operations-succeed',
       text: `UPDATE operations SET state = 'succeeded', finished_at = now(), error_class = NULL, error_detail = NULL,
                     lease_owner = NULL, lease_expires_at = NULL
              WHERE id = ANY($1::uuid[]) AND lease_owner = $2 AND state = 'running' RETURNING *`,

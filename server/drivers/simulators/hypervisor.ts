@@ -94,7 +94,6 @@ export function createHypervisorSimulator({ pool, latencyMs, faults }: Simulator
       // A repeated create (after a crashed attempt) finds the server the first one made. The host
       // number and the addresses made of it (as \`ipv4\` below makes them) come with the INSERT.
       const { rows: created } = await pool.query<ServerRow>({
-        name: 'sim-create-server',
         text: `INSERT INTO sim_servers (server_id, name, region_id, storage_pool_id, network_profile_id, console_type, image_id,
                  vcpus, memory_mb, disk_gb, power, ssh_keys, firewall, private_ipv4, public_ipv4, ipv6)
                SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'running', $11, $12,
