@@ -8,7 +8,7 @@
 //     (startup, requests, lists, engine, s3; memory comes with requests and lists)
 // Each section is a module of scripts/bench/; a new one is a function called below.
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { runS3Bench } from './bench-s3.ts';
@@ -58,6 +58,12 @@ function recordMemory(figure: string, server: RunningServer): void {
 
 try {
   console.log(`cloud-platform bench${quick ? ' (quick)' : ''}: Node ${process.versions.node}, work in ${workDir}`);
+  // The machine may be shared: figures per second are only comparable at a similar load.
+  const loadNow = () =>
+    loadavg()
+      .map((value) => value.toFixed(2))
+      .join(', ');
+  console.log(`load average at the start: ${loadNow()}`);
 
   if (runs('startup')) {
     section('start-up');
@@ -74,6 +80,7 @@ try {
     if (runs('requests')) {
       await requestsSection({
         api: main.api,
+        server: { pid: main.child.process.pid!, postgresDir: path.join(main.dataDir, 'postgres') },
         workDir,
         listSize: 100,
         settings: quick ? { connections: 32, seconds: 2, warmupSeconds: 1 } : { connections: 32, seconds: 10, warmupSeconds: 3 },
@@ -103,6 +110,7 @@ try {
   // The S3 figures, on servers of their own: the embedded store, and RGW beside it when Ceph is
   // there (scripts/bench-s3.ts).
   if (runs('s3')) await runS3Bench({ quick });
+  console.log(`\nload average at the end: ${loadNow()}`);
   printTable();
 } finally {
   for (const server of [...running]) await server.child.stop();

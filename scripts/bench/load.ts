@@ -19,6 +19,8 @@ export interface LoadFigures {
   p99: number;
   /** Requests that failed or were not answered with a 2xx. */
   failures: number;
+  /** Requests sent in all, the warm-up's included. */
+  sent: number;
 }
 
 export interface LoadSettings {
@@ -48,12 +50,13 @@ export async function load(request: LoadRequest, settings: LoadSettings): Promis
         },
       ],
     });
-  if (settings.warmupSeconds > 0) await run(settings.warmupSeconds);
+  const warmup = settings.warmupSeconds > 0 ? (await run(settings.warmupSeconds)).requests.total : 0;
   const result = await run(settings.seconds);
   return {
     rps: result.requests.total / settings.seconds,
     p50: result.latency.p50,
     p99: result.latency.p99,
     failures: result.errors + result.timeouts + result.non2xx,
+    sent: warmup + result.requests.total,
   };
 }

@@ -143,6 +143,48 @@ export function memoryOf(pid: number, postgresDir?: string): { rss: number; pss:
   return { rss: rss * 1024, pss: pss * 1024, processes: pids.length };
 }
 
+/** CPU time (user + system, ms) used so far by a process and, as for `memoryOf`, its PostgreSQL. */
+export function cpuOf(pid: number, postgresDir?: string): { node: number; postgres: number } {
+  const postgres = postgresDir ? postgresPids(postgresDir) : [];
+  return { node: cpuMsOf(pid), postgres: postgres.reduce((sum, each) => sum + cpuMsOf(each), 0) };
+}
+
+/**
+ * CPU time per unit of work, measured around `work`: a figure the machine's other load hardly
+ * changes, where requests per second on a shared machine do.
+ */
+export async function cpuPer<T>(
+  server: { pid: number; postgresDir: string } | undefined,
+  work: () => Promise<T>,
+  units: (result: T) => number,
+): Promise<{ result: T; perUnit?: { node: number; postgres: number } }> {
+  if (!server) return { result: await work() };
+  const before = cpuOf(server.pid, server.postgresDir);
+  const result = await work();
+  const after = cpuOf(server.pid, server.postgresDir);
+  const count = units(result);
+  return { result, perUnit: { node: (after.node - before.node) / count, postgres: (after.postgres - before.postgres) / count } };
+}
+
+function postgresPids(postgresDir: string): number[] {
+  const pidFile = path.join(postgresDir, 'postmaster.pid');
+  if (!existsSync(pidFile)) return [];
+  const postmaster = Number(readFileSync(pidFile, 'utf8').split('\n')[0]);
+  return [postmaster, ...childrenOf(postmaster)];
+}
+
+/** utime + stime of /proc/<pid>/stat, in ms (clock ticks of 10 ms). */
+function cpuMsOf(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    // Ended meanwhile.
+    return 0;
+  }
+}
+
 function kib(text: string, field: string): number {
   const match = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(text);
   return match ? Number(match[1]) : 0;

@@ -35,3 +35,5 @@ export function printTable(): void {
 export const perSecond = (value: number) => `${Math.round(value).toLocaleString('en-US')}/s`;
 export const ms = (value: number) => `${value < 10 ? value.toFixed(1) : Math.round(value)} ms`;
 export const ratio = (value: number) => `${value.toFixed(2)}×`;
+/** CPU time per unit of work, from milliseconds. */
+export const cpuMs = (value: number) => (value < 1 ? `${Math.round(value * 1000)} µs` : `${value.toFixed(2)} ms`);

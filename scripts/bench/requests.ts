@@ -5,8 +5,8 @@ import path from 'node:path';
 import { call, inParallel, vmRequest, type Api } from './api.ts';
 import type { RecordedAnswer } from './floor-server.ts';
 import { load, type LoadFigures, type LoadRequest, type LoadSettings } from './load.ts';
-import { startFloor, startPrism, type Child } from './processes.ts';
-import { ms, perSecond, ratio, record, section } from './report.ts';
+import { cpuPer, startFloor, startPrism, type Child } from './processes.ts';
+import { cpuMs, ms, perSecond, ratio, record, section } from './report.ts';
 
 export interface RequestsOptions {
   api: Api;
@@ -15,6 +15,8 @@ export interface RequestsOptions {
   settings: LoadSettings;
   /** Instances in the listed page (100 by default). */
   listSize: number;
+  /** The real server's process and its PostgreSQL's directory: CPU time per request is printed for writes. */
+  server?: { pid: number; postgresDir: string };
 }
 
 interface Figure {
@@ -26,7 +28,7 @@ interface Figure {
   freshIdempotencyKey?: boolean;
 }
 
-export async function requestsSection({ api, workDir, settings, listSize }: RequestsOptions): Promise<void> {
+export async function requestsSection({ api, workDir, settings, listSize, server }: RequestsOptions): Promise<void> {
   section(`requests (${settings.connections} connections, ${settings.seconds} s each after ${settings.warmupSeconds} s warm-up)`);
   await seedInstances(api, listSize);
   const vmList = JSON.parse((await call(api, 'GET', `/compute/vms?limit=${listSize}`)).text) as { items: Array<{ id: string }> };
@@ -94,10 +96,23 @@ export async function requestsSection({ api, workDir, settings, listSize }: Requ
       await against(floor.url, { ...settings, seconds: settings.warmupSeconds, warmupSeconds: 0 });
       const real: LoadFigures[] = [];
       const floorRounds: LoadFigures[] = [];
+      // CPU of the real server (Node and PostgreSQL apart) over its rounds, for the writes.
+      const cpu = { node: 0, postgres: 0, requests: 0 };
       for (let turn = 0; turn < rounds; turn++) {
-        real.push(await against(api.base, round));
+        const measured = await cpuPer(
+          figure.method === 'GET' ? undefined : server,
+          () => against(api.base, round),
+          (run) => run.sent,
+        );
+        real.push(measured.result);
+        if (measured.perUnit) {
+          cpu.node += measured.perUnit.node * measured.result.sent;
+          cpu.postgres += measured.perUnit.postgres * measured.result.sent;
+          cpu.requests += measured.result.sent;
+        }
         floorRounds.push(await against(floor.url, round));
       }
+      const perUnit = cpu.requests > 0 ? { node: cpu.node / cpu.requests, postgres: cpu.postgres / cpu.requests } : undefined;
       const prismFigures = prism ? await against(prism.url, settings) : undefined;
       const realFigures = combined(real);
       const floorFigures = combined(floorRounds);
@@ -111,6 +126,13 @@ export async function requestsSection({ api, workDir, settings, listSize }: Requ
         prism: prismFigures ? `${perSecond(prismFigures.rps)}${failures(prismFigures.failures)}` : '—',
         goal: figure.goal,
       });
+      if (perUnit) {
+        record({
+          figure: `${figure.name}: CPU per request`,
+          real: `Node ${cpuMs(perUnit.node)}, PostgreSQL ${cpuMs(perUnit.postgres)}`,
+          goal: 'what 1,000/s needs: well under 2 ms in all on 2 cores',
+        });
+      }
     }
   } finally {
     await floor.stop();
@@ -142,5 +164,6 @@ function combined(rounds: LoadFigures[]): LoadFigures {
     p50: p50s[Math.floor(p50s.length / 2)]!,
     p99: Math.max(...rounds.map((figures) => figures.p99)),
     failures: rounds.reduce((sum, figures) => sum + figures.failures, 0),
+    sent: rounds.reduce((sum, figures) => sum + figures.sent, 0),
   };
 }

@@ -49,6 +49,8 @@ const AUDIT_INSERT_COMPLETING_KEY = `WITH completed AS (
 /**
  * Writes an audit event; with `completing`, also completes that Idempotency-Key of the event's
  * organization in the same statement. Named statements: parsed and planned once per connection.
+ * (Only statements without `*` in their result are named: a column a later migration adds would
+ * change a prepared statement's result type, which fails it in every process still running.)
  */
 export async function recordAudit(db: Queryable, record: AuditRecord, completing?: KeyCompletion): Promise<void> {
   const values: unknown[] = [

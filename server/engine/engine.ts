@@ -378,6 +378,8 @@ export class OperationEngine {
     if (this.successWriters >= MAX_SUCCESS_WRITERS) return;
     this.successWriters++;
     try {
+      // Successes that come in the same turn of the event loop go in one batch.
+      await new Promise((resolve) => setImmediate(resolve));
       while (this.successes.length > 0) {
         const batch = this.successes.splice(0, MAX_SUCCESS_BATCH);
         try {
@@ -401,7 +403,6 @@ export class OperationEngine {
   /** Marks the batch's operations succeeded (those this worker still holds) and lets each executor record its outcome. */
   private async succeedAll(tx: PoolClient, batch: PendingSuccess[]): Promise<void> {
     const { rows } = await tx.query<OperationRow>({
-      name: 'operations-succeed',
       text: `UPDATE operations SET state = 'succeeded', finished_at = now(), error_class = NULL, error_detail = NULL,
                     lease_owner = NULL, lease_expires_at = NULL
              WHERE id = ANY($1::uuid[]) AND lease_owner = $2 AND state = 'running' RETURNING *`,

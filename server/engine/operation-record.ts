@@ -69,7 +69,6 @@ export async function enqueueOperation(db: Queryable, operation: NewOperation): 
   // One statement, in this order: the resource's lock (the subquery runs first, and OFFSET 0 keeps
   // it a subquery of its own), the row with its `seq`, then the announcement.
   const { rows } = await db.query<OperationRow>({
-    name: 'operation-enqueue',
     text: `WITH queued AS (
              INSERT INTO operations (id, org_id, type, resource_type, resource_id, state, attempt, max_attempts, payload)
              SELECT $1, $2, $3, $4, $5, 'queued', 0, $6, $7

@@ -93,6 +93,51 @@ async function appliedOutcomes(operationId: string): Promise<string[]> {
 }
 
 describe('the operations engine', () => {
+  // First in the file: no engine of another test is running yet to claim these operations.
+  test('successes are recorded together, and one whose record fails holds back none of the others', async () => {
+    const started: Array<() => void> = [];
+    let release = () => {};
+    const allStarted = new Promise<void>((resolve) => (release = resolve));
+    const executor: Executor<string> = {
+      ...scriptedExecutor(async () => {
+        // All four finish in one turn of the event loop, so their successes form one batch.
+        await new Promise<void>((resolve) => {
+          started.push(resolve);
+          if (started.length === 4) release();
+        });
+        return 'rescued';
+      }),
+      async succeeded(tx, operation, outcome) {
+        if (operation.payload.broken) throw new Error('the record of this outcome fails');
+        await tx.query('INSERT INTO applied (operation_id, outcome) VALUES ($1, $2)', [operation.id, outcome]);
+      },
+    };
+    const engine = await startEngine({ 'vm.rescue': executor }, { leaseMs: 60_000 });
+    const queue = (broken: boolean) =>
+      enqueueOperation(pool, {
+        orgId,
+        type: 'vm.rescue',
+        resourceType: 'vm',
+        resourceId: randomUUID(),
+        payload: { broken },
+        maxAttempts: 4,
+      });
+    const good = [await queue(false), await queue(false), await queue(false)];
+    const broken = await queue(true);
+    engine.kick();
+    await allStarted;
+    started.forEach((resolve) => resolve());
+    for (const operation of good) {
+      // Recorded on their first attempt: not left to be attempted again once the lease lapses.
+      expect(await finished(operation.id)).toMatchObject({ state: 'succeeded', attempt: 1 });
+      expect(await appliedOutcomes(operation.id)).toEqual(['rescued']);
+    }
+    const { rows } = await pool.query('SELECT state, attempt, finished_at FROM operations WHERE id = $1', [broken.id]);
+    expect(rows[0]).toEqual({ state: 'running', attempt: 1, finished_at: null });
+    expect(await appliedOutcomes(broken.id)).toEqual([]);
+    await engine.stop();
+  });
+
   test('retries transient failures with backoff and succeeds, counting attempts', async () => {
     const failures = new Map<string, number>();
     const engine = await startEngine({

@@ -1,6 +1,6 @@
 import type { Pool } from '../../db/pool.ts';
 import type { HypervisorDriver } from '../../drivers/hypervisor.ts';
-import { recordObservation } from './vms.ts';
+import { recordObservations } from './vms.ts';
 
 /** Servers described per driver call. */
 const BATCH = 200;
@@ -22,10 +22,10 @@ export function createReconciler(pool: Pool, hypervisor: HypervisorDriver) {
           [after, BATCH],
         );
         if (rows.length === 0 || signal?.aborted) return observed;
-        for (const report of await hypervisor.describeServers(rows.map((row) => row.id))) {
-          await recordObservation(pool, report.serverId, report, 'reconciler');
-          observed++;
-        }
+        // One statement per batch: the reconciler runs every few seconds over every instance.
+        const reports = await hypervisor.describeServers(rows.map((row) => row.id));
+        await recordObservations(pool, reports);
+        observed += reports.length;
         after = rows[rows.length - 1]!.id;
       }
     },

@@ -6,7 +6,7 @@ import type { Executor, Executors, OperationFailure } from '../../engine/executo
 import type { OperationRow } from '../../engine/operation-record.ts';
 import type { Catalogue } from './catalogue.ts';
 import type { VmState } from './policy.ts';
-import { failureFields, NO_FAILURE, recordObservation, updateVm, updateVmIfExists, vmById, type VmRow } from './vms.ts';
+import { failureFields, markCreated, NO_FAILURE, recordObservation, updateVm, vmById, type VmRow } from './vms.ts';
 
 const serverOf = (vm: VmRow): ServerRef => ({ serverId: vm.id, name: vm.name });
 
@@ -144,10 +144,10 @@ export function vmExecutors(
   const create: Executor<ServerReport> = {
     perform: async (operation) => hypervisor.createServer(specOf(await loadVm(pool, operation))),
     async succeeded(tx, operation, report) {
-      // The UPDATE takes the row's lock itself (nothing is read first): no separate lockVm.
-      const vm = await updateVmIfExists(tx, operation.resource_id, { state: 'running', ...NO_FAILURE });
-      if (!vm) throw new Error(`operation ${operation.id} names instance ${operation.resource_id}, which does not exist`);
-      await recordObservation(tx, operation.resource_id, report, 'operation');
+      // One UPDATE, which takes the row's lock itself: no separate lockVm, updateVm and recordObservation.
+      if (!(await markCreated(tx, operation.resource_id, report))) {
+        throw new Error(`operation ${operation.id} names instance ${operation.resource_id}, which does not exist`);
+      }
     },
     async failed(tx, operation, failure) {
       await lockVm(tx, operation);

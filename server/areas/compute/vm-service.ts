@@ -176,7 +176,6 @@ export function createVmService({ catalogue, budget, maxAttempts }: VmServiceDep
       let vm: VmRow | undefined;
       try {
         const { rows } = await tx.query<VmRow>({
-          name: 'vm-create-insert',
           text: `INSERT INTO vms (id, org_id, name, region_id, disk_redundancy, storage_pool_id, network_profile_id, image_id, image_name,
              vcpus, memory_mb, disk_gb, state, desired_state, ssh_keys, labels)
            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, 'creating', 'running', $13, $14)

@@ -131,15 +131,6 @@ export async function updateVm(
   return (await updateRow<VmRow>(db, 'vms', vmId, changes, CHANGEABLE))!;
 }
 
-/** As `updateVm`, for a caller that has not locked the instance first: undefined when there is none. */
-export function updateVmIfExists(
-  db: Queryable,
-  vmId: string,
-  changes: Partial<Omit<VmRow, 'id' | 'org_id' | 'observed_status' | 'observed_addresses' | 'observed_at'>>,
-): Promise<VmRow | undefined> {
-  return updateRow<VmRow>(db, 'vms', vmId, changes, CHANGEABLE);
-}
-
 /**
  * Records what the hypervisor reported. Observed fields are not desired ones: updated_at stays.
  * An older report never replaces a newer one; of two made in the same millisecond, the one an
@@ -155,6 +146,44 @@ export async function recordObservation(
     `UPDATE vms SET observed_status = $2, observed_addresses = $3, observed_at = $4
      WHERE id = $1 AND deleted_at IS NULL AND (observed_at IS NULL OR observed_at ${source === 'operation' ? '<=' : '<'} $4)`,
     [vmId, report.status, JSON.stringify(report.addresses), report.observedAt],
+  );
+}
+
+/**
+ * A finished creation in one statement: the instance is running, its failure cleared, and the
+ * hypervisor's report recorded as `recordObservation` would (source 'operation'). Undefined when
+ * the instance does not exist. Every SET expression reads the row as it was, so the report's
+ * condition is the one `recordObservation` applies.
+ */
+export async function markCreated(db: Queryable, vmId: string, report: ServerReport): Promise<{ id: string } | undefined> {
+  const { rows } = await db.query<{ id: string }>({
+    name: 'vm-mark-created',
+    text: `UPDATE vms SET state = 'running', error_class = NULL, error_detail = NULL, updated_at = now(),
+             observed_status = CASE WHEN deleted_at IS NULL AND (observed_at IS NULL OR observed_at <= $3) THEN $2 ELSE observed_status END,
+             observed_addresses = CASE WHEN deleted_at IS NULL AND (observed_at IS NULL OR observed_at <= $3) THEN $4::jsonb ELSE observed_addresses END,
+             observed_at = CASE WHEN deleted_at IS NULL AND (observed_at IS NULL OR observed_at <= $3) THEN $3 ELSE observed_at END
+           WHERE id = $1 RETURNING id`,
+    values: [vmId, report.status, report.observedAt, JSON.stringify(report.addresses)],
+  });
+  return rows[0];
+}
+
+/**
+ * The reconciler's reports of many instances, in one statement: as `recordObservation` with
+ * source 'reconciler' for each (an older report never replaces a newer one).
+ */
+export async function recordObservations(db: Queryable, reports: ServerReport[]): Promise<void> {
+  if (reports.length === 0) return;
+  await db.query(
+    `UPDATE vms SET observed_status = r.status, observed_addresses = r.addresses, observed_at = r.observed_at
+     FROM unnest($1::uuid[], $2::text[], $3::jsonb[], $4::timestamptz[]) AS r (id, status, addresses, observed_at)
+     WHERE vms.id = r.id AND vms.deleted_at IS NULL AND (vms.observed_at IS NULL OR vms.observed_at < r.observed_at)`,
+    [
+      reports.map((report) => report.serverId),
+      reports.map((report) => report.status),
+      reports.map((report) => JSON.stringify(report.addresses)),
+      reports.map((report) => report.observedAt),
+    ],
   );
 }
 

@@ -47,21 +47,11 @@ export function createHypervisorSimulator({ pool, latencyMs, faults }: Simulator
 
   /** The public IPs attached to a server, oldest first. */
   async function addressesOf(db: Queryable, server: ServerRow): Promise<Array<{ address: string }>> {
-    return (await addressesOfEach(db, [server])).get(server.server_id) ?? [];
-  }
-
-  /**
-   * The public IPs attached to each of the servers, oldest first, in one query: a reconciler pass
-   * over thousands of instances must not take a connection (and a round trip) per instance.
-   */
-  async function addressesOfEach(db: Queryable, servers: ServerRow[]): Promise<Map<string, Array<{ address: string }>>> {
-    const { rows } = await db.query<{ server_id: string; address: string }>(
-      'SELECT server_id, address FROM sim_addresses WHERE server_id = ANY($1::uuid[]) ORDER BY created_at, address',
-      [servers.map((server) => server.server_id)],
+    const { rows } = await db.query<{ address: string }>(
+      'SELECT address FROM sim_addresses WHERE server_id = $1 ORDER BY created_at, address',
+      [server.server_id],
     );
-    const addresses = new Map<string, Array<{ address: string }>>();
-    for (const row of rows) addresses.set(row.server_id, [...(addresses.get(row.server_id) ?? []), { address: row.address }]);
-    return addresses;
+    return rows;
   }
 
   /**
@@ -100,17 +90,21 @@ export function createHypervisorSimulator({ pool, latencyMs, faults }: Simulator
   return {
     async createServer(spec) {
       await call('createServer', spec.name);
-      const { rows } = await pool.query<{ n: string }>(`SELECT nextval('sim_server_host_seq')::text AS n`);
-      const host = Number(rows[0]!.n);
       const observedAt = new Date();
-      // A repeated create (after a crashed attempt) finds the server the first one made.
-      const { rows: created } = await pool.query<ServerRow>(
-        `INSERT INTO sim_servers (server_id, name, region_id, storage_pool_id, network_profile_id, console_type, image_id,
-           vcpus, memory_mb, disk_gb, power, ssh_keys, firewall, private_ipv4, public_ipv4, ipv6)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'running', $11, $12, $13, $14, $15)
-         ON CONFLICT (server_id) DO NOTHING
-         RETURNING *`,
-        [
+      // A repeated create (after a crashed attempt) finds the server the first one made. The host
+      // number and the addresses made of it (as \`ipv4\` below makes them) come with the INSERT.
+      const { rows: created } = await pool.query<ServerRow>({
+        text: `INSERT INTO sim_servers (server_id, name, region_id, storage_pool_id, network_profile_id, console_type, image_id,
+                 vcpus, memory_mb, disk_gb, power, ssh_keys, firewall, private_ipv4, public_ipv4, ipv6)
+               SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'running', $11, $12,
+                      host('10.0.0.0'::inet + host.offset),
+                      CASE WHEN $13 THEN host('198.18.0.0'::inet + host.offset) END,
+                      CASE WHEN $13 THEN format('2001:db8:%s:%s::1', to_hex(host.n >> 16), to_hex(host.n & 65535)) END
+               FROM (SELECT n, ((n - 1) / ${PER_BLOCK}) * 256 + ((n - 1) % ${PER_BLOCK}) + 1 AS offset
+                     FROM (SELECT nextval('sim_server_host_seq') AS n OFFSET 0) AS next) AS host
+               ON CONFLICT (server_id) DO NOTHING
+               RETURNING *`,
+        values: [
           spec.serverId,
           spec.name,
           spec.regionId,
@@ -123,11 +117,9 @@ export function createHypervisorSimulator({ pool, latencyMs, faults }: Simulator
           spec.diskGb,
           JSON.stringify(spec.sshKeys),
           JSON.stringify(spec.firewall),
-          ipv4(10 << 24, host),
-          spec.publicNetwork ? ipv4((198 << 24) | (18 << 16), host) : null,
-          spec.publicNetwork ? `2001:db8:${(host >> 16).toString(16)}:${(host & 0xffff).toString(16)}::1` : null,
+          spec.publicNetwork,
         ],
-      );
+      });
       // A server made just now has no addresses attached yet: it is reported as inserted.
       if (created[0]) return report(created[0], observedAt, []);
       return (await describe(spec.serverId))!;
@@ -220,8 +212,19 @@ export function createHypervisorSimulator({ pool, latencyMs, faults }: Simulator
       await call('describeServers', 'servers');
       const observedAt = new Date();
       const { rows } = await pool.query<ServerRow>('SELECT * FROM sim_servers WHERE server_id = ANY($1::uuid[])', [serverIds]);
-      const addresses = await addressesOfEach(pool, rows);
-      return rows.map((row) => report(row, observedAt, addresses.get(row.server_id) ?? []));
+      // The addresses of every server asked about in one query, not one per server (the
+      // reconciler describes every instance, 200 at a time).
+      const { rows: attached } = await pool.query<{ server_id: string; address: string }>(
+        'SELECT server_id, address FROM sim_addresses WHERE server_id = ANY($1::uuid[]) ORDER BY created_at, address',
+        [rows.map((row) => row.server_id)],
+      );
+      const addressesByServer = new Map<string, Array<{ address: string }>>();
+      for (const row of attached) {
+        const addresses = addressesByServer.get(row.server_id);
+        if (addresses) addresses.push(row);
+        else addressesByServer.set(row.server_id, [row]);
+      }
+      return rows.map((row) => report(row, observedAt, addressesByServer.get(row.server_id) ?? []));
     },
 
     async allocateAddress({ addressId, regionId }) {
@@ -337,8 +340,11 @@ function attachSerialConsole(pool: Pool, server: ServerRow & { boots: number }, 
 const CONSOLE_WATCH_MS = 250;
 
 /** The address `host` places after `base` (hosts ending in .0 or .255 are skipped). */
+/** Hosts per /24 block (.1 to .254). */
+const PER_BLOCK = 254;
+
 function ipv4(base: number, host: number): string {
-  const perBlock = 254;
+  const perBlock = PER_BLOCK;
   const value = (base + Math.floor((host - 1) / perBlock) * 256 + ((host - 1) % perBlock) + 1) >>> 0;
   return [value >>> 24, (value >>> 16) & 255, (value >>> 8) & 255, value & 255].join('.');
 }
