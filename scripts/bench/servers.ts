@@ -6,7 +6,8 @@ import type { Api } from './api.ts';
 import { startRealServer, type Child } from './processes.ts';
 
 /** What every real server of the benchmark runs with: `npm start`'s defaults, unthrottled. */
-export const SERVER_ENV = { RATE_LIMIT: '1000000', RATE_LIMIT_ANONYMOUS: '1000000' };
+// S3_PORT 0: each server's S3 endpoint on a free port (two servers run at once in the engine section).
+export const SERVER_ENV = { RATE_LIMIT: '1000000', RATE_LIMIT_ANONYMOUS: '1000000', S3_PORT: '0' };
 
 export interface RunningServer {
   child: Child;
