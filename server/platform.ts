@@ -253,7 +253,9 @@ async function composePlatform(
     background.start([
       ...areas.flatMap((area) => area.background ?? []),
       { name: 'idempotency-purge', intervalMs: 3_600_000, run: async () => void (await purgeExpiredKeys(pool)) },
-      ...(drivers.embeddedStore ? [{ name: 'object-store-sweep', intervalMs: config.intervals.objectStoreSweepMs, run: () => drivers.embeddedStore!.sweep() }] : []),
+      ...(drivers.embeddedStore
+        ? [{ name: 'object-store-sweep', intervalMs: config.intervals.objectStoreSweepMs, run: () => drivers.embeddedStore!.sweep() }]
+        : []),
     ]);
   }
 
