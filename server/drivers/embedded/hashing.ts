@@ -27,8 +27,11 @@ export interface Hashing {
  */
 export const OFF_THREAD_FROM_BYTES = 256 * 1024;
 
-/** Bytes gathered before they are handed to the worker (fewer, larger messages). */
-const BATCH_BYTES = 1024 * 1024;
+/**
+ * Bytes gathered before they are handed to the worker: fewer, larger messages, yet small enough
+ * that a body of a few MiB is hashed while it arrives rather than all at its end.
+ */
+const BATCH_BYTES = 256 * 1024;
 /** Bytes handed to the worker and not yet hashed, beyond which the upload waits for it (memory stays bounded). */
 const MAX_IN_FLIGHT_BYTES = 8 * 1024 * 1024;
 
