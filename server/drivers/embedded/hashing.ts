@@ -125,7 +125,8 @@ class HashingPool {
   private readonly workers = new Map<number, Slot>();
   private nextJob = 1;
   private nextWorker = 0;
-  private readonly size = Math.max(1, Math.min(4, availableParallelism()));
+  // One core is the request thread's: on 2 cores one worker (an isolate is tens of MiB resident).
+  private readonly size = Math.max(1, Math.min(4, availableParallelism() - 1));
 
   /** Registers a job on a worker; returns how to send to it. */
   open(job: Job): { id: number; post(message: object, transfer?: ArrayBuffer[]): void } {
