@@ -61,28 +61,24 @@ function freePort(): Promise<number> {
 }
 
 /** `npm start` in a process of its own (the server's RSS is its own), on free ports. */
-export async function startServer(dataDir: string): Promise<{ child: ChildProcess; bootstrap: Bootstrap }> {
+export async function startServer(dataDir: string, root = repoRoot): Promise<{ child: ChildProcess; bootstrap: Bootstrap }> {
   const [port, s3Port] = [await freePort(), await freePort()];
   // BENCH_S3_NODE_ARGS: extra Node flags for the server (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to profile it).
   const nodeArgs = (process.env.BENCH_S3_NODE_ARGS ?? '').split(' ').filter(Boolean);
-  const child = spawn(
-    process.execPath,
-    [...nodeArgs, path.join(repoRoot, 'scripts', 'start.mjs'), path.join(repoRoot, 'server', 'main.ts')],
-    {
-      env: {
-        ...process.env,
-        DATA_DIR: dataDir,
-        PORT: String(port),
-        S3_PORT: String(s3Port),
-        METRICS_PORT: 'off',
-        LOG_LEVEL: 'silent',
-        RATE_LIMIT: '1000000',
-        OBJECT_STORE_DRIVER: 'embedded',
-        SIM_LATENCY_MS: '0',
-      },
-      stdio: 'ignore',
+  const child = spawn(process.execPath, [...nodeArgs, path.join(root, 'scripts', 'start.mjs'), path.join(root, 'server', 'main.ts')], {
+    env: {
+      ...process.env,
+      DATA_DIR: dataDir,
+      PORT: String(port),
+      S3_PORT: String(s3Port),
+      METRICS_PORT: 'off',
+      LOG_LEVEL: 'silent',
+      RATE_LIMIT: '1000000',
+      OBJECT_STORE_DRIVER: 'embedded',
+      SIM_LATENCY_MS: '0',
     },
-  );
+    stdio: 'ignore',
+  });
   const file = path.join(dataDir, 'bootstrap.json');
   for (let waited = 0; !existsSync(file); waited += 100) {
     if (child.exitCode !== null || waited > 120_000) throw new Error('the server did not start');
@@ -122,22 +118,51 @@ export interface S3BenchOptions {
   quick: boolean;
 }
 
-export async function runS3Bench({ quick }: S3BenchOptions): Promise<void> {
+/** A server under measurement and an SDK client of a bucket on it. */
+interface Target {
+  label: string;
+  child: ChildProcess;
+  dataDir: string;
+  s3: S3Client;
+}
+
+async function startTarget(label: string, root: string): Promise<Target> {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'cloud-platform-bench-s3-'));
-  const { child, bootstrap } = await startServer(dataDir);
+  const { child, bootstrap } = await startServer(dataDir, root);
+  const client = createPlatformClient({ baseUrl: bootstrap.base_url, org: bootstrap.org_id, credential: bootstrap.api_key });
+  const bucket = await client.call('createBucket', { body: { name: 'bench', versioning: false } });
+  await client.waitForOperation(bucket.operation);
+  const issued = await client.call('createAccessKey');
+  await client.waitForOperation(issued.operation);
+  const { items } = await client.call('listAccessKeys');
+  const s3 = new S3Client({
+    endpoint: bootstrap.s3_endpoint,
+    region: 'us-east-1',
+    forcePathStyle: true,
+    credentials: { accessKeyId: items[0]!.objectstore_access_key_id!, secretAccessKey: issued.secret_access_key! },
+  });
+  return { label, child, dataDir, s3 };
+}
+
+async function stopTarget(target: Target): Promise<void> {
+  target.child.kill('SIGTERM');
+  await new Promise((resolve) => (target.child.exitCode !== null ? resolve(undefined) : target.child.once('exit', resolve)));
+  rmSync(target.dataDir, { recursive: true, force: true });
+}
+
+/**
+ * `baseline`: another checkout of the project (BENCH_S3_BASELINE), measured in the same rounds,
+ * so that a change is compared with what it changes under the same noise.
+ */
+export async function runS3Bench({
+  quick,
+  baseline = process.env.BENCH_S3_BASELINE,
+}: S3BenchOptions & { baseline?: string }): Promise<void> {
+  const targets: Target[] = [];
   try {
-    const client = createPlatformClient({ baseUrl: bootstrap.base_url, org: bootstrap.org_id, credential: bootstrap.api_key });
-    const bucket = await client.call('createBucket', { body: { name: 'bench', versioning: false } });
-    await client.waitForOperation(bucket.operation);
-    const issued = await client.call('createAccessKey');
-    await client.waitForOperation(issued.operation);
-    const { items } = await client.call('listAccessKeys');
-    const s3 = new S3Client({
-      endpoint: bootstrap.s3_endpoint,
-      region: 'us-east-1',
-      forcePathStyle: true,
-      credentials: { accessKeyId: items[0]!.objectstore_access_key_id!, secretAccessKey: issued.secret_access_key! },
-    });
+    targets.push(await startTarget('', repoRoot));
+    if (baseline) targets.push(await startTarget(' (baseline)', path.resolve(baseline)));
+    const dataDir = targets[0]!.dataDir;
 
     section(
       `S3 endpoint (npm start, embedded object store; the SDK's defaults: CRC32, aws-chunked; one request at a time; ` +
@@ -155,65 +180,70 @@ export async function runS3Bench({ quick }: S3BenchOptions): Promise<void> {
     const rounds = quick ? 1 : 5;
     for (const [label, size, count] of sizes) {
       const copy: number[] = [];
-      const put: number[] = [];
-      const get: number[] = [];
+      const figures = targets.map(() => ({ put: [] as number[], get: [] as number[] }));
       for (let round = 0; round < rounds; round++) {
         let copyMs = 0;
         for (let index = 0; index < count; index++) copyMs += await fileCopy(dataDir, size);
         copy.push(throughput(size * count, copyMs));
-        let putMs = 0;
-        for (let index = 0; index < count; index++) {
-          const started = performance.now();
-          await s3.send(new PutObjectCommand({ Bucket: 'bench', Key: `object-${label}-${index}`, Body: zeros(size), ContentLength: size }));
-          putMs += performance.now() - started;
+        for (const [which, { s3 }] of targets.entries()) {
+          let putMs = 0;
+          for (let index = 0; index < count; index++) {
+            const started = performance.now();
+            await s3.send(
+              new PutObjectCommand({ Bucket: 'bench', Key: `object-${label}-${index}`, Body: zeros(size), ContentLength: size }),
+            );
+            putMs += performance.now() - started;
+          }
+          figures[which]!.put.push(throughput(size * count, putMs));
+          let getMs = 0;
+          for (let index = 0; index < count; index++) {
+            const started = performance.now();
+            const got = await s3.send(new GetObjectCommand({ Bucket: 'bench', Key: `object-${label}-${index}` }));
+            await pipeline(got.Body as Readable, discard());
+            getMs += performance.now() - started;
+          }
+          figures[which]!.get.push(throughput(size * count, getMs));
         }
-        put.push(throughput(size * count, putMs));
-        let getMs = 0;
-        for (let index = 0; index < count; index++) {
-          const started = performance.now();
-          const got = await s3.send(new GetObjectCommand({ Bucket: 'bench', Key: `object-${label}-${index}` }));
-          await pipeline(got.Body as Readable, discard());
-          getMs += performance.now() - started;
-        }
-        get.push(throughput(size * count, getMs));
       }
       const floor = median(copy);
       const floorText = `file copy ${floor.toFixed(0)} MiB/s${spread(copy)}`;
-      for (const [verb, figures] of [
-        ['PUT', put],
-        ['GET', get],
-      ] as const) {
-        record({
-          figure: `S3 ${verb} ${label} objects (${count} per round)`,
-          real: `${median(figures).toFixed(0)} MiB/s${spread(figures)}`,
-          floor: floorText,
-          ratio: ratio(median(figures) / floor),
-          goal: '≥ 0.50× file copy',
-        });
+      for (const [which, target] of targets.entries()) {
+        for (const [verb, values] of [
+          ['PUT', figures[which]!.put],
+          ['GET', figures[which]!.get],
+        ] as const) {
+          record({
+            figure: `S3 ${verb} ${label} objects (${count} per round)${target.label}`,
+            real: `${median(values).toFixed(0)} MiB/s${spread(values)}`,
+            floor: floorText,
+            ratio: ratio(median(values) / floor),
+            goal: '≥ 0.50× file copy',
+          });
+        }
       }
     }
 
     // The server's RSS while a large object goes up and comes back down, sampled every 100 ms.
     const size = (quick ? 256 : 1024) * MiB;
-    const samples: number[] = [];
-    const before = rssOf(child.pid!);
-    const sampler = setInterval(() => {
-      const rss = rssOf(child.pid!);
-      if (rss !== undefined) samples.push(rss);
-    }, 100);
-    await s3.send(new PutObjectCommand({ Bucket: 'bench', Key: 'large', Body: zeros(size), ContentLength: size }));
-    const got = await s3.send(new GetObjectCommand({ Bucket: 'bench', Key: 'large' }));
-    await pipeline(got.Body as Readable, discard());
-    clearInterval(sampler);
-    const peak = samples.length ? Math.max(...samples) : undefined;
-    record({
-      figure: `S3 server RSS while ${quick ? '256 MiB' : '1 GiB'} goes up and down`,
-      real: `before ${mib(before)}, peak ${mib(peak)}, after ${mib(rssOf(child.pid!))}`,
-      goal: 'flat (peak within 64 MiB of before)',
-    });
+    for (const { child, s3, label } of targets) {
+      const samples: number[] = [];
+      const before = rssOf(child.pid!);
+      const sampler = setInterval(() => {
+        const rss = rssOf(child.pid!);
+        if (rss !== undefined) samples.push(rss);
+      }, 100);
+      await s3.send(new PutObjectCommand({ Bucket: 'bench', Key: 'large', Body: zeros(size), ContentLength: size }));
+      const got = await s3.send(new GetObjectCommand({ Bucket: 'bench', Key: 'large' }));
+      await pipeline(got.Body as Readable, discard());
+      clearInterval(sampler);
+      const peak = samples.length ? Math.max(...samples) : undefined;
+      record({
+        figure: `S3 server RSS while ${quick ? '256 MiB' : '1 GiB'} goes up and down${label}`,
+        real: `before ${mib(before)}, peak ${mib(peak)}, after ${mib(rssOf(child.pid!))}`,
+        goal: 'flat (peak within 64 MiB of before)',
+      });
+    }
   } finally {
-    child.kill('SIGTERM');
-    await new Promise((resolve) => (child.exitCode !== null ? resolve(undefined) : child.once('exit', resolve)));
-    rmSync(dataDir, { recursive: true, force: true });
+    for (const target of targets) await stopTarget(target);
   }
 }

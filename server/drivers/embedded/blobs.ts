@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { createReadStream, createWriteStream } from 'node:fs';
+import { createReadStream, createWriteStream, fdatasync } from 'node:fs';
 import { mkdir, open, readdir, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable, Transform } from 'node:stream';
@@ -7,6 +7,8 @@ import { pipeline } from 'node:stream/promises';
 
 /** Bytes per write to a blob's file, and per read from it. */
 const WRITE_CHUNK = 1024 * 1024;
+/** Bytes written between two early flushes of a large blob. */
+const FLUSH_EVERY = 32 * 1024 * 1024;
 
 /** Flushes a file's bytes (fdatasync: with the size, which reading them needs) or a folder's entries (fsync). */
 async function synced(target: string, what: 'data' | 'all'): Promise<void> {
@@ -58,6 +60,18 @@ export class BlobFiles {
   async write(blob: string, source: Readable, transforms: Transform[]): Promise<number> {
     const tmp = this.tmpPath(blob);
     const out = createWriteStream(tmp, { flags: 'wx', mode: 0o600, highWaterMark: WRITE_CHUNK });
+    // A large file's bytes are flushed as they come (one fdatasync in flight, every FLUSH_EVERY
+    // bytes), so that the flush `publish` waits for finds little left to write.
+    let fd: number | undefined;
+    let flushedAt = 0;
+    let flushing = false;
+    out.on('open', (opened: number) => (fd = opened));
+    out.on('drain', () => {
+      if (flushing || fd === undefined || out.bytesWritten - flushedAt < FLUSH_EVERY) return;
+      flushing = true;
+      flushedAt = out.bytesWritten;
+      fdatasync(fd, () => void (flushing = false));
+    });
     try {
       await pipeline([source, ...transforms, out]);
     } catch (error) {

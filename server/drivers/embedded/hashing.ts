@@ -27,8 +27,11 @@ export interface Hashing {
  */
 export const OFF_THREAD_FROM_BYTES = 256 * 1024;
 
-/** Bytes gathered before they are handed to the worker (fewer, larger messages). */
-const BATCH_BYTES = 1024 * 1024;
+/**
+ * Bytes gathered before they are handed to the worker: fewer, larger messages, yet small enough
+ * that a body of a few MiB is hashed while it arrives rather than all at its end.
+ */
+const BATCH_BYTES = 256 * 1024;
 /** Bytes handed to the worker and not yet hashed, beyond which the upload waits for it (memory stays bounded). */
 const MAX_IN_FLIGHT_BYTES = 8 * 1024 * 1024;
 
@@ -105,45 +108,74 @@ interface Job {
   onFailure(error: Error): void;
 }
 
-/** A few hashing workers, shared by all uploads (each upload on one of them), started when first needed. */
+/** A worker that has hashed nothing for this long ends (its isolate's memory is given back). */
+const WORKER_IDLE_MS = 30_000;
+
+interface Slot {
+  worker: Worker;
+  jobs: Map<number, Job>;
+  idle: NodeJS.Timeout | undefined;
+}
+
+/**
+ * A few hashing workers, shared by all uploads (each upload on one of them), started when first
+ * needed and ended when idle.
+ */
 class HashingPool {
-  private readonly workers = new Map<number, { worker: Worker; jobs: Map<number, Job> }>();
+  private readonly workers = new Map<number, Slot>();
   private nextJob = 1;
   private nextWorker = 0;
-  private readonly size = Math.max(1, Math.min(4, availableParallelism()));
+  // One core is the request thread's: on 2 cores one worker (an isolate is tens of MiB resident).
+  private readonly size = Math.max(1, Math.min(4, availableParallelism() - 1));
 
   /** Registers a job on a worker; returns how to send to it. */
   open(job: Job): { id: number; post(message: object, transfer?: ArrayBuffer[]): void } {
     const id = this.nextJob++;
-    const slot = this.slot(this.nextWorker++ % this.size);
+    const index = this.nextWorker++ % this.size;
+    const slot = this.slot(index);
     slot.jobs.set(id, job);
+    clearTimeout(slot.idle);
+    slot.idle = undefined;
     return {
       id,
       post: (message, transfer) => {
-        if ((message as { op?: string }).op === 'drop') slot.jobs.delete(id);
         slot.worker.postMessage({ job: id, ...message }, transfer);
+        if ((message as { op?: string }).op === 'drop') this.done(index, slot, id);
       },
     };
   }
 
-  private slot(index: number): { worker: Worker; jobs: Map<number, Job> } {
+  /** A job is over: its worker ends once it has had nothing to do for a while. */
+  private done(index: number, slot: Slot, id: number): void {
+    slot.jobs.delete(id);
+    if (slot.jobs.size > 0 || slot.idle) return;
+    slot.idle = setTimeout(() => {
+      if (slot.jobs.size > 0 || this.workers.get(index) !== slot) return;
+      this.workers.delete(index);
+      void slot.worker.terminate();
+    }, WORKER_IDLE_MS);
+    slot.idle.unref();
+  }
+
+  private slot(index: number): Slot {
     const existing = this.workers.get(index);
     if (existing) return existing;
     const worker = new Worker(WORKER_SOURCE, { eval: true });
     // Idle workers do not keep the process alive.
     worker.unref();
-    const slot = { worker, jobs: new Map<number, Job>() };
+    const slot: Slot = { worker, jobs: new Map<number, Job>(), idle: undefined };
     worker.on('message', (message: { job: number; ack?: number; digests?: Record<string, Uint8Array> }) => {
       const job = slot.jobs.get(message.job);
       if (!job) return;
       if (message.ack !== undefined) job.onAck(message.ack);
       if (message.digests) {
-        slot.jobs.delete(message.job);
+        this.done(index, slot, message.job);
         job.onDigests(message.digests);
       }
     });
     const fail = (error: Error) => {
       // A worker that died takes its jobs with it (their uploads fail); the next upload gets a new one.
+      clearTimeout(slot.idle);
       for (const job of slot.jobs.values()) job.onFailure(error);
       slot.jobs.clear();
       if (this.workers.get(index) === slot) this.workers.delete(index);

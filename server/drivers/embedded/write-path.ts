@@ -63,9 +63,11 @@ export async function streamedWrite<T>(context: StoreContext, spec: WriteSpec<T>
     const written = await blobs.write(blob, spec.body, [lengthGuard(spec.size), ...spec.transforms]);
     if (written !== spec.size)
       throw new StoreRefusal('IncompleteBody', `You did not provide the number of bytes specified by the Content-Length HTTP header`);
-    await spec.verify();
-    await reserved;
-    await blobs.publish(blob);
+    // The last digests (from the hashing workers) and the file's flushes run together; should the
+    // check fail, the file is removed below like any failed write's (its reservation names it until then).
+    const [checked, published] = await Promise.allSettled([spec.verify(), reserved.then(() => blobs.publish(blob))]);
+    if (checked.status === 'rejected') throw checked.reason;
+    if (published.status === 'rejected') throw published.reason;
     return await withTransaction(pool, async (tx) => {
       const locked = await lockForWrite(tx, spec.orgId, spec.bucketId);
       await tx.query('DELETE FROM store_reservations WHERE id = $1', [reservationId]);
