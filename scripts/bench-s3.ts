@@ -1,9 +1,11 @@
 // The S3 endpoint's part of `npm run bench`: PUT and GET throughput of 1 MiB and 256 MiB objects
 // through the official SDK (its defaults: CRC32 checksum, aws-chunked bodies), side by side with a
 // plain file copy on the same disk, and the server's RSS while a 1 GiB object streams up and back
-// down. Rounds alternate copy, PUT and GET so that the noise of a shared machine falls on all
-// three alike; each figure is the median round. Prints figures; asserts nothing.
-import { GetObjectCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+// down. When Ceph is installed (or CEPH_RGW_ENDPOINT names a gateway), the same figures for Ceph's
+// RADOS Gateway through the rgw driver, in the same rounds. Rounds alternate copy, PUT and GET so
+// that the noise of a shared machine falls on all alike; each figure is the median round. Prints
+// figures; asserts nothing.
+import { GetObjectCommand, PutObjectCommand, S3Client, type S3ClientConfig } from '@aws-sdk/client-s3';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createReadStream, createWriteStream, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -13,6 +15,7 @@ import { Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createPlatformClient } from '../client/index.ts';
 import { ratio, record, section } from './bench/report.ts';
+import { cephInstalled, startSingleNodeCeph, type SingleNodeCeph } from './ceph/single-node.ts';
 import { repoRoot } from './lib/run.ts';
 
 const MiB = 1024 * 1024;
@@ -61,7 +64,11 @@ function freePort(): Promise<number> {
 }
 
 /** `npm start` in a process of its own (the server's RSS is its own), on free ports. */
-export async function startServer(dataDir: string, root = repoRoot): Promise<{ child: ChildProcess; bootstrap: Bootstrap }> {
+export async function startServer(
+  dataDir: string,
+  root = repoRoot,
+  storeEnv: Record<string, string> = {},
+): Promise<{ child: ChildProcess; bootstrap: Bootstrap }> {
   const [port, s3Port] = [await freePort(), await freePort()];
   // BENCH_S3_NODE_ARGS: extra Node flags for the server (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to profile it).
   const nodeArgs = (process.env.BENCH_S3_NODE_ARGS ?? '').split(' ').filter(Boolean);
@@ -76,6 +83,7 @@ export async function startServer(dataDir: string, root = repoRoot): Promise<{ c
       RATE_LIMIT: '1000000',
       OBJECT_STORE_DRIVER: 'embedded',
       SIM_LATENCY_MS: '0',
+      ...storeEnv,
     },
     stdio: 'ignore',
   });
@@ -124,11 +132,17 @@ interface Target {
   child: ChildProcess;
   dataDir: string;
   s3: S3Client;
+  /** Whether the object bytes pass through the server (the embedded store; not RGW's). */
+  servesBytes: boolean;
 }
 
-async function startTarget(label: string, root: string): Promise<Target> {
+async function startTarget(
+  label: string,
+  root: string,
+  store: { env?: Record<string, string>; sdk?: Partial<S3ClientConfig>; servesBytes?: boolean } = {},
+): Promise<Target> {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'cloud-platform-bench-s3-'));
-  const { child, bootstrap } = await startServer(dataDir, root);
+  const { child, bootstrap } = await startServer(dataDir, root, store.env);
   const client = createPlatformClient({ baseUrl: bootstrap.base_url, org: bootstrap.org_id, credential: bootstrap.api_key });
   const bucket = await client.call('createBucket', { body: { name: 'bench', versioning: false } });
   await client.waitForOperation(bucket.operation);
@@ -140,8 +154,9 @@ async function startTarget(label: string, root: string): Promise<Target> {
     region: 'us-east-1',
     forcePathStyle: true,
     credentials: { accessKeyId: items[0]!.objectstore_access_key_id!, secretAccessKey: issued.secret_access_key! },
+    ...store.sdk,
   });
-  return { label, child, dataDir, s3 };
+  return { label, child, dataDir, s3, servesBytes: store.servesBytes ?? true };
 }
 
 async function stopTarget(target: Target): Promise<void> {
@@ -159,14 +174,28 @@ export async function runS3Bench({
   baseline = process.env.BENCH_S3_BASELINE,
 }: S3BenchOptions & { baseline?: string }): Promise<void> {
   const targets: Target[] = [];
+  let ceph: SingleNodeCeph | undefined;
   try {
     targets.push(await startTarget('', repoRoot));
     if (baseline) targets.push(await startTarget(' (baseline)', path.resolve(baseline)));
     const dataDir = targets[0]!.dataDir;
+    let rgwNote = 'RGW: not measured, Ceph is not installed (apt-get install ceph-mon ceph-osd radosgw ceph-common)';
+    if (process.env.CEPH_RGW_ENDPOINT || cephInstalled()) {
+      ceph = await startSingleNodeCeph();
+      // RGW (Pacific) does not take the SDK's default streaming checksums.
+      targets.push(
+        await startTarget(' (RGW)', repoRoot, {
+          env: ceph.env,
+          sdk: { requestChecksumCalculation: 'WHEN_REQUIRED', responseChecksumValidation: 'WHEN_REQUIRED' },
+          servesBytes: false,
+        }),
+      );
+      rgwNote = "RGW: Ceph's RADOS Gateway through the rgw driver (single-node Ceph on memstore; checksums when required)";
+    }
 
     section(
       `S3 endpoint (npm start, embedded object store; the SDK's defaults: CRC32, aws-chunked; one request at a time; ` +
-        `MiB/s, median of ${quick ? 1 : 5} rounds alternating copy, PUT and GET, each round in brackets)`,
+        `MiB/s, median of ${quick ? 1 : 5} rounds alternating copy, PUT and GET, each round in brackets). ${rgwNote}`,
     );
     const sizes = quick
       ? ([
@@ -225,7 +254,7 @@ export async function runS3Bench({
 
     // The server's RSS while a large object goes up and comes back down, sampled every 100 ms.
     const size = (quick ? 256 : 1024) * MiB;
-    for (const { child, s3, label } of targets) {
+    for (const { child, s3, label } of targets.filter((target) => target.servesBytes)) {
       const samples: number[] = [];
       const before = rssOf(child.pid!);
       const sampler = setInterval(() => {
@@ -245,5 +274,6 @@ export async function runS3Bench({
     }
   } finally {
     for (const target of targets) await stopTarget(target);
+    await ceph?.stop();
   }
 }
