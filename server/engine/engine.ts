@@ -211,6 +211,17 @@ export class OperationEngine {
         await this.pause(this.outageBackoff(failures));
         continue;
       }
+      if (this.abort.signal.aborted) {
+        // A claim that was on its way when the engine stopped: handed back as it was, uncounted.
+        await this.giveBack(claimed).catch((error: unknown) =>
+          this.logFailure(
+            this.log,
+            error,
+            'handing back operations claimed while stopping failed; they are taken over once their lease lapses',
+          ),
+        );
+        break;
+      }
       for (const operation of claimed) {
         const attempt: Promise<void> = this.attempt(operation).finally(() => {
           inFlight.delete(attempt);
@@ -272,9 +283,22 @@ export class OperationEngine {
     return rows.sort((a, b) => a.seq - b.seq);
   }
 
-  /** One attempt: the backend work, then its record. Never throws. */
+  /**
+   * One attempt: the backend work, then its record. Never throws. The lease is renewed until the
+   * outcome is recorded, not only while the backend works: a success waits its turn in a batch,
+   * and an operation whose lease lapsed meanwhile would be attempted again (and its outcome lost).
+   */
   private async attempt(operation: OperationRow): Promise<void> {
     const log = this.log.child({ operation_id: operation.id, type: operation.type, attempt: operation.attempt });
+    const stopRenewing = this.keepLeased(operation);
+    try {
+      await this.performAndRecord(operation, log);
+    } finally {
+      stopRenewing();
+    }
+  }
+
+  private async performAndRecord(operation: OperationRow, log: Logger): Promise<void> {
     const verdict =
       operation.attempt > operation.max_attempts
         ? // Every attempt was started and none finished: the workers running them kept crashing.
@@ -295,8 +319,12 @@ export class OperationEngine {
     }
   }
 
-  /** Runs the executor's backend work, renewing the lease meanwhile, and judges how it ended. */
-  private async perform(operation: OperationRow, log: Logger): Promise<Verdict> {
+  /**
+   * Renews the operation's lease every third of it until the returned function is called. A
+   * renewal after the outcome is recorded changes nothing: it only extends a lease this worker
+   * still holds, and recording gives the lease up.
+   */
+  private keepLeased(operation: OperationRow): () => void {
     let renewing = false;
     const heartbeat = setInterval(
       () => {
@@ -309,13 +337,16 @@ export class OperationEngine {
       },
       Math.max(50, this.config.leaseMs / 3),
     );
+    return () => clearInterval(heartbeat);
+  }
+
+  /** Runs the executor's backend work and judges how it ended. */
+  private async perform(operation: OperationRow, log: Logger): Promise<Verdict> {
     try {
       const attempt = this.executorFor(operation).perform(operation, { log, signal: this.abort.signal });
       return { kind: 'succeeded', outcome: await untilAborted(attempt, this.abort.signal) };
     } catch (error) {
       return this.judge(operation, error, log);
-    } finally {
-      clearInterval(heartbeat);
     }
   }
 
@@ -465,6 +496,21 @@ export class OperationEngine {
       `UPDATE operations SET lease_expires_at = now() + make_interval(secs => $3::double precision / 1000)
        WHERE id = $1 AND lease_owner = $2`,
       [operation.id, this.workerId, this.config.leaseMs],
+    );
+  }
+
+  /**
+   * Operations claimed but never started, as they were before the claim: the attempt it counted
+   * taken back, and one that was queued queued again (and so still cancellable).
+   */
+  private async giveBack(claimed: OperationRow[]): Promise<void> {
+    if (claimed.length === 0) return;
+    await this.pool.query(
+      `UPDATE operations SET attempt = attempt - 1, lease_owner = NULL, lease_expires_at = now(),
+              state = CASE WHEN attempt = 1 THEN 'queued' ELSE state END,
+              started_at = CASE WHEN attempt = 1 THEN NULL ELSE started_at END
+       WHERE id = ANY($1::uuid[]) AND lease_owner = $2`,
+      [claimed.map((operation) => operation.id), this.workerId],
     );
   }
 

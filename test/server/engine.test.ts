@@ -12,6 +12,7 @@ import { OperationEngine } from '../../server/engine/engine.ts';
 import type { Executor, ExecutorRegistry } from '../../server/engine/executor.ts';
 import { enqueueOperation, type OperationRow } from '../../server/engine/operation-record.ts';
 import { createLogger } from '../../server/logging.ts';
+import { eventually } from '../support/eventually.ts';
 import { createTestDatabase } from '../support/server.ts';
 
 const config: EngineConfig = {
@@ -258,6 +259,78 @@ describe('the operations engine', () => {
     await pool.query("UPDATE operations SET state = 'running', attempt = 1 WHERE id = $1", [started.id]);
     expect(await withTransaction(pool, (tx) => engine.cancelQueued(tx, orgId, started.id))).toBeUndefined();
     expect(await withTransaction(pool, (tx) => engine.cancelQueued(tx, randomUUID(), queued.id))).toBeUndefined();
+  });
+
+  test('a success waiting its turn to be recorded keeps its lease, and is not attempted again', async () => {
+    // Recording is slow for reboots: the two batch writers are both busy with one each (the
+    // second reboot finishes while the first's batch is being written), and the resize that
+    // finishes next waits for a writer longer than its lease lasts.
+    const slowRecord: Executor<string> = {
+      ...scriptedExecutor(async (operation) => {
+        await new Promise((resolve) => setTimeout(resolve, operation.payload.delayMs as number));
+        return 'rebooted';
+      }),
+      async succeeded(tx, operation, outcome) {
+        await new Promise((resolve) => setTimeout(resolve, 1_500));
+        await tx.query('INSERT INTO applied (operation_id, outcome) VALUES ($1, $2)', [operation.id, outcome]);
+        return { outcome };
+      },
+    };
+    const resize = scriptedExecutor(async () => new Promise((resolve) => setTimeout(() => resolve('resized'), 250)));
+    const engine = await startEngine({ 'vm.reboot': slowRecord, 'vm.resize': resize }, { leaseMs: 300 });
+    const [first, second] = [
+      await enqueueOperation(pool, {
+        orgId,
+        type: 'vm.reboot',
+        resourceType: 'vm',
+        resourceId: randomUUID(),
+        maxAttempts: 4,
+        payload: { delayMs: 0 },
+      }),
+      await enqueueOperation(pool, {
+        orgId,
+        type: 'vm.reboot',
+        resourceType: 'vm',
+        resourceId: randomUUID(),
+        maxAttempts: 4,
+        payload: { delayMs: 100 },
+      }),
+    ];
+    const waiting = await enqueue('vm.resize');
+    engine.kick();
+    expect(await finished(waiting.id)).toMatchObject({ state: 'succeeded', attempt: 1 });
+    const { rows } = await pool.query<{ n: number }>('SELECT count(*)::int AS n FROM executions WHERE operation_id = $1', [waiting.id]);
+    expect(rows[0]!.n).toBe(1);
+    await finished(first.id);
+    await finished(second.id);
+    await engine.stop();
+  });
+
+  test('operations claimed while the engine stops are handed back as they were, not attempted', async () => {
+    const operation = await enqueue('vm.start');
+    // The engine's first claim waits behind this lock; the engine is told to stop meanwhile.
+    const locker = await pool.connect();
+    try {
+      await locker.query('BEGIN');
+      await locker.query('LOCK TABLE operations IN ACCESS EXCLUSIVE MODE');
+      const engine = await startEngine({ 'vm.start': scriptedExecutor(async () => 'started') });
+      await eventually(async () => {
+        const { rows } = await pool.query<{ n: number }>(
+          "SELECT count(*)::int AS n FROM pg_locks WHERE relation = 'operations'::regclass AND NOT granted",
+        );
+        return rows[0]!.n > 0 ? true : undefined;
+      }, 'the engine to wait for the lock');
+      const stopped = engine.stop();
+      await locker.query('COMMIT');
+      await stopped;
+      const { rows } = await pool.query('SELECT state, attempt, lease_owner, started_at FROM operations WHERE id = $1', [operation.id]);
+      expect(rows[0]).toEqual({ state: 'queued', attempt: 0, lease_owner: null, started_at: null });
+      const { rows: executions } = await pool.query('SELECT count(*)::int AS n FROM executions WHERE operation_id = $1', [operation.id]);
+      expect(executions[0].n).toBe(0);
+    } finally {
+      await locker.query('ROLLBACK').catch(() => {});
+      locker.release();
+    }
   });
 
   test('stopping ends the attempts under way and releases them, so another process takes them at once', async () => {
