@@ -42,6 +42,10 @@ export function uploadBody(
   if (streaming) {
     size = declaredLength(header(request, 'x-amz-decoded-content-length'));
     decoder = new AwsChunkedDecoder(STREAMING_SIGNED.has(payloadHash) ? signing : undefined);
+    // A tampered chunk can fail the decoder before the store has started reading it: the store
+    // learns of the error when it reads (pipeline reports an errored stream), and this listener
+    // keeps it, meanwhile, from being an 'error' event nobody listens to, which ends the process.
+    decoder.on('error', () => {});
     body = request.pipe(decoder);
     // pipe() does not pass on a client that went away: the decoder must end too, or the write
     // would wait forever (holding its reservation).
