@@ -197,7 +197,7 @@ async function composePlatform(
   const organization = organizationArea(dependencies, storageQuotaOf);
   // API keys already looked up; emptied on every change a process announces (LISTEN/NOTIFY).
   const credentials = new CredentialCache(pool.options);
-  const apiTokens = apiTokensArea(dependencies, () => credentials.invalidate());
+  const apiTokens = apiTokensArea(dependencies, () => credentials.changed());
   const compute = computeArea(dependencies);
   const storage = storageArea(dependencies);
   const invoiceLinks = invoiceLinkSource(pool, { baseUrl: publicBaseUrl, ttlSeconds: config.invoiceLinkTtlSeconds });

@@ -8,6 +8,8 @@ export const CREDENTIALS_CHANNEL = 'credentials_changed';
 const MAX_ENTRIES = 10_000;
 /** The longest pause between tries to listen again while the database cannot be reached. */
 const MAX_RETRY_MS = 5_000;
+/** The longest a change waits for its announcement to come back (a stuck listener must not hold a request). */
+const ECHO_WAIT_MS = 1_000;
 
 interface Entry {
   principal: Principal;
@@ -33,6 +35,8 @@ export class CredentialCache {
   private client: pg.Client | undefined;
   private loop: Promise<void> | undefined;
   private wakeRetry: () => void = () => {};
+  /** Changes made by this process waiting for the database's announcement to come back. */
+  private readonly echoWaiters = new Set<() => void>();
 
   constructor(connection: pg.ClientConfig) {
     this.connection = connection;
@@ -78,6 +82,26 @@ export class CredentialCache {
     this.entries.set(hash, { principal, expiresAt: expiresAt?.getTime() });
   }
 
+  /**
+   * A change this process just committed: forgets everything at once, then waits (at most
+   * ECHO_WAIT_MS) for the database's announcement to come back on this process's LISTEN
+   * connection. PostgreSQL sends a notification to every listening session at commit, so once
+   * it is back here it has reached the other processes too.
+   */
+  async changed(): Promise<void> {
+    this.invalidate();
+    if (!this.listening) return;
+    await new Promise<void>((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.echoWaiters.delete(done);
+        resolve();
+      };
+      const timer = setTimeout(done, ECHO_WAIT_MS);
+      this.echoWaiters.add(done);
+    });
+  }
+
   /** Forgets everything (also when this process changed a key itself, without waiting for the echo). */
   invalidate(): void {
     this.generation++;
@@ -87,6 +111,8 @@ export class CredentialCache {
   private disable(): void {
     this.listening = false;
     this.invalidate();
+    // No announcement comes back on a lost connection; nothing is cached until it is back.
+    for (const done of [...this.echoWaiters]) done();
   }
 
   private async listenLoop(firstTryMade: () => void): Promise<void> {
@@ -118,7 +144,10 @@ export class CredentialCache {
     let ended = () => {};
     client.on('error', (error) => ((lost = error), ended()));
     client.on('end', () => ((lost ??= new Error('the connection ended')), ended()));
-    client.on('notification', () => this.invalidate());
+    client.on('notification', () => {
+      this.invalidate();
+      for (const done of [...this.echoWaiters]) done();
+    });
     try {
       await client.connect();
       await client.query(`LISTEN ${CREDENTIALS_CHANNEL}`);

@@ -11,12 +11,13 @@ type ApiTokenOperations = 'createApiToken' | 'listApiTokens' | 'revokeApiToken';
 export function apiTokenHandlers({
   pool,
   tokens,
-  credentialsChanged = () => {},
+  credentialsChanged = async () => {},
 }: {
   pool: Pool;
   tokens: ApiTokenService;
   /** Called once a revocation has committed (the credential cache of this process forgets at once). */
-  credentialsChanged?: () => void;
+  /** Called once a change of a key has committed; the answer waits for it. */
+  credentialsChanged?: () => Promise<void>;
 }): Pick<OperationHandlers<RequestContext>, ApiTokenOperations> {
   return {
     createApiToken: (request, context) =>
@@ -46,8 +47,10 @@ export function apiTokenHandlers({
           audit: { resourceId: token.id, before: toApiTokenOut(before), after: token },
         };
       });
-      // Other processes hear of it from the database (NOTIFY on commit); this one need not wait.
-      credentialsChanged();
+      // Other processes hear of it from the database (NOTIFY on commit). The answer waits until
+      // the announcement is back here: by then it has reached every process that listens, so a
+      // client told "revoked" finds the key refused whichever process it asks next.
+      await credentialsChanged();
       return answer;
     },
   };

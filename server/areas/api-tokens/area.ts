@@ -5,7 +5,7 @@ import { createApiTokenService } from './api-token-service.ts';
 /** API keys: created with a secret shown once, listed as metadata, revoked at once. */
 export function apiTokensArea(
   { pool, clock }: AreaDependencies,
-  credentialsChanged?: () => void,
+  credentialsChanged?: () => Promise<void>,
 ): Area<'createApiToken' | 'listApiTokens' | 'revokeApiToken'> {
   return {
     executors: {},
