@@ -23,23 +23,26 @@ export function createBillingRun(deps: {
 }) {
   const { pool, orgClock, provider, prices, sources, log } = deps;
 
-  /** Accrues usage up to now; counters are read for `orgIds` only, when given. */
-  async function meter(orgIds?: string[]): Promise<void> {
+  /**
+   * Accrues usage up to now; counters are read for `orgIds` only, when given. `offsets`: the
+   * test clocks as `run` read them (else read here).
+   */
+  async function meter(orgIds?: string[], offsets?: Map<string, number>): Promise<void> {
     // Backend counters first, outside the transaction (a backend call never runs inside one).
     const counters = (await Promise.all(sources.map((source) => source.meteredCounters?.(pool, orgIds) ?? Promise.resolve([])))).flat();
     const resources = (await Promise.all(sources.map((source) => source.meteredResources(pool)))).flat();
     await withTransaction(pool, async (tx) => {
-      const offsets = await orgClock.offsets(tx);
-      const nowOf = (orgId: string) => orgClock.nowWith(offsets, orgId);
+      const clocks = offsets ?? (await orgClock.offsets(tx));
+      const nowOf = (orgId: string) => orgClock.nowWith(clocks, orgId);
       await accrueUsage(tx, resources, nowOf);
       await accrueCounters(tx, counters, nowOf);
     });
   }
 
   /** Closes the finished months of these organizations (or of every one that has one). */
-  async function close(orgIds?: string[]): Promise<void> {
-    const offsets = await orgClock.offsets(pool);
-    const nowOf = (orgId: string) => orgClock.nowWith(offsets, orgId);
+  async function close(orgIds?: string[], offsets?: Map<string, number>): Promise<void> {
+    const clocks = offsets ?? (await orgClock.offsets(pool));
+    const nowOf = (orgId: string) => orgClock.nowWith(clocks, orgId);
     for (const orgId of orgIds ?? (await organizationsToBill(pool, nowOf))) {
       try {
         await runBilling(pool, provider, prices, orgId, nowOf(orgId));
@@ -52,10 +55,15 @@ export function createBillingRun(deps: {
   return {
     meter,
     close,
-    /** One pass: meter, then close what has finished. */
+    /**
+     * One pass: meter, then close what has finished, both at the time the pass read once. Read
+     * again for the close, a test clock moved meanwhile (by another process) would close a month
+     * this pass never metered to its end, and what was used until then would be lost with it.
+     */
     async run(orgIds?: string[]): Promise<void> {
-      await meter(orgIds);
-      await close(orgIds);
+      const offsets = await orgClock.offsets(pool);
+      await meter(orgIds, offsets);
+      await close(orgIds, offsets);
     },
   };
 }
