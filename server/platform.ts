@@ -71,7 +71,7 @@ export interface Platform {
 
 /**
  * The database this configuration names: DATABASE_URL, or the embedded one in DATA_DIR (`starting`:
- * already being started by the caller, see startEmbeddedEarly).
+ * already being started by the caller: main.ts starts it before loading the rest of the server).
  */
 export async function openDatabase(config: Config, log: Logger, starting?: Promise<EmbeddedDatabase>): Promise<Database> {
   const embedded = config.databaseUrl
