@@ -98,6 +98,22 @@ describe('problem documents', () => {
     expect(header.body.errors[0].pointer.toLowerCase()).toBe('/header/idempotency-key');
   });
 
+  test("every request of an operation is checked against the contract, not only the operation's first", async () => {
+    // The server keeps the validator's lookup of an operation from its first request (validation.ts):
+    // what changes from one request to the next (path parameters, query) must still be checked.
+    for (const [accepted, status, refused, pointer] of [
+      ['/operations/00000000-0000-4000-8000-000000000000', 404, '/operations/not-a-uuid', '/path/operation_id'],
+      ['/invoices?limit=5', 200, '/invoices?limit=0', '/query/limit'],
+    ] as const) {
+      expect((await server.org.call('GET', accepted)).status).toBe(status);
+      const refusal = await server.org.call('GET', refused);
+      expectProblem(refusal, 400, 'validation_failed');
+      expect(refusal.body.errors[0].pointer).toBe(pointer);
+      // And a valid request after a refused one is served as before.
+      expect((await server.org.call('GET', accepted)).status).toBe(status);
+    }
+  });
+
   test('a cursor the list did not issue is 400 invalid_cursor', async () => {
     expectProblem(await server.org.call('GET', '/invoices?cursor=bm90LWEtY3Vyc29y'), 400, 'invalid_cursor');
     const apiTokens = await server.org.call('GET', '/api-tokens?limit=1');
@@ -170,6 +186,26 @@ describe('an unexpected exception', () => {
       expectProblem(response, 500, 'internal_error');
       expect(response.text).not.toContain('cpk_should_never_leave');
     });
+  });
+});
+
+describe('the response check', () => {
+  test("applies to every response of an operation, not only the operation's first", async () => {
+    const answers = [
+      { status: 200, body: { state: 'active', leaked_secret: 'cpk_first' } },
+      { status: 200, body: { state: 'active', leaked_secret: 'cpk_second' } },
+    ];
+    let served = 0;
+    await withScriptedApp(
+      async () => answers[served++],
+      async (url) => {
+        for (const secret of ['cpk_first', 'cpk_second']) {
+          const response = await call(url, 'GET', `/v1/orgs/${server.org.orgId}/billing`, { defaultKey: server.org.ownerKey });
+          expectProblem(response, 500, 'internal_error');
+          expect(response.text).not.toContain(secret);
+        }
+      },
+    );
   });
 });
 
