@@ -17,7 +17,8 @@ import { routing } from './http/routing.ts';
 import { deprecation } from './http/deprecation.ts';
 import { preparedJson } from './http/send.ts';
 import { securityHeaders } from './http/security-headers.ts';
-import { contractValidator, translateValidatorErrors } from './http/validation.ts';
+import { stages } from './http/stages.ts';
+import { contractValidator, reuseOperationLookups, translateValidatorErrors } from './http/validation.ts';
 import type { Logger } from './logging.ts';
 import type { Metrics } from './metrics.ts';
 
@@ -40,30 +41,37 @@ export interface AppDependencies {
 /**
  * The HTTP application, as a visible chain: prepared JSON (send.ts) → request id → security headers → CORS → rate limit
  * by address → pages outside the contract → route (→ Deprecation and Sunset headers of a deprecated operation) → credential → rate limit by credential → permission → JSON body → integer query literals → contract validation → Idempotency-Key → handler, and one error
- * handler at the end that turns every failure into a problem document.
+ * handler at the end that turns every failure into a problem document. The stages run in groups
+ * (stages.ts), one Express layer each.
  */
 export function createApp({ config, pool, log, identity, handlers, metrics, rateLimits, contract, pages = [] }: AppDependencies): Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
-  app.use(preparedJson);
-  app.use(requestId(log, metrics));
-  app.use(securityHeaders({ https: config.publicBaseUrl?.startsWith('https:') ?? false }));
-  app.use(cors);
-  app.use(rateLimits.byAddress);
+  app.use(
+    stages(
+      preparedJson,
+      requestId(log, metrics),
+      securityHeaders({ https: config.publicBaseUrl?.startsWith('https:') ?? false }),
+      cors,
+      rateLimits.byAddress,
+    ),
+  );
   for (const page of pages) app.use(page);
-  app.use(routing);
-  app.use(deprecation);
-  app.use(authenticate(identity));
-  app.use(rateLimits.byCredential);
-  app.use(authorize);
-  app.use(jsonBody);
-  app.use(queryLiterals);
-  app.use(contract ?? contractValidator({ validateResponses: config.validateResponses }));
+  app.use(
+    stages(
+      routing,
+      deprecation,
+      authenticate(identity),
+      rateLimits.byCredential,
+      authorize,
+      jsonBody,
+      queryLiterals,
+      ...reuseOperationLookups(contract ?? contractValidator({ validateResponses: config.validateResponses })),
+    ),
+  );
   app.use(translateValidatorErrors);
-  app.use(restoreExactIntegers);
-  app.use(idempotency(pool));
-  app.use(dispatch(handlers));
+  app.use(stages(restoreExactIntegers, idempotency(pool), dispatch(handlers)));
   app.use(errorHandler(pool));
   return app;
 }
