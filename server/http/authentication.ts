@@ -17,7 +17,6 @@ export function authenticate(identity: IdentityResolver) {
     if (principal === 'no_membership') throw forbidden('This credential has no access to this organization.');
     state.principal = principal;
     state.audit = new RequestAudit(state.route!.operationId, state.route!.params, principal, state.requestId);
-    state.log = state.log.child({ org_id: principal.orgId });
     next();
   };
 }

@@ -29,7 +29,9 @@ export function dispatch(handlers: OperationHandlers<RequestContext>) {
         if (!state.principal) throw new Error(`${route.operationId} takes no credential: it has no principal`);
         return state.principal;
       },
-      log: state.log,
+      get log() {
+        return state.log;
+      },
       idempotency: state.idempotency ? { key: state.idempotency.key } : undefined,
       get audit() {
         if (!state.audit) throw new Error(`${route.operationId} takes no credential: it has no audit trail`);

@@ -8,7 +8,8 @@ import type { MatchedRoute } from './route-table.ts';
 export interface RequestState {
   requestId: string;
   startedAt: number;
-  log: Logger;
+  /** The request's logger (request id, organization once known), made when first used. */
+  readonly log: Logger;
   route?: MatchedRoute;
   principal?: Principal;
   /** Integers of the body beyond 2^53, put back exactly after validation. */
