@@ -1,6 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { isInteger, parse } from 'lossless-json';
 import pg from 'pg';
+import { parseTimestamptz, TIMESTAMPTZ_OID } from './timestamps.ts';
 import { isDatabaseUnavailable } from './unavailable.ts';
 
 export type Pool = pg.Pool;
@@ -17,8 +18,10 @@ const exactInteger = (digits: string): number | bigint => {
   return value > MAX_SAFE || value < -MAX_SAFE ? value : Number(value);
 };
 
-// `bigint` columns arrive exact; numeric and timestamp parsing keep pg's defaults.
+// `bigint` columns arrive exact; numeric parsing keeps pg's default.
 pg.types.setTypeParser(INT8_OID, exactInteger);
+// Timestamps are read by position (timestamps.ts), pg's own parser taking what that does not know.
+pg.types.setTypeParser(TIMESTAMPTZ_OID, parseTimestamptz);
 
 // JSON columns (audit snapshots) keep big integers exact too.
 const JSON_OID = 114;
