@@ -1,4 +1,5 @@
 import { ConfigError, type Config } from './config.ts';
+import { EmbeddedDatabaseStartError } from './db/embedded.ts';
 import { isDatabaseUnavailable } from './db/unavailable.ts';
 
 /**
@@ -8,6 +9,7 @@ import { isDatabaseUnavailable } from './db/unavailable.ts';
  */
 export function describeStartupFailure(error: unknown, config: Pick<Config, 'host' | 'port' | 'dataDir'>): string | undefined {
   if (error instanceof ConfigError) return `configuration error: ${error.message}`;
+  if (error instanceof EmbeddedDatabaseStartError) return error.message;
   const failure = error as NodeJS.ErrnoException & { address?: string; port?: number };
   switch (failure?.code) {
     case 'EADDRINUSE':

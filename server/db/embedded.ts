@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import path from 'node:path';
 import pg from 'pg';
 import { loadEmbeddedPostgres, stopOnExit, withPostgresInOwnProcessGroup } from './embedded-postgres-loader.ts';
@@ -37,24 +38,32 @@ export async function startEmbeddedDatabase(dataDir: string, log: (message: stri
   const clusterDir = path.join(dataDir, 'postgres');
   const settingsFile = path.join(dataDir, 'postgres.json');
   const settings = readSettings(settingsFile) ?? {
-    port: 54_320 + Math.floor(Math.random() * 500),
+    port: await freeEmbeddedPort(),
     password: randomBytes(24).toString('base64url'),
   };
-  const socketDir = socketDirectory(clusterDir, settings.port);
   const tcpConnectionString = (database: string) =>
     `postgres://${USER}:${encodeURIComponent(settings.password)}@127.0.0.1:${settings.port}/${database}`;
   // PostgreSQL listens on both; the socket when it is there (an instance started before this
   // version listens on loopback TCP only).
-  const connectionString = (database: string) =>
-    socketDir !== undefined && existsSync(path.join(socketDir, socketFileName(settings.port)))
+  const connectionString = (database: string) => {
+    const socketDir = socketDirectory(clusterDir, settings.port);
+    return socketDir !== undefined && existsSync(path.join(socketDir, socketFileName(settings.port)))
       ? `postgres://${USER}:${encodeURIComponent(settings.password)}@/${database}?host=${encodeURIComponent(socketDir)}&port=${settings.port}`
       : tcpConnectionString(database);
+  };
 
   if (await answers(tcpConnectionString('postgres'))) {
     await ensureDatabase(connectionString('postgres'));
     return { connectionString: connectionString(DATABASE), ownsServer: false, stop: async () => {} };
   }
 
+  // The port was free when it was drawn, not necessarily now (another PostgreSQL, another
+  // program): a taken one is replaced and the new one saved, where the admin command reads it.
+  if (!(await portIsFree(settings.port))) {
+    settings.port = await freeEmbeddedPort();
+    if (existsSync(settingsFile)) writeFileSync(settingsFile, JSON.stringify(settings), { mode: 0o600 });
+  }
+  const startLog = new LastLines(20);
   const EmbeddedPostgres = await loadEmbeddedPostgres();
   const server = new EmbeddedPostgres({
     databaseDir: clusterDir,
@@ -70,8 +79,11 @@ export async function startEmbeddedDatabase(dataDir: string, log: (message: stri
     // Sized for the one API that uses it: the default 128 MB of shared buffers would show in the
     // memory of every connection's process (the tables' pages stay in the OS cache besides), and
     // reads are done by the process that needs them rather than by three more I/O workers.
-    postgresFlags: [...EMBEDDED_SETTINGS, `unix_socket_directories=${socketDir ?? ''}`].flatMap((setting) => ['-c', setting]),
-    onLog: () => {},
+    postgresFlags: [...EMBEDDED_SETTINGS, `unix_socket_directories=${socketDirectory(clusterDir, settings.port) ?? ''}`].flatMap(
+      (setting) => ['-c', setting],
+    ),
+    // PostgreSQL's own lines are kept only to say why it stopped, should it stop while starting.
+    onLog: (message: string) => startLog.push(message),
     onError: (message: unknown) => log(`postgres: ${String(message)}`),
   });
   if (!existsSync(path.join(clusterDir, 'PG_VERSION'))) {
@@ -79,7 +91,11 @@ export async function startEmbeddedDatabase(dataDir: string, log: (message: stri
     await server.initialise();
     writeFileSync(settingsFile, JSON.stringify(settings), { mode: 0o600 });
   }
-  await withPostgresInOwnProcessGroup(() => server.start());
+  await withPostgresInOwnProcessGroup(() => server.start()).catch((error: unknown) => {
+    // embedded-postgres rejects with nothing when PostgreSQL exits before it is ready (a setting
+    // it refuses, a data directory it cannot use): its last words say why.
+    throw error instanceof Error ? error : new EmbeddedDatabaseStartError(clusterDir, startLog.reason());
+  });
   const removeExitHook = stopOnExit(clusterDir);
   await ensureDatabase(connectionString('postgres'));
   return {
@@ -90,6 +106,42 @@ export async function startEmbeddedDatabase(dataDir: string, log: (message: stri
       removeExitHook();
     },
   };
+}
+
+/** PostgreSQL stopped before it was ready to accept connections. */
+export class EmbeddedDatabaseStartError extends Error {
+  readonly clusterDir: string;
+  constructor(clusterDir: string, reason: string | undefined) {
+    super(`the embedded PostgreSQL in ${clusterDir} stopped while starting: ${reason ?? 'it gave no reason'}`);
+    this.name = 'EmbeddedDatabaseStartError';
+    this.clusterDir = clusterDir;
+  }
+}
+
+/** The last lines PostgreSQL wrote, and from them the reason it stopped (its FATAL or PANIC line). */
+class LastLines {
+  private readonly lines: string[] = [];
+  private readonly keep: number;
+  constructor(keep: number) {
+    this.keep = keep;
+  }
+
+  push(chunk: string): void {
+    for (const line of chunk.split('\n')) {
+      if (line.trim() === '') continue;
+      this.lines.push(line.trim());
+      if (this.lines.length > this.keep) this.lines.shift();
+    }
+  }
+
+  /** The first FATAL or PANIC line and the two lines before it (PostgreSQL's detail comes first), or the last line. */
+  reason(): string | undefined {
+    const fatal = this.lines.findIndex((line) => /\b(FATAL|PANIC):/.test(line));
+    const chosen = fatal >= 0 ? this.lines.slice(Math.max(0, fatal - 2), fatal + 1) : this.lines.slice(-1);
+    return chosen.length > 0
+      ? chosen.map((line) => line.replace(/^.*?\b(FATAL|PANIC|LOG|ERROR|WARNING|DETAIL|HINT):\s*/, '')).join('; ')
+      : undefined;
+  }
 }
 
 const socketFileName = (port: number) => `.s.PGSQL.${port}`;
@@ -107,6 +159,25 @@ function socketDirectory(clusterDir: string, port: number): string | undefined {
   const socketPath = path.join(clusterDir, socketFileName(port));
   // A comma or a quote would be read as list syntax by unix_socket_directories.
   return Buffer.byteLength(socketPath) <= MAX_SOCKET_PATH_BYTES && !/[,"]/.test(clusterDir) ? clusterDir : undefined;
+}
+
+/** Whether nothing listens on 127.0.0.1:`port` (PostgreSQL's TCP address) at this moment. */
+function portIsFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const probe = createServer();
+    probe.once('error', () => resolve(false));
+    probe.listen(port, '127.0.0.1', () => probe.close(() => resolve(true)));
+  });
+}
+
+/** A port in 54320-54819 that is free now: a few draws, then the last one drawn (PostgreSQL will say if it is taken). */
+async function freeEmbeddedPort(): Promise<number> {
+  let port = 0;
+  for (let draw = 0; draw < 20; draw++) {
+    port = 54_320 + Math.floor(Math.random() * 500);
+    if (await portIsFree(port)) return port;
+  }
+  return port;
 }
 
 function readSettings(file: string): StoredSettings | undefined {

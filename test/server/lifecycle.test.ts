@@ -2,7 +2,8 @@
 // bootstrap organization printed once, the admin command with and without a running server,
 // structured logs without credentials, and a graceful shutdown that lets requests finish.
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, statSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdtempSync, readFileSync, statSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -189,6 +190,70 @@ describe('start-up', () => {
     expect(
       (await call(credentials.base_url, 'GET', `/v1/orgs/${credentials.org_id}/billing`, { defaultKey: credentials.api_key })).status,
     ).toBe(200);
+  });
+});
+
+describe('an embedded PostgreSQL that will not start', () => {
+  test('is one line with its reason, exit 1, not a bare crash', async () => {
+    const dataDir = mkdtempSync(path.join(tmpdir(), 'cloud-platform-refused-'));
+    const port = await freePort();
+    const first = await startEmbedded(dataDir, port);
+    first.child.kill('SIGTERM');
+    expect(await exited(first)).toBe(0);
+    // What an operator's typo in the cluster's settings does.
+    appendFileSync(path.join(dataDir, 'postgres', 'postgresql.auto.conf'), "shared_buffers = 'plenty'\n");
+    const refused = startProcess(
+      process.execPath,
+      [path.join(repoRoot, 'scripts', 'start.mjs'), path.join(repoRoot, 'server', 'main.ts')],
+      {
+        ...TEST_ENV,
+        DATA_DIR: dataDir,
+        PORT: String(port),
+        DATABASE_URL: '',
+      },
+    );
+    running.push(refused);
+    expect(await exited(refused)).toBe(1);
+    const stderrLines = refused
+      .output()
+      .trim()
+      .split('\n')
+      .filter((line) => !line.startsWith('{') && !line.includes('running through tsx'));
+    expect(stderrLines).toEqual([
+      expect.stringMatching(
+        /^cloud-platform: the embedded PostgreSQL in .+ stopped while starting: invalid value for parameter "shared_buffers": "plenty"/,
+      ),
+    ]);
+  });
+});
+
+describe("the embedded PostgreSQL's port", () => {
+  test('taken by another program at a restart, is replaced by a free one, saved where the admin command finds it', async () => {
+    const dataDir = mkdtempSync(path.join(tmpdir(), 'cloud-platform-port-'));
+    const port = await freePort();
+    const first = await startEmbedded(dataDir, port);
+    first.child.kill('SIGTERM');
+    expect(await exited(first)).toBe(0);
+    const settingsFile = path.join(dataDir, 'postgres.json');
+    const taken = (JSON.parse(readFileSync(settingsFile, 'utf8')) as { port: number }).port;
+    const squatter = createServer().listen(taken, '127.0.0.1');
+    await new Promise((resolve) => squatter.once('listening', resolve));
+    try {
+      const second = await startEmbedded(dataDir, port);
+      const moved = (JSON.parse(readFileSync(settingsFile, 'utf8')) as { port: number }).port;
+      expect(moved).not.toBe(taken);
+      const credentials = await readBootstrap(dataDir);
+      expect(
+        (await call(`${credentials.base_url}/v1/orgs/${credentials.org_id}`, 'GET', '/billing', { defaultKey: credentials.api_key }))
+          .status,
+      ).toBe(200);
+      const created = await admin(dataDir, ['create-org', '--name', 'After the move', '--json']);
+      expect(created.code, created.stderr).toBe(0);
+      second.child.kill('SIGTERM');
+      expect(await exited(second)).toBe(0);
+    } finally {
+      squatter.close();
+    }
   });
 });
 
