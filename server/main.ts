@@ -4,6 +4,7 @@ import { bootstrapIfEmpty, keepBootstrapAddressCurrent } from './bootstrap.ts';
 import { ConfigError, loadConfig, type Config } from './config.ts';
 import { startEmbeddedDatabase, type EmbeddedDatabase } from './db/embedded.ts';
 import { createLogger } from './logging.ts';
+import type { Platform } from './platform.ts';
 import { describeStartupFailure } from './startup-failure.ts';
 
 let config: Config;
@@ -28,57 +29,69 @@ if (!config.databaseUrl) {
   // Handled where startPlatform awaits it; marked here so that an early failure is not reported twice.
   embedded.catch(() => {});
 }
-const { startPlatform } = await import('./platform.ts');
-const platform = await startPlatform(config, log, { embedded }).catch((error: unknown) => {
-  // A bad catalogue, a busy port, an unreachable database: one line saying what to change.
-  const reason = describeStartupFailure(error, config);
-  if (reason === undefined) throw error;
-  console.error(`cloud-platform: ${reason}`);
-  process.exit(error instanceof ConfigError ? 2 : 1);
-});
-const baseUrl = config.publicBaseUrl ?? platform.url;
-// What S3 clients are told: the store's public S3 address (see Platform.s3PublicUrl), whichever store.
-const s3Endpoint = platform.s3PublicUrl;
-const credentials = await bootstrapIfEmpty(platform.pool, {
-  dataDir: config.dataDir,
-  baseUrl,
-  s3Endpoint,
-  now: new Date(),
-  demoHistory: config.demoHistory,
-});
-if (!credentials) keepBootstrapAddressCurrent(config.dataDir, baseUrl, s3Endpoint);
-if (credentials) {
-  // Printed once, on the first start, for the operator to copy; never written to the log.
-  process.stdout.write(
-    [
-      '',
-      'First start: created an organization and its owner API key (read and write).',
-      `  org_id:   ${credentials.org_id}`,
-      `  api_key:  ${credentials.api_key}`,
-      `  base_url: ${credentials.base_url}`,
-      ...(credentials.s3_endpoint
-        ? [`  s3_endpoint: ${credentials.s3_endpoint}  (S3 API, path-style; create a bucket and an S3 access key through the API first)`]
-        : []),
-      `Saved to ${config.dataDir}/bootstrap.json (mode 0600). The key is not shown again.`,
-      '',
-      '',
-    ].join('\n'),
-  );
+/** Starts the server: the platform, the first start's organization and key, the address written down. */
+async function start(): Promise<Platform> {
+  const { startPlatform } = await import('./platform.ts');
+  const platform = await startPlatform(config, log, { embedded }).catch((error: unknown) => {
+    // A bad catalogue, a busy port, an unreachable database: one line saying what to change.
+    const reason = describeStartupFailure(error, config);
+    if (reason === undefined) throw error;
+    console.error(`cloud-platform: ${reason}`);
+    process.exit(error instanceof ConfigError ? 2 : 1);
+  });
+  const baseUrl = config.publicBaseUrl ?? platform.url;
+  // What S3 clients are told: the store's public S3 address (see Platform.s3PublicUrl), whichever store.
+  const s3Endpoint = platform.s3PublicUrl;
+  const credentials = await bootstrapIfEmpty(platform.pool, {
+    dataDir: config.dataDir,
+    baseUrl,
+    s3Endpoint,
+    now: new Date(),
+    demoHistory: config.demoHistory,
+  });
+  if (!credentials) keepBootstrapAddressCurrent(config.dataDir, baseUrl, s3Endpoint);
+  if (credentials) {
+    // Printed once, on the first start, for the operator to copy; never written to the log.
+    process.stdout.write(
+      [
+        '',
+        'First start: created an organization and its owner API key (read and write).',
+        `  org_id:   ${credentials.org_id}`,
+        `  api_key:  ${credentials.api_key}`,
+        `  base_url: ${credentials.base_url}`,
+        ...(credentials.s3_endpoint
+          ? [`  s3_endpoint: ${credentials.s3_endpoint}  (S3 API, path-style; create a bucket and an S3 access key through the API first)`]
+          : []),
+        `Saved to ${config.dataDir}/bootstrap.json (mode 0600). The key is not shown again.`,
+        '',
+        '',
+      ].join('\n'),
+    );
+  }
+  log.info({ url: platform.url, s3_endpoint: s3Endpoint, data_dir: config.databaseUrl ? undefined : config.dataDir }, 'listening');
+  return platform;
 }
-log.info({ url: platform.url, s3_endpoint: s3Endpoint, data_dir: config.databaseUrl ? undefined : config.dataDir }, 'listening');
 
+const started = start();
+
+// Signals are answered from the start: one that comes while the server is still starting (the
+// first start's bootstrap included) stops it once it has started, rather than Node's default of
+// ending the process at once, half-started.
 let stopping = false;
 for (const signal of ['SIGTERM', 'SIGINT'] as const) {
   process.on(signal, () => {
     if (stopping) return;
     stopping = true;
     log.info({ signal }, 'shutting down: finishing requests, releasing claimed work');
-    platform.close().then(
-      () => process.exit(0),
-      (error: unknown) => {
-        log.error({ err: error }, 'shutdown failed');
-        process.exit(1);
-      },
-    );
+    started
+      .then((platform) => platform.close())
+      .then(
+        () => process.exit(0),
+        (error: unknown) => {
+          log.error({ err: error }, 'shutdown failed');
+          process.exit(1);
+        },
+      );
   });
 }
+await started;

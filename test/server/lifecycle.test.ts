@@ -288,6 +288,30 @@ describe('graceful shutdown', () => {
     expect(await exited(server)).toBe(0);
     await expect(fetch(`${server.url}/v1/orgs/${credentials.org_id}`)).rejects.toThrow();
   });
+
+  test('a SIGTERM while the server is still starting stops it once it has started: exit 0, and the next start serves', async () => {
+    const dataDir = mkdtempSync(path.join(tmpdir(), 'cloud-platform-early-stop-'));
+    const port = await freePort();
+    const early = startProcess(process.execPath, [path.join(repoRoot, 'scripts', 'start.mjs'), path.join(repoRoot, 'server', 'main.ts')], {
+      ...TEST_ENV,
+      LOG_LEVEL: 'info',
+      DATA_DIR: dataDir,
+      PORT: String(port),
+      DATABASE_URL: '',
+    });
+    running.push(early);
+    // The first start makes its PostgreSQL cluster: seconds during which Node's default would end the process.
+    await eventually(() => (early.output().includes('initialising the embedded PostgreSQL') ? true : undefined), 'initdb to begin');
+    early.child.kill('SIGTERM');
+    expect(await exited(early)).toBe(0);
+    const again = await startEmbedded(dataDir, port);
+    const credentials = await readBootstrap(dataDir);
+    expect(
+      (await call(`${credentials.base_url}/v1/orgs/${credentials.org_id}`, 'GET', '/billing', { defaultKey: credentials.api_key })).status,
+    ).toBe(200);
+    again.child.kill('SIGTERM');
+    expect(await exited(again)).toBe(0);
+  });
 });
 
 describe('Ctrl-C in a terminal', () => {
