@@ -56,17 +56,25 @@ export async function commitVersion(
     excludeUpload?: string;
   },
 ): Promise<{ version: StoredVersion; freed: string[] }> {
-  const replaced = await unversionedCurrent(tx, locked.bucket, key);
+  const replaced = locked.snapshot?.key === key ? locked.snapshot.current : await unversionedCurrent(tx, locked.bucket, key);
   const delta = { bytes: version.size - (replaced?.size_bytes ?? 0), objects: 1 - (replaced ? 1 : 0) };
   await assertCommitFits(tx, locked, orgId, delta, version.excludeUpload ?? null);
   const freed = replaced?.segments.map((segment) => segment.blob) ?? [];
   if (replaced) {
-    await tx.query(`DELETE FROM store_versions WHERE bucket_id = $1 AND key = $2 AND version_id = 'null'`, [locked.bucket.id, key]);
-    await markGarbage(tx, freed);
+    // The old version goes and its files become garbage, in one statement.
+    await tx.query(
+      `WITH gone AS (DELETE FROM store_versions WHERE bucket_id = $1 AND key = $2 AND version_id = 'null')
+       INSERT INTO store_garbage (blob) SELECT unnest($3::text[]) ON CONFLICT DO NOTHING`,
+      [locked.bucket.id, key, freed],
+    );
   }
   const versionId = locked.bucket.versioning ? newVersionId() : 'null';
+  // The version and the usage it moves, in one statement (the organization's and the bucket's
+  // rows are locked by this transaction; the usage of both moves whatever the delta, as addUsage).
   const { rows } = await tx.query<StoredVersion>(
-    `INSERT INTO store_versions (bucket_id, key, version_id, delete_marker, size_bytes, etag, content_type, headers, checksums, segments)
+    `WITH org AS (UPDATE store_orgs SET usage_bytes = usage_bytes + $10, usage_objects = usage_objects + $11 WHERE org_id = $12),
+          bucket AS (UPDATE store_buckets SET usage_bytes = usage_bytes + $10, usage_objects = usage_objects + $11 WHERE id = $1)
+     INSERT INTO store_versions (bucket_id, key, version_id, delete_marker, size_bytes, etag, content_type, headers, checksums, segments)
      VALUES ($1, $2, $3, false, $4, $5, $6, $7, $8, $9) RETURNING *`,
     [
       locked.bucket.id,
@@ -78,9 +86,11 @@ export async function commitVersion(
       JSON.stringify(version.attributes.headers),
       JSON.stringify(version.checksums),
       JSON.stringify(version.segments),
+      delta.bytes,
+      delta.objects,
+      orgId,
     ],
   );
-  await addUsage(tx, orgId, locked.bucket.id, delta.bytes, delta.objects);
   return { version: versionOf(rows[0]!), freed };
 }
 
@@ -116,8 +126,10 @@ export function objectOperations(context: StoreContext) {
         objects: 1,
         body: request.body,
         transforms: request.transforms,
+        key: request.key,
         replaces: async (tx, locked) => {
-          const current = await unversionedCurrent(tx, locked.bucket, request.key);
+          const current =
+            locked.snapshot?.key === request.key ? locked.snapshot.current : await unversionedCurrent(tx, locked.bucket, request.key);
           return current ? { bytes: current.size_bytes, objects: 1 } : { bytes: 0, objects: 0 };
         },
         verify: async () => void (digests = await request.digests()),

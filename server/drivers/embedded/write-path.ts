@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Transform, type Readable } from 'node:stream';
 import { withTransaction, withTransactionCommitLater, type Pool, type PoolClient } from '../../db/pool.ts';
 import { BlobFiles } from './blobs.ts';
-import { assertWithinLimits, lockForWrite, reservedSpace, type Locked } from './quota.ts';
+import { assertWithinLimits, lockWithSnapshot, reservedSpace, type Locked } from './quota.ts';
 import { StoreRefusal } from './refusals.ts';
 
 /** What the store needs to carry out a write: its database, files and the process's instance number. */
@@ -18,6 +18,8 @@ export interface WriteSpec<T> {
   bucketId: string;
   /** Bytes the body carries (declared up front: Content-Length, or the decoded length of aws-chunked). */
   size: number;
+  /** The object's key, when the write replaces its unversioned version (read with the locks: `locked.snapshot`). */
+  key?: string;
   /** Objects the write adds (1 for an object, 0 for a part). */
   objects: number;
   body: Readable;
@@ -50,10 +52,9 @@ export async function streamedWrite<T>(context: StoreContext, spec: WriteSpec<T>
   const reservationId = randomUUID();
   const blob = BlobFiles.newName();
   const { committed: reserved } = await withTransactionCommitLater(pool, async (tx) => {
-    const locked = await lockForWrite(tx, spec.orgId, spec.bucketId);
+    const locked = await lockWithSnapshot(tx, spec.orgId, spec.bucketId, { key: spec.key, excludeUpload: spec.excludeUpload });
     const replaced = await spec.replaces(tx, locked);
-    const held = await reservedSpace(tx, spec.orgId, spec.bucketId, spec.excludeUpload ?? null);
-    assertWithinLimits(locked, held, { bytes: spec.size - replaced.bytes, objects: spec.objects - replaced.objects });
+    assertWithinLimits(locked, locked.snapshot!.held, { bytes: spec.size - replaced.bytes, objects: spec.objects - replaced.objects });
     await tx.query(
       'INSERT INTO store_reservations (id, org_id, bucket_id, bytes, objects, blob, instance) VALUES ($1, $2, $3, $4, $5, $6, $7)',
       [reservationId, spec.orgId, spec.bucketId, spec.size, spec.objects, blob, instance],
@@ -69,8 +70,11 @@ export async function streamedWrite<T>(context: StoreContext, spec: WriteSpec<T>
     if (checked.status === 'rejected') throw checked.reason;
     if (published.status === 'rejected') throw published.reason;
     return await withTransaction(pool, async (tx) => {
-      const locked = await lockForWrite(tx, spec.orgId, spec.bucketId);
-      await tx.query('DELETE FROM store_reservations WHERE id = $1', [reservationId]);
+      const locked = await lockWithSnapshot(tx, spec.orgId, spec.bucketId, {
+        key: spec.key,
+        excludeUpload: spec.excludeUpload,
+        release: reservationId,
+      });
       return spec.commit(tx, locked, blob);
     });
   } catch (error) {
@@ -113,10 +117,14 @@ export async function dropGarbage(context: StoreContext, blobNames: string[]): P
       removed.push(blob);
   }
   if (removed.length === 0) return;
-  await withTransaction(context.pool, async (tx) => {
-    await tx.query('SET LOCAL synchronous_commit = off');
-    await tx.query('DELETE FROM store_garbage WHERE blob = ANY($1::text[])', [removed]);
-  }).catch(() => {});
+  // One statement, its own transaction; synchronous_commit set for that transaction alone.
+  await context.pool
+    .query(
+      `WITH lazy AS (SELECT set_config('synchronous_commit', 'off', true))
+       DELETE FROM store_garbage WHERE blob = ANY($1::text[]) AND EXISTS (SELECT 1 FROM lazy)`,
+      [removed],
+    )
+    .catch(() => {});
 }
 
 /** In a transaction that deletes rows holding blobs: records the blobs as garbage. */
@@ -133,6 +141,10 @@ export async function assertCommitFits(
   delta: { bytes: number; objects: number },
   excludeUpload: string | null = null,
 ): Promise<void> {
-  const held = await reservedSpace(tx, orgId, locked.bucket.id, excludeUpload);
+  // Read with the locks when the snapshot was taken for the same exclusion; asked otherwise.
+  const held =
+    locked.snapshot && locked.snapshot.excludeUpload === excludeUpload
+      ? locked.snapshot.held
+      : await reservedSpace(tx, orgId, locked.bucket.id, excludeUpload);
   assertWithinLimits(locked, held, delta);
 }
