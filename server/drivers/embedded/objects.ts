@@ -21,6 +21,8 @@ export interface PutRequest extends VersionAttributes {
   transforms: Transform[];
   /** Once the bytes are on disk: the ETag and verified checksums, or a throw (BadDigest). */
   digests(): Promise<{ etag: string; checksums: Record<string, string> }>;
+  /** The body comes whether or not it is asked for: a small one is read while space is reserved (WriteSpec.readEarly). */
+  readEarly?: boolean;
 }
 
 /** A new S3 version id: opaque, URL-safe. */
@@ -127,6 +129,7 @@ export function objectOperations(context: StoreContext) {
         body: request.body,
         transforms: request.transforms,
         key: request.key,
+        readEarly: request.readEarly,
         replaces: async (tx, locked) => {
           const current =
             locked.snapshot?.key === request.key ? locked.snapshot.current : await unversionedCurrent(tx, locked.bucket, request.key);

@@ -33,11 +33,20 @@ export interface WriteSpec<T> {
   commit(tx: PoolClient, locked: Locked, blob: string): Promise<T>;
   /** Upload whose parts do not count as held space (its own, when completing it). */
   excludeUpload?: string;
+  /**
+   * The body may be read while the reservation is being made (see `streamedWrite`): set for a
+   * small body whose client is not waiting to be asked for it (no `Expect: 100-continue`).
+   */
+  readEarly?: boolean;
 }
+
+/** Bodies up to this size may be read while their reservation is made (`WriteSpec.readEarly`). */
+export const READ_EARLY_MAX_BYTES = 8 * 1024 * 1024;
 
 /**
  * The one way bytes enter the store: space is reserved under the organization's lock before the
- * first byte (a write that cannot fit is refused at once, with nothing stored), the bytes are
+ * first byte is read (a write that cannot fit is refused at once, with nothing stored; only a
+ * small body sent without waiting to be asked is read meanwhile, see `readEarly`), the bytes are
  * streamed to a temporary file, verified, moved into place and synced, and then one short
  * transaction checks the limits again exactly and commits the row that makes them visible. Any
  * failure removes the file and releases the space.
@@ -51,7 +60,7 @@ export async function streamedWrite<T>(context: StoreContext, spec: WriteSpec<T>
   const { pool, blobs, instance } = context;
   const reservationId = randomUUID();
   const blob = BlobFiles.newName();
-  const { committed: reserved } = await withTransactionCommitLater(pool, async (tx) => {
+  const reservation = withTransactionCommitLater(pool, async (tx) => {
     const locked = await lockWithSnapshot(tx, spec.orgId, spec.bucketId, { key: spec.key, excludeUpload: spec.excludeUpload });
     const replaced = await spec.replaces(tx, locked);
     assertWithinLimits(locked, locked.snapshot!.held, { bytes: spec.size - replaced.bytes, objects: spec.objects - replaced.objects });
@@ -60,8 +69,28 @@ export async function streamedWrite<T>(context: StoreContext, spec: WriteSpec<T>
       [reservationId, spec.orgId, spec.bucketId, spec.size, spec.objects, blob, instance],
     );
   });
+  // A small body the client sends anyway is read into its temporary file while the reservation
+  // is made, rather than after it. Nothing of it is visible or in `blobs/` before the reservation
+  // is durable (`publish` waits for it, as below), and a crash meanwhile leaves only a temporary
+  // file without a reservation, which the sweep removes. A refused write stops reading it.
+  const early = spec.readEarly && spec.size <= READ_EARLY_MAX_BYTES ? new AbortController() : undefined;
+  const transforms = [lengthGuard(spec.size), ...spec.transforms];
+  const writing = early ? blobs.write(blob, spec.body, transforms, early.signal) : undefined;
+  writing?.catch(() => {});
+  let reserved: Promise<void>;
   try {
-    const written = await blobs.write(blob, spec.body, [lengthGuard(spec.size), ...spec.transforms]);
+    reserved = (await reservation).committed;
+  } catch (error) {
+    if (writing) {
+      early!.abort(error);
+      // Stopped, or already complete (a small body may be): either way its file goes.
+      await writing.catch(() => {});
+      await blobs.remove(blob).catch(() => {});
+    }
+    throw error;
+  }
+  try {
+    const written = await (writing ?? blobs.write(blob, spec.body, transforms));
     if (written !== spec.size)
       throw new StoreRefusal('IncompleteBody', `You did not provide the number of bytes specified by the Content-Length HTTP header`);
     // The last digests (from the hashing workers) and the file's flushes run together; should the
