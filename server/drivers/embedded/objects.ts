@@ -145,7 +145,10 @@ export function objectOperations(context: StoreContext) {
             attributes: request,
           }),
       });
-      await dropGarbage(context, freed);
+      // The replaced version's files are removed after the answer: their garbage rows committed
+      // with the new version, so should this process end first, the sweep removes them. It
+      // never rejects.
+      void dropGarbage(context, freed);
       return version;
     },
 
