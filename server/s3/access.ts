@@ -1,4 +1,5 @@
 import { bucketOfOperation } from '../areas/storage/buckets.ts';
+import type { CacheSection } from '../auth/credential-cache.ts';
 import type { Queryable } from '../db/pool.ts';
 import { bucketOf, type StoredBucket } from '../drivers/embedded/rows.ts';
 import type { EmbeddedObjectStore } from '../drivers/embedded/store.ts';
@@ -17,13 +18,20 @@ export interface Caller {
  * it `active` (a revoke stops it at the request, before the store hears of it); a bucket serves
  * only while `active` (creating, deleting, soft-deleted or in error: NoSuchBucket).
  *
- * Both are asked on every request, each in one statement that reads the store's row and the
- * platform's record together (the store's tables live in the platform's database): every S3
- * request starts with these, and a round trip each is what a small object's PUT or GET costs most.
+ * Each is read in one statement with the platform's record (the store's tables live in the
+ * platform's database): every S3 request starts with these, and round trips are what a small
+ * object's PUT or GET costs most. An accepted key is then kept in `keys` (a section of the
+ * credential cache): the database announces every change of either record of a key (migrations
+ * 0820 and 0911) and each process forgets its cached keys on the announcement, so a revoke still
+ * stops the key at once everywhere (the revoke's answer waits for the announcement to come back;
+ * see auth/credential-cache.ts).
  */
-export function createAccess(platformDb: Queryable, store: EmbeddedObjectStore) {
+export function createAccess(platformDb: Queryable, store: EmbeddedObjectStore, keys?: CacheSection<Caller>) {
   return {
     async caller(accessKeyId: string): Promise<Caller> {
+      const cached = keys?.get(accessKeyId);
+      if (cached) return cached;
+      const ticket = keys?.ticket() ?? 0;
       const { rows } = await platformDb.query<{ org_id: string; key_id: string; secret_sealed: string }>(
         `SELECT k.org_id, k.key_id, k.secret_sealed FROM store_access_keys k
          JOIN s3_access_keys a ON a.org_id = k.org_id AND a.id = k.key_id
@@ -32,7 +40,9 @@ export function createAccess(platformDb: Queryable, store: EmbeddedObjectStore) 
       );
       const row = rows[0];
       if (!row) throw new S3Error('InvalidAccessKeyId', 403, 'The AWS Access Key Id you provided does not exist in our records.');
-      return { orgId: row.org_id, keyId: row.key_id, secret: store.openSecret(row.secret_sealed) };
+      const caller = { orgId: row.org_id, keyId: row.key_id, secret: store.openSecret(row.secret_sealed) };
+      keys?.put(ticket, accessKeyId, caller);
+      return caller;
     },
 
     /** The caller's bucket of that name, served; AccessDenied when the name is another organization's. */
