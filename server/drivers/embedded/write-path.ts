@@ -47,9 +47,9 @@ export const READ_EARLY_MAX_BYTES = 8 * 1024 * 1024;
  * The one way bytes enter the store: space is reserved under the organization's lock before the
  * first byte is read (a write that cannot fit is refused at once, with nothing stored; only a
  * small body sent without waiting to be asked is read meanwhile, see `readEarly`), the bytes are
- * streamed to a temporary file, verified, moved into place and synced, and then one short
- * transaction checks the limits again exactly and commits the row that makes them visible. Any
- * failure removes the file and releases the space.
+ * streamed to a temporary file, verified, moved into place and synced, and one short
+ * transaction checks the limits again exactly and commits the row that makes them visible (its
+ * COMMIT once the bytes are durable). Any failure removes the file and releases the space.
  *
  * The reservation's COMMIT is not waited for before the bytes start: its WAL flush overlaps the
  * streaming (the lock it holds keeps other writers waiting until it is visible, so the quota
@@ -89,26 +89,36 @@ export async function streamedWrite<T>(context: StoreContext, spec: WriteSpec<T>
     }
     throw error;
   }
+  let published: Promise<void> | undefined;
   try {
     const written = await (writing ?? blobs.write(blob, spec.body, transforms));
     if (written !== spec.size)
       throw new StoreRefusal('IncompleteBody', `You did not provide the number of bytes specified by the Content-Length HTTP header`);
-    // The last digests (from the hashing workers) and the file's flushes run together; should the
-    // check fail, the file is removed below like any failed write's (its reservation names it until then).
-    const [checked, published] = await Promise.allSettled([spec.verify(), reserved.then(() => blobs.publish(blob))]);
-    if (checked.status === 'rejected') throw checked.reason;
-    if (published.status === 'rejected') throw published.reason;
+    // The file moves into place and is flushed (its bytes and its name) while the last digests
+    // come back from the hashing workers and while the committing transaction does its work.
+    published = reserved.then(() => blobs.publish(blob));
+    published.catch(() => {});
+    await spec.verify();
     return await withTransaction(pool, async (tx) => {
       const locked = await lockWithSnapshot(tx, spec.orgId, spec.bucketId, {
         key: spec.key,
         excludeUpload: spec.excludeUpload,
         release: reservationId,
       });
-      return spec.commit(tx, locked, blob);
+      const result = await spec.commit(tx, locked, blob);
+      // The row that makes the bytes visible is written, but COMMIT is sent only once they are
+      // durable: until COMMIT the row exists in no one's view and in no durable state (a crash
+      // aborts the transaction; a failed flush rolls it back), so no committed row ever names
+      // bytes a crash could lose, as when the flushes came first; the transaction's statements
+      // just no longer wait for them. Its locks are held meanwhile (about a disk flush).
+      await published;
+      return result;
     });
   } catch (error) {
     // The reservation may still be committing: its row is deleted once it is there (or never was).
     await reserved.catch(() => {});
+    // A rename in flight would otherwise put the file in place after its removal.
+    await published?.catch(() => {});
     await blobs.remove(blob).catch(() => {});
     await pool.query('DELETE FROM store_reservations WHERE id = $1', [reservationId]).catch(() => {});
     throw error;
