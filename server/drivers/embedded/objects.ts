@@ -167,6 +167,27 @@ export function objectOperations(context: StoreContext) {
       return rows[0] ? versionOf(rows[0]) : null;
     },
 
+    /**
+     * `version`, found by the bucket's name in the organization rather than its id: a read asks
+     * this while the S3 endpoint checks that the bucket is served (one round trip in time rather
+     * than two). The caller checks that `bucket_id` is the bucket it was given.
+     */
+    async versionInBucketNamed(orgId: string, name: string, key: string, versionId: string | undefined): Promise<StoredVersion | null> {
+      const { rows } =
+        versionId === undefined
+          ? await pool.query<StoredVersion>(
+              `SELECT v.*, true AS is_latest FROM store_versions v JOIN store_buckets b ON b.id = v.bucket_id
+               WHERE b.org_id = $1 AND b.name = $2 AND v.key = $3 ORDER BY v.seq DESC LIMIT 1`,
+              [orgId, name, key],
+            )
+          : await pool.query<StoredVersion>(
+              `SELECT v.*, ${LATEST} FROM store_versions v JOIN store_buckets b ON b.id = v.bucket_id
+               WHERE b.org_id = $1 AND b.name = $2 AND v.key = $3 AND v.version_id = $4`,
+              [orgId, name, key, versionId],
+            );
+      return rows[0] ? versionOf(rows[0]) : null;
+    },
+
     /** Bytes [start, end] of a version, read across its segments in order. */
     read(version: StoredVersion, start: number, end: number): Readable {
       const pieces: Array<{ blob: string; start: number; end: number }> = [];
