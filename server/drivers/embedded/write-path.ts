@@ -98,13 +98,16 @@ export async function streamedWrite<T>(context: StoreContext, spec: WriteSpec<T>
     // come back from the hashing workers and while the committing transaction does its work.
     published = reserved.then(() => blobs.publish(blob));
     published.catch(() => {});
-    await spec.verify();
+    const verified = spec.verify();
+    verified.catch(() => {});
     return await withTransaction(pool, async (tx) => {
       const locked = await lockWithSnapshot(tx, spec.orgId, spec.bucketId, {
         key: spec.key,
         excludeUpload: spec.excludeUpload,
         release: reservationId,
       });
+      // The row needs the digests (its ETag and checksums); a mismatch rolls the transaction back.
+      await verified;
       const result = await spec.commit(tx, locked, blob);
       // The row that makes the bytes visible is written, but COMMIT is sent only once they are
       // durable: until COMMIT the row exists in no one's view and in no durable state (a crash
