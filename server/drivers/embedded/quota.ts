@@ -56,22 +56,37 @@ export async function lockForWrite(tx: PoolClient, orgId: string, bucketId: stri
  * store_write_snapshot (migrations/0910_write_snapshot.sql) takes the same locks in the same
  * order and reads with a snapshot taken after them. `release`: the caller's own reservation,
  * deleted first (a committing write no longer holds space apart from what it commits).
+ * `reserve`: a reservation inserted after the reads (not in `held`), in the same round trip; the
+ * caller checks the limits before it commits, and a refusal rolls it back with the transaction.
  */
 export async function lockWithSnapshot(
   tx: PoolClient,
   orgId: string,
   bucketId: string,
-  options: { key?: string; excludeUpload?: string | null; release?: string } = {},
+  options: {
+    key?: string;
+    excludeUpload?: string | null;
+    release?: string;
+    reserve?: { id: string; bytes: number; objects: number; blob: string; instance: number };
+  } = {},
 ): Promise<Locked> {
   const key = options.key ?? null;
   const excludeUpload = options.excludeUpload ?? null;
-  const { rows } = await tx.query<{ snapshot: SnapshotRow | null }>('SELECT store_write_snapshot($1, $2, $3, $4, $5) AS snapshot', [
-    orgId,
-    bucketId,
-    key,
-    excludeUpload,
-    options.release ?? null,
-  ]);
+  const { rows } = await tx.query<{ snapshot: SnapshotRow | null }>(
+    'SELECT store_write_snapshot($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) AS snapshot',
+    [
+      orgId,
+      bucketId,
+      key,
+      excludeUpload,
+      options.release ?? null,
+      options.reserve?.id ?? null,
+      options.reserve?.bytes ?? null,
+      options.reserve?.objects ?? null,
+      options.reserve?.blob ?? null,
+      options.reserve?.instance ?? null,
+    ],
+  );
   const row = rows[0]?.snapshot;
   if (!row || row.bucket.suspended) throw new StoreRefusal('NoSuchBucket', 'The specified bucket does not exist');
   return {

@@ -61,13 +61,15 @@ export async function streamedWrite<T>(context: StoreContext, spec: WriteSpec<T>
   const reservationId = randomUUID();
   const blob = BlobFiles.newName();
   const reservation = withTransactionCommitLater(pool, async (tx) => {
-    const locked = await lockWithSnapshot(tx, spec.orgId, spec.bucketId, { key: spec.key, excludeUpload: spec.excludeUpload });
+    // The reservation is inserted with the reads; should the limits refuse the write, the
+    // transaction rolls it back and no one has seen it.
+    const locked = await lockWithSnapshot(tx, spec.orgId, spec.bucketId, {
+      key: spec.key,
+      excludeUpload: spec.excludeUpload,
+      reserve: { id: reservationId, bytes: spec.size, objects: spec.objects, blob, instance },
+    });
     const replaced = await spec.replaces(tx, locked);
     assertWithinLimits(locked, locked.snapshot!.held, { bytes: spec.size - replaced.bytes, objects: spec.objects - replaced.objects });
-    await tx.query(
-      'INSERT INTO store_reservations (id, org_id, bucket_id, bytes, objects, blob, instance) VALUES ($1, $2, $3, $4, $5, $6, $7)',
-      [reservationId, spec.orgId, spec.bucketId, spec.size, spec.objects, blob, instance],
-    );
   });
   // A small body the client sends anyway is read into its temporary file while the reservation
   // is made, rather than after it. Nothing of it is visible or in `blobs/` before the reservation
