@@ -42,7 +42,7 @@ import { createRateLimits } from './http/rate-limit.ts';
 import type { ExecutorRegistry } from './engine/executor.ts';
 import type { Logger } from './logging.ts';
 import { Metrics } from './metrics.ts';
-import { createAccess } from './s3/access.ts';
+import { createAccess, type Caller } from './s3/access.ts';
 import { startS3Endpoint } from './s3/server.ts';
 
 /** Connections the embedded object store adds to the backends' pool (S3 requests use them). */
@@ -199,7 +199,8 @@ async function composePlatform(
   const credentials = new CredentialCache(pool.options);
   const apiTokens = apiTokensArea(dependencies, () => credentials.changed());
   const compute = computeArea(dependencies);
-  const storage = storageArea(dependencies);
+  // S3 keys are cached in a section of the same cache: the revoke's answer waits for the announcement.
+  const storage = storageArea(dependencies, () => credentials.changed());
   const invoiceLinks = invoiceLinkSource(pool, { baseUrl: publicBaseUrl, ttlSeconds: config.invoiceLinkTtlSeconds });
   const billing = billingArea(dependencies, {
     usageSources: [compute.usage, storage.usage].filter((source) => source !== undefined),
@@ -273,7 +274,7 @@ async function composePlatform(
   const s3 = drivers.embeddedStore
     ? await startS3Endpoint({
         store: drivers.embeddedStore,
-        access: createAccess(pool, drivers.embeddedStore),
+        access: createAccess(pool, drivers.embeddedStore, credentials.section<Caller>('s3')),
         port: config.s3.port,
         host: config.host,
         region: config.s3.region,

@@ -12,9 +12,19 @@ const MAX_RETRY_MS = 5_000;
 const ECHO_WAIT_MS = 1_000;
 
 interface Entry {
-  principal: Principal;
+  /** A Principal for an API key; what a section keeps for its own kind of credential. */
+  value: unknown;
   /** When the key expires (ms since the epoch); undefined when it does not. */
   expiresAt: number | undefined;
+}
+
+/** The cache's entries for one other kind of credential (S3 access keys), under names of their own. */
+export interface CacheSection<V> {
+  get(name: string): V | undefined;
+  ticket(): number;
+  put(ticket: number, name: string, value: V): void;
+  /** A change this process committed: see CredentialCache.changed. */
+  changed(): Promise<void>;
 }
 
 /**
@@ -24,6 +34,8 @@ interface Entry {
  * process empties its cache on the announcement. The cache is used only while its connection
  * LISTENs: before the first LISTEN and after a lost connection, every request asks the database,
  * and the cache starts empty again once listening resumes (announcements may have been missed).
+ * Other kinds of credential announced on the same channel (S3 access keys) keep entries in a
+ * `section` of it, forgotten with the rest on every announcement.
  */
 export class CredentialCache {
   private readonly entries = new Map<string, Entry>();
@@ -57,14 +69,28 @@ export class CredentialCache {
 
   /** The cached principal of a key hash, if any and still unexpired. */
   get(hash: string, now = Date.now()): Principal | undefined {
+    return this.lookup(`key:${hash}`, now) as Principal | undefined;
+  }
+
+  private lookup(name: string, now: number): unknown {
     if (!this.listening) return undefined;
-    const entry = this.entries.get(hash);
+    const entry = this.entries.get(name);
     if (!entry) return undefined;
     if (entry.expiresAt !== undefined && entry.expiresAt <= now) {
-      this.entries.delete(hash);
+      this.entries.delete(name);
       return undefined;
     }
-    return entry.principal;
+    return entry.value;
+  }
+
+  /** Entries of another kind of credential, named apart from the API keys' (`kind` prefixes their names). */
+  section<V>(kind: string): CacheSection<V> {
+    return {
+      get: (name) => this.lookup(`${kind}:${name}`, Date.now()) as V | undefined,
+      ticket: () => this.ticket(),
+      put: (ticket, name, value) => this.store(ticket, `${kind}:${name}`, value, undefined),
+      changed: () => this.changed(),
+    };
   }
 
   /** A token for `put`: the cache state before the database was asked. */
@@ -77,9 +103,13 @@ export class CredentialCache {
    * was taken (the answer may predate the change) or the cache is not listening.
    */
   put(ticket: number, hash: string, principal: Principal, expiresAt: Date | null): void {
+    this.store(ticket, `key:${hash}`, principal, expiresAt?.getTime());
+  }
+
+  private store(ticket: number, name: string, value: unknown, expiresAt: number | undefined): void {
     if (!this.listening || ticket !== this.generation) return;
     if (this.entries.size >= MAX_ENTRIES) this.entries.delete(this.entries.keys().next().value!);
-    this.entries.set(hash, { principal, expiresAt: expiresAt?.getTime() });
+    this.entries.set(name, { value, expiresAt });
   }
 
   /**

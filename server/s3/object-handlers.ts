@@ -81,9 +81,14 @@ function versionHeaders(bucket: StoredBucket, version: StoredVersion, request: S
  * The version a read or head is about: S3's answers for a missing key, a missing version, and a
  * delete marker (404 NoSuchKey with x-amz-delete-marker for the latest, 405 when asked by id).
  */
-async function readableVersion(request: S3Request, bucket: StoredBucket): Promise<StoredVersion> {
+async function readableVersion(request: S3Request, bucket: StoredBucket, looked?: StoredVersion | null): Promise<StoredVersion> {
   const versionId = versionIdParam(request);
-  const version = await request.store.objects.version(bucket.id, request.key, versionId);
+  // Looked up by the bucket's name meanwhile (see servedVersion): asked again by id should the
+  // name have come to mean another bucket between the two reads.
+  const version =
+    looked !== undefined && (looked === null || looked.bucket_id === bucket.id)
+      ? looked
+      : await request.store.objects.version(bucket.id, request.key, versionId);
   if (!version) {
     if (versionId !== undefined)
       throw new S3Error('NoSuchVersion', 404, 'The specified version does not exist.', { Key: request.key, VersionId: versionId });
@@ -105,6 +110,19 @@ async function readableVersion(request: S3Request, bucket: StoredBucket): Promis
     throw noSuchKey(request.key, markerHeaders);
   }
   return version;
+}
+
+/**
+ * The served bucket and the version a read is about: the version is looked up (by the bucket's
+ * name) while the bucket is checked, rather than after it. A bucket that is not served answers
+ * as before, whatever the version lookup found.
+ */
+async function servedVersion(request: S3Request): Promise<{ bucket: StoredBucket; version: StoredVersion }> {
+  const [bucket, looked] = await Promise.all([
+    request.access.bucket(request.caller, request.bucketName),
+    request.store.objects.versionInBucketNamed(request.caller.orgId, request.bucketName, request.key, versionIdParam(request)),
+  ]);
+  return { bucket, version: await readableVersion(request, bucket, looked) };
 }
 
 /** S3's conditional reads: 412 for a failed If-Match/If-Unmodified-Since, 304 for If-None-Match/If-Modified-Since. */
@@ -171,8 +189,7 @@ function setHeaders(res: ServerResponse, headers: Record<string, string>): void 
 }
 
 const getObject: S3Handler = async (request) => {
-  const bucket = await request.access.bucket(request.caller, request.bucketName);
-  const version = await readableVersion(request, bucket);
+  const { bucket, version } = await servedVersion(request);
   const headers = versionHeaders(bucket, version, request);
   const { res } = request;
   if (preconditions(request, version) === 'not-modified') {
@@ -212,8 +229,7 @@ const getObject: S3Handler = async (request) => {
 };
 
 const headObject: S3Handler = async (request) => {
-  const bucket = await request.access.bucket(request.caller, request.bucketName);
-  const version = await readableVersion(request, bucket);
+  const { bucket, version } = await servedVersion(request);
   const headers = versionHeaders(bucket, version, request);
   const { res } = request;
   if (preconditions(request, version) === 'not-modified') {

@@ -11,6 +11,8 @@ export interface UploadBody {
   size: number;
   body: Readable;
   transforms: Transform[];
+  /** Whether the client sends the body without waiting for `100 Continue` (so reading it early costs no transfer it would not make). */
+  readEarly: boolean;
   /** Once every byte went through: the ETag and the verified checksums, or a BadDigest/mismatch error. */
   digests(): Promise<{ etag: string; checksums: Record<string, string> }>;
 }
@@ -63,7 +65,8 @@ export function uploadBody(
   }
 
   // A client waiting for `100 Continue` is asked for the body when the store starts reading it.
-  if (/100-continue/i.test(header(request, 'expect') ?? '')) body = askedFor(body, response);
+  const waitsForContinue = /100-continue/i.test(header(request, 'expect') ?? '');
+  if (waitsForContinue) body = askedFor(body, response);
 
   const contentMd5 = header(request, 'content-md5');
   const trailer = header(request, 'x-amz-trailer')?.trim().toLowerCase();
@@ -114,6 +117,7 @@ export function uploadBody(
     size,
     body,
     transforms,
+    readEarly: !waitsForContinue,
     async digests() {
       const digests = await hashes.result();
       const md5Digest = digests.get('md5')!;

@@ -10,9 +10,12 @@ import { accessKeysPage, toAccessKeyOut } from './access-keys.ts';
 export function accessKeyHandlers({
   pool,
   accessKeys,
+  accessKeysChanged = async () => {},
 }: {
   pool: Pool;
   accessKeys: AccessKeyService;
+  /** After a revoke commits: resolves once every process has heard of it (S3 keys are cached; see s3/access.ts). */
+  accessKeysChanged?: () => Promise<void>;
 }): Pick<OperationHandlers<RequestContext>, 'createAccessKey' | 'listAccessKeys' | 'revokeAccessKey'> {
   const orgOf = (context: RequestContext) => context.principal.orgId;
   return {
@@ -33,8 +36,8 @@ export function accessKeyHandlers({
 
     listAccessKeys: async (request, context) => ({ status: 200, body: await accessKeysPage(pool, orgOf(context), request.query) }),
 
-    revokeAccessKey: (request, context) =>
-      performWrite(pool, context, async (tx) => {
+    revokeAccessKey: async (request, context) => {
+      const answer = await performWrite(pool, context, async (tx) => {
         const change = await accessKeys.revoke(tx, orgOf(context), request.path.key_id);
         const accessKey = toAccessKeyOut(change.accessKey);
         return {
@@ -46,6 +49,12 @@ export function accessKeyHandlers({
             operationId: change.operation.id,
           },
         };
-      }),
+      });
+      // The key stops at the request (revoking is not active): other processes hear of it from
+      // the database (NOTIFY on commit), and the answer waits until the announcement is back here,
+      // so a client told 'revoking' finds the key refused by whichever process it asks next.
+      await accessKeysChanged();
+      return answer;
+    },
   };
 }

@@ -27,7 +27,10 @@ type StorageOperations =
  * quotas and the organization-wide ceiling. Changes are carried out in the object store by
  * operations; the reconciler brings back what the store holds; stored bytes are metered.
  */
-export function storageArea(deps: AreaDependencies): Area<StorageOperations, StorageOperationType> {
+export function storageArea(
+  deps: AreaDependencies,
+  accessKeysChanged?: () => Promise<void>,
+): Area<StorageOperations, StorageOperationType> {
   const { pool, clock, config, budget, drivers } = deps;
   const maxAttempts = config.engine.maxAttempts;
   const buckets = createBucketService({ clock, maxAttempts, budget, objectStore: drivers.objectStore });
@@ -39,7 +42,7 @@ export function storageArea(deps: AreaDependencies): Area<StorageOperations, Sto
     background: [storageReconciler(deps), storagePurge(deps)],
     handlers: {
       ...bucketHandlers({ pool, clock, buckets }),
-      ...accessKeyHandlers({ pool, accessKeys }),
+      ...accessKeyHandlers({ pool, accessKeys, accessKeysChanged }),
       ...quotaHandlers({ pool, objectStore: drivers.objectStore }),
     },
   };

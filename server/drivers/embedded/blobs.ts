@@ -55,9 +55,9 @@ export class BlobFiles {
 
   /**
    * Streams `source` through `transforms` into the blob's temporary file (not yet synced: see
-   * `publish`). Returns the bytes written. On any failure the temporary file is removed.
+   * `publish`). Returns the bytes written. On any failure (or `signal` aborting it) the temporary file is removed.
    */
-  async write(blob: string, source: Readable, transforms: Transform[]): Promise<number> {
+  async write(blob: string, source: Readable, transforms: Transform[], signal?: AbortSignal): Promise<number> {
     const tmp = this.tmpPath(blob);
     const out = createWriteStream(tmp, { flags: 'wx', mode: 0o600, highWaterMark: WRITE_CHUNK });
     // A large file's bytes are flushed as they come (one fdatasync in flight, every FLUSH_EVERY
@@ -73,8 +73,11 @@ export class BlobFiles {
       fdatasync(fd, () => void (flushing = false));
     });
     try {
-      await pipeline([source, ...transforms, out]);
+      await pipeline([source, ...transforms, out], signal ? { signal } : {});
     } catch (error) {
+      // The file may still be opening (a write stopped at once): removed only once the stream
+      // has closed, or the open would create it again after the removal.
+      if (!out.closed) await new Promise<void>((resolve) => out.once('close', () => resolve()));
       await rm(tmp, { force: true });
       throw error;
     }

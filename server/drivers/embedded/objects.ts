@@ -21,6 +21,8 @@ export interface PutRequest extends VersionAttributes {
   transforms: Transform[];
   /** Once the bytes are on disk: the ETag and verified checksums, or a throw (BadDigest). */
   digests(): Promise<{ etag: string; checksums: Record<string, string> }>;
+  /** The body comes whether or not it is asked for: a small one is read while space is reserved (WriteSpec.readEarly). */
+  readEarly?: boolean;
 }
 
 /** A new S3 version id: opaque, URL-safe. */
@@ -56,17 +58,25 @@ export async function commitVersion(
     excludeUpload?: string;
   },
 ): Promise<{ version: StoredVersion; freed: string[] }> {
-  const replaced = await unversionedCurrent(tx, locked.bucket, key);
+  const replaced = locked.snapshot?.key === key ? locked.snapshot.current : await unversionedCurrent(tx, locked.bucket, key);
   const delta = { bytes: version.size - (replaced?.size_bytes ?? 0), objects: 1 - (replaced ? 1 : 0) };
   await assertCommitFits(tx, locked, orgId, delta, version.excludeUpload ?? null);
   const freed = replaced?.segments.map((segment) => segment.blob) ?? [];
   if (replaced) {
-    await tx.query(`DELETE FROM store_versions WHERE bucket_id = $1 AND key = $2 AND version_id = 'null'`, [locked.bucket.id, key]);
-    await markGarbage(tx, freed);
+    // The old version goes and its files become garbage, in one statement.
+    await tx.query(
+      `WITH gone AS (DELETE FROM store_versions WHERE bucket_id = $1 AND key = $2 AND version_id = 'null')
+       INSERT INTO store_garbage (blob) SELECT unnest($3::text[]) ON CONFLICT DO NOTHING`,
+      [locked.bucket.id, key, freed],
+    );
   }
   const versionId = locked.bucket.versioning ? newVersionId() : 'null';
+  // The version and the usage it moves, in one statement (the organization's and the bucket's
+  // rows are locked by this transaction; the usage of both moves whatever the delta, as addUsage).
   const { rows } = await tx.query<StoredVersion>(
-    `INSERT INTO store_versions (bucket_id, key, version_id, delete_marker, size_bytes, etag, content_type, headers, checksums, segments)
+    `WITH org AS (UPDATE store_orgs SET usage_bytes = usage_bytes + $10, usage_objects = usage_objects + $11 WHERE org_id = $12),
+          bucket AS (UPDATE store_buckets SET usage_bytes = usage_bytes + $10, usage_objects = usage_objects + $11 WHERE id = $1)
+     INSERT INTO store_versions (bucket_id, key, version_id, delete_marker, size_bytes, etag, content_type, headers, checksums, segments)
      VALUES ($1, $2, $3, false, $4, $5, $6, $7, $8, $9) RETURNING *`,
     [
       locked.bucket.id,
@@ -78,9 +88,11 @@ export async function commitVersion(
       JSON.stringify(version.attributes.headers),
       JSON.stringify(version.checksums),
       JSON.stringify(version.segments),
+      delta.bytes,
+      delta.objects,
+      orgId,
     ],
   );
-  await addUsage(tx, orgId, locked.bucket.id, delta.bytes, delta.objects);
   return { version: versionOf(rows[0]!), freed };
 }
 
@@ -116,8 +128,11 @@ export function objectOperations(context: StoreContext) {
         objects: 1,
         body: request.body,
         transforms: request.transforms,
+        key: request.key,
+        readEarly: request.readEarly,
         replaces: async (tx, locked) => {
-          const current = await unversionedCurrent(tx, locked.bucket, request.key);
+          const current =
+            locked.snapshot?.key === request.key ? locked.snapshot.current : await unversionedCurrent(tx, locked.bucket, request.key);
           return current ? { bytes: current.size_bytes, objects: 1 } : { bytes: 0, objects: 0 };
         },
         verify: async () => void (digests = await request.digests()),
@@ -130,7 +145,10 @@ export function objectOperations(context: StoreContext) {
             attributes: request,
           }),
       });
-      await dropGarbage(context, freed);
+      // The replaced version's files are removed after the answer: their garbage rows committed
+      // with the new version, so should this process end first, the sweep removes them. It
+      // never rejects.
+      void dropGarbage(context, freed);
       return version;
     },
 
@@ -145,6 +163,27 @@ export function objectOperations(context: StoreContext) {
           : await pool.query<StoredVersion>(
               `SELECT v.*, ${LATEST} FROM store_versions v WHERE bucket_id = $1 AND key = $2 AND version_id = $3`,
               [bucketId, key, versionId],
+            );
+      return rows[0] ? versionOf(rows[0]) : null;
+    },
+
+    /**
+     * `version`, found by the bucket's name in the organization rather than its id: a read asks
+     * this while the S3 endpoint checks that the bucket is served (one round trip in time rather
+     * than two). The caller checks that `bucket_id` is the bucket it was given.
+     */
+    async versionInBucketNamed(orgId: string, name: string, key: string, versionId: string | undefined): Promise<StoredVersion | null> {
+      const { rows } =
+        versionId === undefined
+          ? await pool.query<StoredVersion>(
+              `SELECT v.*, true AS is_latest FROM store_versions v JOIN store_buckets b ON b.id = v.bucket_id
+               WHERE b.org_id = $1 AND b.name = $2 AND v.key = $3 ORDER BY v.seq DESC LIMIT 1`,
+              [orgId, name, key],
+            )
+          : await pool.query<StoredVersion>(
+              `SELECT v.*, ${LATEST} FROM store_versions v JOIN store_buckets b ON b.id = v.bucket_id
+               WHERE b.org_id = $1 AND b.name = $2 AND v.key = $3 AND v.version_id = $4`,
+              [orgId, name, key, versionId],
             );
       return rows[0] ? versionOf(rows[0]) : null;
     },

@@ -1,6 +1,6 @@
 import type { PoolClient } from '../../db/pool.ts';
 import { StoreRefusal } from './refusals.ts';
-import { bucketOf, num, type StoredBucket } from './rows.ts';
+import { bucketOf, num, versionOf, type StoredBucket, type StoredVersion } from './rows.ts';
 
 /**
  * Quota checks of the write path. Every write takes the organization's row lock, then the
@@ -10,7 +10,33 @@ import { bucketOf, num, type StoredBucket } from './rows.ts';
 export interface Locked {
   org: { usage_bytes: number; usage_objects: number; hard_bytes: number | null; max_objects: number | null; writes_suspended: boolean };
   bucket: StoredBucket;
+  /** Read by `lockWithSnapshot` under the locks, in the same round trip (absent after `lockForWrite`). */
+  snapshot?: Snapshot;
 }
+
+/** Space held by writes still streaming in and by parts of unfinished multipart uploads. */
+export interface Held {
+  orgBytes: number;
+  orgObjects: number;
+  bucketBytes: number;
+  bucketObjects: number;
+}
+
+/** What a write reads once it holds the locks: the key's unversioned version and what others hold. */
+export interface Snapshot {
+  key: string | null;
+  excludeUpload: string | null;
+  current: StoredVersion | undefined;
+  held: Held;
+}
+
+const lockedOrg = (org: Locked['org']): Locked['org'] => ({
+  usage_bytes: num(org.usage_bytes),
+  usage_objects: num(org.usage_objects),
+  hard_bytes: org.hard_bytes === null ? null : num(org.hard_bytes),
+  max_objects: org.max_objects === null ? null : num(org.max_objects),
+  writes_suspended: org.writes_suspended,
+});
 
 export async function lockForWrite(tx: PoolClient, orgId: string, bucketId: string): Promise<Locked> {
   const orgs = await tx.query<Locked['org']>(
@@ -21,25 +47,75 @@ export async function lockForWrite(tx: PoolClient, orgId: string, bucketId: stri
   const org = orgs.rows[0];
   const bucket = buckets.rows[0];
   if (!org || !bucket || bucket.suspended) throw new StoreRefusal('NoSuchBucket', 'The specified bucket does not exist');
-  return {
-    org: {
-      usage_bytes: num(org.usage_bytes),
-      usage_objects: num(org.usage_objects),
-      hard_bytes: org.hard_bytes === null ? null : num(org.hard_bytes),
-      max_objects: org.max_objects === null ? null : num(org.max_objects),
-      writes_suspended: org.writes_suspended,
-    },
-    bucket: bucketOf(bucket),
-  };
+  return { org: lockedOrg(org), bucket: bucketOf(bucket) };
 }
 
-/** Space held by writes still streaming in and by parts of unfinished multipart uploads. */
-export async function reservedSpace(
+/**
+ * `lockForWrite`, plus what the write then reads under the locks (the key's unversioned version
+ * when `key` is given, and the space others hold), in one round trip: the database function
+ * store_write_snapshot (migrations/0910_write_snapshot.sql) takes the same locks in the same
+ * order and reads with a snapshot taken after them. `release`: the caller's own reservation,
+ * deleted first (a committing write no longer holds space apart from what it commits).
+ * `reserve`: a reservation inserted after the reads (not in `held`), in the same round trip; the
+ * caller checks the limits before it commits, and a refusal rolls it back with the transaction.
+ */
+export async function lockWithSnapshot(
   tx: PoolClient,
   orgId: string,
   bucketId: string,
-  excludeUpload: string | null = null,
-): Promise<{ orgBytes: number; orgObjects: number; bucketBytes: number; bucketObjects: number }> {
+  options: {
+    key?: string;
+    excludeUpload?: string | null;
+    release?: string;
+    reserve?: { id: string; bytes: number; objects: number; blob: string; instance: number };
+  } = {},
+): Promise<Locked> {
+  const key = options.key ?? null;
+  const excludeUpload = options.excludeUpload ?? null;
+  const { rows } = await tx.query<{ snapshot: SnapshotRow | null }>(
+    'SELECT store_write_snapshot($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) AS snapshot',
+    [
+      orgId,
+      bucketId,
+      key,
+      excludeUpload,
+      options.release ?? null,
+      options.reserve?.id ?? null,
+      options.reserve?.bytes ?? null,
+      options.reserve?.objects ?? null,
+      options.reserve?.blob ?? null,
+      options.reserve?.instance ?? null,
+    ],
+  );
+  const row = rows[0]?.snapshot;
+  if (!row || row.bucket.suspended) throw new StoreRefusal('NoSuchBucket', 'The specified bucket does not exist');
+  return {
+    org: lockedOrg(row.org),
+    // Read as JSON: timestamps are text there.
+    bucket: bucketOf({ ...row.bucket, created_at: new Date(row.bucket.created_at) }),
+    snapshot: {
+      key,
+      excludeUpload,
+      current: row.current ? versionOf({ ...row.current, last_modified: new Date(row.current.last_modified) }) : undefined,
+      held: {
+        orgBytes: num(row.held.orgBytes),
+        orgObjects: num(row.held.orgObjects),
+        bucketBytes: num(row.held.bucketBytes),
+        bucketObjects: num(row.held.bucketObjects),
+      },
+    },
+  };
+}
+
+interface SnapshotRow {
+  org: Locked['org'];
+  bucket: StoredBucket;
+  current: StoredVersion | null;
+  held: Held;
+}
+
+/** Space held by writes still streaming in and by parts of unfinished multipart uploads. */
+export async function reservedSpace(tx: PoolClient, orgId: string, bucketId: string, excludeUpload: string | null = null): Promise<Held> {
   const { rows } = await tx.query<{ org_bytes: number; org_objects: number; bucket_bytes: number; bucket_objects: number }>(
     `SELECT coalesce(sum(bytes), 0)::bigint AS org_bytes, coalesce(sum(objects), 0)::bigint AS org_objects,
             coalesce(sum(bytes) FILTER (WHERE bucket_id = $2), 0)::bigint AS bucket_bytes,
@@ -67,11 +143,7 @@ export async function reservedSpace(
  * the organization's ceiling no write is taken at all, whatever it replaces: writes stop until
  * usage falls below it (deletes still work; they never come here).
  */
-export function assertWithinLimits(
-  { org, bucket }: Locked,
-  held: { orgBytes: number; orgObjects: number; bucketBytes: number; bucketObjects: number },
-  delta: { bytes: number; objects: number },
-): void {
+export function assertWithinLimits({ org, bucket }: Locked, held: Held, delta: { bytes: number; objects: number }): void {
   const refuse = (why: string): never => {
     throw new StoreRefusal('QuotaExceeded', why);
   };
@@ -89,17 +161,12 @@ export function assertWithinLimits(
     refuse(`The organization's object cap (${org.max_objects}) would be exceeded`);
 }
 
-/** Moves the running usage of a bucket and its organization. */
+/** Moves the running usage of a bucket and its organization (one statement: both rows are locked by the caller). */
 export async function addUsage(tx: PoolClient, orgId: string, bucketId: string, bytes: number, objects: number): Promise<void> {
   if (bytes === 0 && objects === 0) return;
-  await tx.query('UPDATE store_orgs SET usage_bytes = usage_bytes + $2, usage_objects = usage_objects + $3 WHERE org_id = $1', [
-    orgId,
-    bytes,
-    objects,
-  ]);
-  await tx.query('UPDATE store_buckets SET usage_bytes = usage_bytes + $2, usage_objects = usage_objects + $3 WHERE id = $1', [
-    bucketId,
-    bytes,
-    objects,
-  ]);
+  await tx.query(
+    `WITH org AS (UPDATE store_orgs SET usage_bytes = usage_bytes + $3, usage_objects = usage_objects + $4 WHERE org_id = $1)
+     UPDATE store_buckets SET usage_bytes = usage_bytes + $3, usage_objects = usage_objects + $4 WHERE id = $2`,
+    [orgId, bucketId, bytes, objects],
+  );
 }

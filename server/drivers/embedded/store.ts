@@ -26,8 +26,11 @@ export const INSTANCE_LOCK_NAMESPACE = 7_361_205;
 export interface EmbeddedObjectStore extends ObjectStoreDriver {
   objects: ReturnType<typeof objectOperations>;
   multipart: ReturnType<typeof multipartOperations>;
-  /** The key's organization and secret, when the store accepts it (registered, not revoked). */
-  credentials(accessKeyId: string): Promise<{ orgId: string; keyId: string; secret: string } | null>;
+  /**
+   * A key's secret from its sealed form (store_access_keys.secret_sealed): the S3 endpoint reads
+   * the row together with the platform's record of the key, in one statement (s3/access.ts).
+   */
+  openSecret(sealed: string): string;
   /** Where the bytes live. */
   dataRoot: string;
   /** Removes what crashed or failed writes left (also run at start and periodically). */
@@ -270,14 +273,7 @@ export async function createEmbeddedObjectStore({
       await pool.query('UPDATE store_access_keys SET revoked = true WHERE key_id = $1', [keyId]);
     },
 
-    async credentials(accessKeyId) {
-      const { rows } = await pool.query<{ org_id: string; key_id: string; secret_sealed: string }>(
-        'SELECT org_id, key_id, secret_sealed FROM store_access_keys WHERE access_key_id = $1 AND NOT revoked',
-        [accessKeyId],
-      );
-      const row = rows[0];
-      return row ? { orgId: row.org_id, keyId: row.key_id, secret: box.open(row.secret_sealed) } : null;
-    },
+    openSecret: (sealed) => box.open(sealed),
 
     sweep: () => sweep(context, INSTANCE_LOCK_NAMESPACE, incompleteUploadRetentionMs),
 

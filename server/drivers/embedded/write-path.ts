@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Transform, type Readable } from 'node:stream';
 import { withTransaction, withTransactionCommitLater, type Pool, type PoolClient } from '../../db/pool.ts';
 import { BlobFiles } from './blobs.ts';
-import { assertWithinLimits, lockForWrite, reservedSpace, type Locked } from './quota.ts';
+import { assertWithinLimits, lockWithSnapshot, reservedSpace, type Locked } from './quota.ts';
 import { StoreRefusal } from './refusals.ts';
 
 /** What the store needs to carry out a write: its database, files and the process's instance number. */
@@ -18,6 +18,8 @@ export interface WriteSpec<T> {
   bucketId: string;
   /** Bytes the body carries (declared up front: Content-Length, or the decoded length of aws-chunked). */
   size: number;
+  /** The object's key, when the write replaces its unversioned version (read with the locks: `locked.snapshot`). */
+  key?: string;
   /** Objects the write adds (1 for an object, 0 for a part). */
   objects: number;
   body: Readable;
@@ -31,14 +33,23 @@ export interface WriteSpec<T> {
   commit(tx: PoolClient, locked: Locked, blob: string): Promise<T>;
   /** Upload whose parts do not count as held space (its own, when completing it). */
   excludeUpload?: string;
+  /**
+   * The body may be read while the reservation is being made (see `streamedWrite`): set for a
+   * small body whose client is not waiting to be asked for it (no `Expect: 100-continue`).
+   */
+  readEarly?: boolean;
 }
+
+/** Bodies up to this size may be read while their reservation is made (`WriteSpec.readEarly`). */
+export const READ_EARLY_MAX_BYTES = 8 * 1024 * 1024;
 
 /**
  * The one way bytes enter the store: space is reserved under the organization's lock before the
- * first byte (a write that cannot fit is refused at once, with nothing stored), the bytes are
- * streamed to a temporary file, verified, moved into place and synced, and then one short
- * transaction checks the limits again exactly and commits the row that makes them visible. Any
- * failure removes the file and releases the space.
+ * first byte is read (a write that cannot fit is refused at once, with nothing stored; only a
+ * small body sent without waiting to be asked is read meanwhile, see `readEarly`), the bytes are
+ * streamed to a temporary file, verified, moved into place and synced, and one short
+ * transaction checks the limits again exactly and commits the row that makes them visible (its
+ * COMMIT once the bytes are durable). Any failure removes the file and releases the space.
  *
  * The reservation's COMMIT is not waited for before the bytes start: its WAL flush overlaps the
  * streaming (the lock it holds keeps other writers waiting until it is visible, so the quota
@@ -49,33 +60,70 @@ export async function streamedWrite<T>(context: StoreContext, spec: WriteSpec<T>
   const { pool, blobs, instance } = context;
   const reservationId = randomUUID();
   const blob = BlobFiles.newName();
-  const { committed: reserved } = await withTransactionCommitLater(pool, async (tx) => {
-    const locked = await lockForWrite(tx, spec.orgId, spec.bucketId);
+  const reservation = withTransactionCommitLater(pool, async (tx) => {
+    // The reservation is inserted with the reads; should the limits refuse the write, the
+    // transaction rolls it back and no one has seen it.
+    const locked = await lockWithSnapshot(tx, spec.orgId, spec.bucketId, {
+      key: spec.key,
+      excludeUpload: spec.excludeUpload,
+      reserve: { id: reservationId, bytes: spec.size, objects: spec.objects, blob, instance },
+    });
     const replaced = await spec.replaces(tx, locked);
-    const held = await reservedSpace(tx, spec.orgId, spec.bucketId, spec.excludeUpload ?? null);
-    assertWithinLimits(locked, held, { bytes: spec.size - replaced.bytes, objects: spec.objects - replaced.objects });
-    await tx.query(
-      'INSERT INTO store_reservations (id, org_id, bucket_id, bytes, objects, blob, instance) VALUES ($1, $2, $3, $4, $5, $6, $7)',
-      [reservationId, spec.orgId, spec.bucketId, spec.size, spec.objects, blob, instance],
-    );
+    assertWithinLimits(locked, locked.snapshot!.held, { bytes: spec.size - replaced.bytes, objects: spec.objects - replaced.objects });
   });
+  // A small body the client sends anyway is read into its temporary file while the reservation
+  // is made, rather than after it. Nothing of it is visible or in `blobs/` before the reservation
+  // is durable (`publish` waits for it, as below), and a crash meanwhile leaves only a temporary
+  // file without a reservation, which the sweep removes. A refused write stops reading it.
+  const early = spec.readEarly && spec.size <= READ_EARLY_MAX_BYTES ? new AbortController() : undefined;
+  const transforms = [lengthGuard(spec.size), ...spec.transforms];
+  const writing = early ? blobs.write(blob, spec.body, transforms, early.signal) : undefined;
+  writing?.catch(() => {});
+  let reserved: Promise<void>;
   try {
-    const written = await blobs.write(blob, spec.body, [lengthGuard(spec.size), ...spec.transforms]);
+    reserved = (await reservation).committed;
+  } catch (error) {
+    if (writing) {
+      early!.abort(error);
+      // Stopped, or already complete (a small body may be): either way its file goes.
+      await writing.catch(() => {});
+      await blobs.remove(blob).catch(() => {});
+    }
+    throw error;
+  }
+  let published: Promise<void> | undefined;
+  try {
+    const written = await (writing ?? blobs.write(blob, spec.body, transforms));
     if (written !== spec.size)
       throw new StoreRefusal('IncompleteBody', `You did not provide the number of bytes specified by the Content-Length HTTP header`);
-    // The last digests (from the hashing workers) and the file's flushes run together; should the
-    // check fail, the file is removed below like any failed write's (its reservation names it until then).
-    const [checked, published] = await Promise.allSettled([spec.verify(), reserved.then(() => blobs.publish(blob))]);
-    if (checked.status === 'rejected') throw checked.reason;
-    if (published.status === 'rejected') throw published.reason;
+    // The file moves into place and is flushed (its bytes and its name) while the last digests
+    // come back from the hashing workers and while the committing transaction does its work.
+    published = reserved.then(() => blobs.publish(blob));
+    published.catch(() => {});
+    const verified = spec.verify();
+    verified.catch(() => {});
     return await withTransaction(pool, async (tx) => {
-      const locked = await lockForWrite(tx, spec.orgId, spec.bucketId);
-      await tx.query('DELETE FROM store_reservations WHERE id = $1', [reservationId]);
-      return spec.commit(tx, locked, blob);
+      const locked = await lockWithSnapshot(tx, spec.orgId, spec.bucketId, {
+        key: spec.key,
+        excludeUpload: spec.excludeUpload,
+        release: reservationId,
+      });
+      // The row needs the digests (its ETag and checksums); a mismatch rolls the transaction back.
+      await verified;
+      const result = await spec.commit(tx, locked, blob);
+      // The row that makes the bytes visible is written, but COMMIT is sent only once they are
+      // durable: until COMMIT the row exists in no one's view and in no durable state (a crash
+      // aborts the transaction; a failed flush rolls it back), so no committed row ever names
+      // bytes a crash could lose, as when the flushes came first; the transaction's statements
+      // just no longer wait for them. Its locks are held meanwhile (about a disk flush).
+      await published;
+      return result;
     });
   } catch (error) {
     // The reservation may still be committing: its row is deleted once it is there (or never was).
     await reserved.catch(() => {});
+    // A rename in flight would otherwise put the file in place after its removal.
+    await published?.catch(() => {});
     await blobs.remove(blob).catch(() => {});
     await pool.query('DELETE FROM store_reservations WHERE id = $1', [reservationId]).catch(() => {});
     throw error;
@@ -113,10 +161,14 @@ export async function dropGarbage(context: StoreContext, blobNames: string[]): P
       removed.push(blob);
   }
   if (removed.length === 0) return;
-  await withTransaction(context.pool, async (tx) => {
-    await tx.query('SET LOCAL synchronous_commit = off');
-    await tx.query('DELETE FROM store_garbage WHERE blob = ANY($1::text[])', [removed]);
-  }).catch(() => {});
+  // One statement, its own transaction; synchronous_commit set for that transaction alone.
+  await context.pool
+    .query(
+      `WITH lazy AS (SELECT set_config('synchronous_commit', 'off', true))
+       DELETE FROM store_garbage WHERE blob = ANY($1::text[]) AND EXISTS (SELECT 1 FROM lazy)`,
+      [removed],
+    )
+    .catch(() => {});
 }
 
 /** In a transaction that deletes rows holding blobs: records the blobs as garbage. */
@@ -133,6 +185,10 @@ export async function assertCommitFits(
   delta: { bytes: number; objects: number },
   excludeUpload: string | null = null,
 ): Promise<void> {
-  const held = await reservedSpace(tx, orgId, locked.bucket.id, excludeUpload);
+  // Read with the locks when the snapshot was taken for the same exclusion; asked otherwise.
+  const held =
+    locked.snapshot && locked.snapshot.excludeUpload === excludeUpload
+      ? locked.snapshot.held
+      : await reservedSpace(tx, orgId, locked.bucket.id, excludeUpload);
   assertWithinLimits(locked, held, delta);
 }

@@ -12,7 +12,9 @@ import {
   type S3Client,
 } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
+import { readdirSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
+import path from 'node:path';
 import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { MiB, createAccessKey, createBucket, s3Client, s3ErrorOf, setBucketQuota, settles, startS3Server } from './support.ts';
@@ -108,6 +110,20 @@ describe('per-bucket quotas', () => {
       }),
     );
     expect((await s3.send(new HeadObjectCommand({ Bucket: 'capped-parts', Key: 'big' }))).ContentLength).toBe(8 * MiB);
+  });
+
+  test('a small write refused while its body was already being read leaves no file behind', async () => {
+    // The SDK sends a body of a few MiB without waiting to be asked: the server reads it while
+    // the space is being reserved, and must stop and remove it when the reservation is refused.
+    const bucket = await createBucket(server, server.org, 'capped-early');
+    await setBucketQuota(server, server.org, bucket.id, { max_size_bytes: MiB });
+    for (let attempt = 0; attempt < 5; attempt++) {
+      expect(await s3ErrorOf(put('capped-early', `large-${attempt}`, Buffer.alloc(3 * MiB, attempt)))).toEqual(quotaExceeded);
+      expect(readdirSync(path.join(server.dataDir, 'objects', 'tmp'))).toEqual([]);
+    }
+    await put('capped-early', 'fits', Buffer.alloc(MiB, 1));
+    expect(await exists('capped-early', 'fits')).toBe(true);
+    expect(await exists('capped-early', 'large-0')).toBe(false);
   });
 
   test('concurrent writes at the edge cannot overshoot together: exactly what fits is stored', async () => {
