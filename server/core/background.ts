@@ -61,6 +61,10 @@ export class BackgroundRunner {
           this.log.error({ err: error, task: task.name }, 'background task failed');
         }
       }
+      // Stopped during the run: an aborted signal fires no more 'abort' events, so waiting for one
+      // would hold the stop for a whole interval (a metering run under way at a stop held it
+      // for minutes).
+      if (signal.aborted) break;
       await new Promise<void>((resolve) => {
         // The abort listener goes when the wait ends, or every run would leave one behind.
         const onAbort = () => {
