@@ -65,8 +65,10 @@ CONF="$DIR/ceph.conf"
 # - osd fast shutdown false: otherwise memstore skips its save on stop and loses everything;
 # - mon mgr mkfs grace: no mgr runs, and the monitor should not complain about it;
 # - rgw user quota bucket sync interval 1 keeps user quotas exact (0 would busy-loop), and a
-#   bucket quota ttl of 1 s makes the gateway see usage gained before a ceiling was lowered
-#   within a second or two (the default, 600 s, would leave an over-ceiling freeze unenforced);
+#   bucket quota ttl of 2 s makes the gateway see usage gained before a ceiling was lowered
+#   within a few seconds (the default, 600 s, would leave an over-ceiling freeze unenforced); not
+#   1 s: the gateway refreshes its cached statistics every ttl/2 seconds in whole seconds, so 1
+#   refreshed them on every request, and a refresh that overlaps a write loses it from the count;
 # - the usage log (egress figures), flushed every second.
 cat >"$CONF" <<CONF
 [global]
@@ -116,7 +118,7 @@ rgw data = $DIR/rgw
 rgw enable usage log = true
 rgw usage log tick interval = 1
 rgw user quota bucket sync interval = 1
-rgw bucket quota ttl = 1
+rgw bucket quota ttl = 2
 rgw dns name = 127.0.0.1
 CONF
 
