@@ -25,15 +25,27 @@ function exited(started: Started): Promise<number | null> {
     : new Promise((resolve) => started.child.once('exit', (code) => resolve(code)));
 }
 
-async function startEmbedded(dataDir: string, port: number): Promise<Started> {
+/** `npm start` as a process of the test (stopped after the file), with TEST_ENV and `env`. */
+function spawnServer(env: Record<string, string>): Started {
   const started = startProcess(process.execPath, [path.join(repoRoot, 'scripts', 'start.mjs'), path.join(repoRoot, 'server', 'main.ts')], {
     ...TEST_ENV,
-    LOG_LEVEL: 'info',
-    DATA_DIR: dataDir,
-    PORT: String(port),
-    DATABASE_URL: '',
+    ...env,
   });
   running.push(started);
+  return started;
+}
+
+/** What a process wrote that is not a JSON log line nor the Node 20 notice about tsx: what an operator reads. */
+function plainLines(started: Started): string[] {
+  return started
+    .output()
+    .trim()
+    .split('\n')
+    .filter((line) => !line.startsWith('{') && !line.includes('running through tsx'));
+}
+
+async function startEmbedded(dataDir: string, port: number): Promise<Started> {
+  const started = spawnServer({ LOG_LEVEL: 'info', DATA_DIR: dataDir, PORT: String(port), DATABASE_URL: '' });
   await waitForHttp(`http://127.0.0.1:${port}/v1/orgs/00000000-0000-0000-0000-000000000000`, started, 90_000);
   return started;
 }
@@ -152,35 +164,16 @@ describe('start-up', () => {
     const first = await startServerProcess(databaseUrl);
     running.push(first);
     const port = new URL(first.url).port;
-    const busy = startProcess(process.execPath, [path.join(repoRoot, 'scripts', 'start.mjs'), path.join(repoRoot, 'server', 'main.ts')], {
-      ...TEST_ENV,
-      DATABASE_URL: databaseUrl,
-      PORT: port,
-      HOST: '127.0.0.1',
-      DATA_DIR: first.dataDir,
-    });
-    running.push(busy);
+    const busy = spawnServer({ DATABASE_URL: databaseUrl, PORT: port, HOST: '127.0.0.1', DATA_DIR: first.dataDir });
     expect(await exited(busy)).toBe(1);
-    const stderrLines = busy
-      .output()
-      .trim()
-      .split('\n')
-      .filter((line) => !line.startsWith('{') && !line.includes('running through tsx'));
-    expect(stderrLines).toEqual([
+    expect(plainLines(busy)).toEqual([
       `cloud-platform: cannot listen on 127.0.0.1:${port}: the port is already in use; stop the other process or choose another port (PORT, S3_PORT, METRICS_PORT).`,
     ]);
 
     first.child.kill('SIGTERM');
     expect(await exited(first)).toBe(0);
     const otherPort = await freePort();
-    const moved = startProcess(process.execPath, [path.join(repoRoot, 'scripts', 'start.mjs'), path.join(repoRoot, 'server', 'main.ts')], {
-      ...TEST_ENV,
-      DATABASE_URL: databaseUrl,
-      PORT: String(otherPort),
-      HOST: '127.0.0.1',
-      DATA_DIR: first.dataDir,
-    });
-    running.push(moved);
+    const moved = spawnServer({ DATABASE_URL: databaseUrl, PORT: String(otherPort), HOST: '127.0.0.1', DATA_DIR: first.dataDir });
     await waitForHttp(`http://127.0.0.1:${otherPort}/v1/orgs/00000000-0000-0000-0000-000000000000`, moved);
     // Rewritten once the server listens (it may answer a moment before).
     const credentials = await eventually(async () => {
@@ -202,24 +195,9 @@ describe('an embedded PostgreSQL that will not start', () => {
     expect(await exited(first)).toBe(0);
     // What an operator's typo in the cluster's settings does.
     appendFileSync(path.join(dataDir, 'postgres', 'postgresql.auto.conf'), "shared_buffers = 'plenty'\n");
-    const refused = startProcess(
-      process.execPath,
-      [path.join(repoRoot, 'scripts', 'start.mjs'), path.join(repoRoot, 'server', 'main.ts')],
-      {
-        ...TEST_ENV,
-        DATA_DIR: dataDir,
-        PORT: String(port),
-        DATABASE_URL: '',
-      },
-    );
-    running.push(refused);
+    const refused = spawnServer({ DATA_DIR: dataDir, PORT: String(port), DATABASE_URL: '' });
     expect(await exited(refused)).toBe(1);
-    const stderrLines = refused
-      .output()
-      .trim()
-      .split('\n')
-      .filter((line) => !line.startsWith('{') && !line.includes('running through tsx'));
-    expect(stderrLines).toEqual([
+    expect(plainLines(refused)).toEqual([
       expect.stringMatching(
         /^cloud-platform: the embedded PostgreSQL in .+ stopped while starting: invalid value for parameter "shared_buffers": "plenty"/,
       ),
@@ -292,14 +270,7 @@ describe('graceful shutdown', () => {
   test('a SIGTERM while the server is still starting stops it once it has started: exit 0, and the next start serves', async () => {
     const dataDir = mkdtempSync(path.join(tmpdir(), 'cloud-platform-early-stop-'));
     const port = await freePort();
-    const early = startProcess(process.execPath, [path.join(repoRoot, 'scripts', 'start.mjs'), path.join(repoRoot, 'server', 'main.ts')], {
-      ...TEST_ENV,
-      LOG_LEVEL: 'info',
-      DATA_DIR: dataDir,
-      PORT: String(port),
-      DATABASE_URL: '',
-    });
-    running.push(early);
+    const early = spawnServer({ LOG_LEVEL: 'info', DATA_DIR: dataDir, PORT: String(port), DATABASE_URL: '' });
     // The first start makes its PostgreSQL cluster: seconds during which Node's default would end the process.
     await eventually(() => (early.output().includes('initialising the embedded PostgreSQL') ? true : undefined), 'initdb to begin');
     early.child.kill('SIGTERM');
