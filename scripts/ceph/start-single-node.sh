@@ -7,9 +7,10 @@
 #   scripts/ceph/start-single-node.sh [DIR]     # DIR: a new empty folder (default: mktemp -d)
 #   scripts/ceph/stop-single-node.sh DIR        # stops it and removes DIR
 #
-# Ports come from MON_PORT and RGW_PORT, or are picked free. On success it prints one line of
-# JSON: {"dir", "rgw_endpoint", "admin_access_key", "admin_secret_key"}; everything else goes
-# to stderr, and the daemons' logs stay in DIR/log.
+# Ports come from MON_PORT and RGW_PORT, or are picked free; CEPH_START_TIMEOUT (seconds, 120)
+# bounds the wait for the gateway. On success it prints one line of JSON: {"dir", "rgw_endpoint",
+# "admin_access_key", "admin_secret_key"}; everything else goes to stderr, and the daemons' logs
+# stay in DIR/log.
 set -euo pipefail
 
 DIR="${1:-$(mktemp -d "${TMPDIR:-/tmp}/ceph-single-node.XXXXXX")}"
@@ -147,14 +148,22 @@ radosgw -c "$CONF" -n client.rgw
 # The platform's administrator: the Admin Ops capabilities the rgw driver needs.
 ADMIN_ACCESS="CPADMIN$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n' | tr a-f A-F | head -c 13)"
 ADMIN_SECRET="$(head -c 30 /dev/urandom | base64)"
-for attempt in $(seq 1 100); do
-  if radosgw-admin -c "$CONF" -n client.admin user create --uid=cloud-platform-admin --display-name="Cloud platform" \
-    --access-key="$ADMIN_ACCESS" --secret-key="$ADMIN_SECRET" >/dev/null 2>"$DIR/log/user-create.err"; then
-    break
-  fi
-  if [ "$attempt" = 100 ]; then
+# Retried until the gateway's first start has set up its zone and pools (until then radosgw-admin
+# can fail). A try can fail after it has written the user (seen under load in CI), and every later
+# `user create` then fails with "exists": a user already there gets our key added instead (`key
+# create` with the same key is a no-op), which makes each try safe to repeat.
+admin_user=(--uid=cloud-platform-admin)
+admin_key=(--access-key="$ADMIN_ACCESS" --secret-key="$ADMIN_SECRET")
+deadline=$((SECONDS + ${CEPH_START_TIMEOUT:-120}))
+until radosgw-admin -c "$CONF" -n client.admin user create "${admin_user[@]}" --display-name="Cloud platform" \
+    "${admin_key[@]}" >/dev/null 2>"$DIR/log/user-create.err" ||
+  { radosgw-admin -c "$CONF" -n client.admin user info "${admin_user[@]}" >/dev/null 2>&1 &&
+    radosgw-admin -c "$CONF" -n client.admin key create "${admin_user[@]}" --key-type=s3 "${admin_key[@]}" \
+      >/dev/null 2>>"$DIR/log/user-create.err"; }; do
+  if [ "$SECONDS" -ge "$deadline" ]; then
+    echo "ceph: the administrator could not be created within ${CEPH_START_TIMEOUT:-120} s; the last try said:" >&2
     cat "$DIR/log/user-create.err" >&2
-    exit 1
+    on_failure
   fi
   sleep 0.1
 done
@@ -172,10 +181,9 @@ rgw_ready() (
   exec 3>&-
   [[ "$status" == "HTTP/1.1 200"* ]]
 )
-for attempt in $(seq 1 300); do
-  if rgw_ready 2>/dev/null; then break; fi
-  if [ "$attempt" = 300 ]; then
-    echo "ceph: the gateway did not answer on 127.0.0.1:$RGW_PORT" >&2
+until rgw_ready 2>/dev/null; do
+  if [ "$SECONDS" -ge "$deadline" ]; then
+    echo "ceph: the gateway did not answer on 127.0.0.1:$RGW_PORT within ${CEPH_START_TIMEOUT:-120} s" >&2
     on_failure
   fi
   sleep 0.05
