@@ -1,12 +1,13 @@
 import pg from 'pg';
 import type { EngineConfig } from '../config.ts';
 import { withTransaction, type Pool, type PoolClient } from '../db/pool.ts';
+import { prepared, runPrepared } from '../db/statements.ts';
 import { isDatabaseUnavailable } from '../db/unavailable.ts';
 import { PermanentBackendError, TransientBackendError } from '../drivers/errors.ts';
 import type { Logger } from '../logging.ts';
 import type { AfterCommit } from '../core/write.ts';
 import type { Executor, ExecutorRegistry, OperationFailure } from './executor.ts';
-import { OPERATIONS_CHANNEL, type OperationRow } from './operation-record.ts';
+import { OPERATION_COLUMNS, OPERATIONS_CHANNEL, type OperationRow } from './operation-record.ts';
 
 /** A cancelled operation, and the backend work its undoing left for after the commit. */
 export interface CancelledOperation {
@@ -26,6 +27,16 @@ const MAX_OUTAGE_BACKOFF_MS = 5_000;
 /** Successes recorded in one transaction at most, and transactions recording them at once. */
 const MAX_SUCCESS_BATCH = 64;
 const MAX_SUCCESS_WRITERS = 2;
+
+/** A batch of successes, each only if this worker still holds it. */
+const FINISH_SUCCEEDED = prepared(
+  'operations_finish_succeeded',
+  `UPDATE operations SET state = 'succeeded', finished_at = now(), error_class = NULL, error_detail = NULL,
+          lease_owner = NULL, lease_expires_at = NULL
+   WHERE id = ANY($1::uuid[]) AND lease_owner = $2 AND state = 'running' RETURNING ${OPERATION_COLUMNS}`,
+);
+/** The claim: database function `claim_operations` (migration 0920). */
+const CLAIM = prepared('operations_claim', `SELECT ${OPERATION_COLUMNS} FROM claim_operations($1, $2, $3)`);
 
 /** A successful attempt waiting to be recorded. */
 interface PendingSuccess {
@@ -256,29 +267,13 @@ export class OperationEngine {
 
   /**
    * The oldest claimable operations, `limit` at most: queued, or running with a lapsed lease (its
-   * worker crashed, or it waits to retry), and with no earlier unfinished operation on the same
-   * resource (so one claim never takes two operations of one resource).
+   * worker crashed, or it waits to retry), and the first unfinished operation of its resource (so
+   * one claim never takes two operations of one resource). The query is the database function
+   * `claim_operations` (migration 0920), which walks the queue in order and stops at `limit`, so
+   * a claim costs what it takes, not what is queued.
    */
   private async claim(limit: number): Promise<OperationRow[]> {
-    const { rows } = await this.pool.query<OperationRow>(
-      `WITH next AS (
-         SELECT o.id FROM operations o
-         WHERE (o.state = 'queued' OR (o.state = 'running' AND o.lease_expires_at < now()))
-           AND NOT EXISTS (
-             SELECT 1 FROM operations earlier
-             WHERE earlier.org_id = o.org_id AND earlier.resource_type = o.resource_type AND earlier.resource_id = o.resource_id
-               AND earlier.finished_at IS NULL AND earlier.seq < o.seq)
-         ORDER BY o.seq
-         FOR UPDATE OF o SKIP LOCKED
-         LIMIT $3
-       )
-       UPDATE operations o
-       SET state = 'running', attempt = o.attempt + 1, started_at = coalesce(o.started_at, now()),
-           lease_owner = $1, lease_expires_at = now() + make_interval(secs => $2::double precision / 1000)
-       FROM next WHERE o.id = next.id
-       RETURNING o.*`,
-      [this.workerId, this.config.leaseMs, limit],
-    );
+    const { rows } = await runPrepared<OperationRow>(this.pool, CLAIM, [this.workerId, this.config.leaseMs, limit]);
     // The UPDATE returns rows in no set order: attempts start oldest first.
     return rows.sort((a, b) => a.seq - b.seq);
   }
@@ -433,12 +428,7 @@ export class OperationEngine {
 
   /** Marks the batch's operations succeeded (those this worker still holds) and lets each executor record its outcome. */
   private async succeedAll(tx: PoolClient, batch: PendingSuccess[]): Promise<void> {
-    const { rows } = await tx.query<OperationRow>({
-      text: `UPDATE operations SET state = 'succeeded', finished_at = now(), error_class = NULL, error_detail = NULL,
-                    lease_owner = NULL, lease_expires_at = NULL
-             WHERE id = ANY($1::uuid[]) AND lease_owner = $2 AND state = 'running' RETURNING *`,
-      values: [batch.map((success) => success.operation.id), this.workerId],
-    });
+    const { rows } = await runPrepared<OperationRow>(tx, FINISH_SUCCEEDED, [batch.map((success) => success.operation.id), this.workerId]);
     const finished = new Map(rows.map((row) => [row.id, row]));
     // In the order they were accepted, as they were claimed.
     for (const success of [...batch].sort((a, b) => a.operation.seq - b.operation.seq)) {

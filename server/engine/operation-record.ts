@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Queryable } from '../db/pool.ts';
+import { columnsOf, prepared, runPrepared } from '../db/statements.ts';
 import type { components } from '../../generated/openapi.ts';
 import { iso, isoOrNull } from '../core/clock.ts';
 
@@ -29,6 +30,30 @@ export interface OperationRow {
   lease_owner: string | null;
   lease_expires_at: Date | null;
 }
+
+/** Every column of a row of operations, for the prepared statements that return one. */
+const OPERATION_FIELDS = {
+  id: true,
+  org_id: true,
+  type: true,
+  resource_type: true,
+  resource_id: true,
+  state: true,
+  attempt: true,
+  max_attempts: true,
+  payload: true,
+  result: true,
+  created_at: true,
+  seq: true,
+  started_at: true,
+  finished_at: true,
+  error_class: true,
+  error_detail: true,
+  lease_owner: true,
+  lease_expires_at: true,
+} as const;
+
+export const OPERATION_COLUMNS = columnsOf<OperationRow>(OPERATION_FIELDS);
 
 export function toOperationRef(row: OperationRow): OperationRef {
   return {
@@ -65,28 +90,30 @@ export const OPERATIONS_CHANNEL = 'operations_queued';
  * of the same resource. The workers are woken when the transaction commits (NOTIFY is delivered
  * at commit, and not at all on rollback).
  */
+const ENQUEUE = prepared(
+  'operation_enqueue',
+  `WITH queued AS (
+     INSERT INTO operations (id, org_id, type, resource_type, resource_id, state, attempt, max_attempts, payload)
+     SELECT $1, $2, $3, $4, $5, 'queued', 0, $6, $7
+     FROM (SELECT pg_advisory_xact_lock(hashtextextended($8, 0)) OFFSET 0) AS resource_lock
+     RETURNING ${OPERATION_COLUMNS})
+   SELECT ${columnsOf<OperationRow>(OPERATION_FIELDS, 'queued')} FROM queued, pg_notify($9, queued.id::text)`,
+);
+
 export async function enqueueOperation(db: Queryable, operation: NewOperation): Promise<OperationRow> {
   // One statement, in this order: the resource's lock (the subquery runs first, and OFFSET 0 keeps
   // it a subquery of its own), the row with its `seq`, then the announcement.
-  const { rows } = await db.query<OperationRow>({
-    text: `WITH queued AS (
-             INSERT INTO operations (id, org_id, type, resource_type, resource_id, state, attempt, max_attempts, payload)
-             SELECT $1, $2, $3, $4, $5, 'queued', 0, $6, $7
-             FROM (SELECT pg_advisory_xact_lock(hashtextextended($8, 0)) OFFSET 0) AS resource_lock
-             RETURNING *)
-           SELECT queued.* FROM queued, pg_notify($9, queued.id::text)`,
-    values: [
-      randomUUID(),
-      operation.orgId,
-      operation.type,
-      operation.resourceType,
-      operation.resourceId,
-      operation.maxAttempts,
-      JSON.stringify(operation.payload ?? {}),
-      `operations:${operation.orgId}:${operation.resourceType}:${operation.resourceId}`,
-      OPERATIONS_CHANNEL,
-    ],
-  });
+  const { rows } = await runPrepared<OperationRow>(db, ENQUEUE, [
+    randomUUID(),
+    operation.orgId,
+    operation.type,
+    operation.resourceType,
+    operation.resourceId,
+    operation.maxAttempts,
+    JSON.stringify(operation.payload ?? {}),
+    `operations:${operation.orgId}:${operation.resourceType}:${operation.resourceId}`,
+    OPERATIONS_CHANNEL,
+  ]);
   return rows[0]!;
 }
 

@@ -3,6 +3,7 @@ import { iso } from '../../core/clock.ts';
 import { notFound, spendBudgetExceeded } from '../../core/errors.ts';
 import type { OrganizationClock } from '../../core/test-clocks.ts';
 import type { Queryable } from '../../db/pool.ts';
+import { prepared, runPrepared } from '../../db/statements.ts';
 import type { BudgetGuard } from '../area.ts';
 import type { PriceList } from './prices.ts';
 import { costInCents, monthOf, startOfMonth, usageOfMonth } from './usage.ts';
@@ -25,15 +26,21 @@ function monthToDateOf(prices: PriceList, usage: Map<string, string>): BillingOu
   return { egress_gb: decimal('egress_gb'), estimated_cents: costInCents(prices, usage), storage_gb_month: decimal('storage_gb_month') };
 }
 
+// The account and its month's usage in one round trip: GET /billing is read on every dashboard load.
+const BILLING_OF = prepared(
+  'billing_of',
+  `SELECT a.state, a.billing_exempt, a.spend_budget_cents,
+          COALESCE((SELECT json_agg(json_build_array(u.meter, u.quantity::text))
+                      FROM usage_totals u WHERE u.org_id = a.org_id AND u.month = $2), '[]') AS usage
+     FROM billing_accounts a WHERE a.org_id = $1`,
+);
+const SPEND_BUDGET = prepared('billing_spend_budget', 'SELECT spend_budget_cents FROM billing_accounts WHERE org_id = $1');
+
 export async function billingOf(db: Queryable, prices: PriceList, orgId: string, now: Date): Promise<BillingOut> {
-  // The account and its month's usage in one round trip: GET /billing is read on every dashboard load.
-  const { rows } = await db.query<AccountRow & { usage: Array<[meter: string, quantity: string]> }>(
-    `SELECT a.state, a.billing_exempt, a.spend_budget_cents,
-            COALESCE((SELECT json_agg(json_build_array(u.meter, u.quantity::text))
-                        FROM usage_totals u WHERE u.org_id = a.org_id AND u.month = $2), '[]') AS usage
-       FROM billing_accounts a WHERE a.org_id = $1`,
-    [orgId, monthOf(now)],
-  );
+  const { rows } = await runPrepared<AccountRow & { usage: Array<[meter: string, quantity: string]> }>(db, BILLING_OF, [
+    orgId,
+    monthOf(now),
+  ]);
   const account = rows[0];
   if (!account) throw notFound();
   return {
@@ -50,10 +57,7 @@ export async function billingOf(db: Queryable, prices: PriceList, orgId: string,
 export function createBudgetGuard(orgClock: OrganizationClock, prices: PriceList): BudgetGuard {
   return {
     async assertCanCreateBillable(db, orgId) {
-      const { rows } = await db.query<{ spend_budget_cents: number | bigint | null }>(
-        'SELECT spend_budget_cents FROM billing_accounts WHERE org_id = $1',
-        [orgId],
-      );
+      const { rows } = await runPrepared<{ spend_budget_cents: number | bigint | null }>(db, SPEND_BUDGET, [orgId]);
       const budget = rows[0]?.spend_budget_cents;
       if (budget === null || budget === undefined) return;
       const { estimated_cents } = await monthToDate(db, prices, orgId, await orgClock.now(db, orgId));

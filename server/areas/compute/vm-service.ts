@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { components } from '../../../generated/openapi.ts';
 import type { PoolClient, Queryable } from '../../db/pool.ts';
+import { prepared, runPrepared } from '../../db/statements.ts';
 import type { InstalledSshKey } from '../../drivers/hypervisor.ts';
 import { recordFinishedOperation, type OperationRow } from '../../engine/operation-record.ts';
 import { invalidReference, type FieldError } from '../../core/errors.ts';
@@ -20,7 +21,17 @@ import {
 import { checkFirewallRules } from './firewall.ts';
 import { inFlightVmChange, queue } from './queue.ts';
 import { ACCEPTED_STATES, allowedActions, changeInFlight, listWords, policyReason, type StateChange, type VmAction } from './policy.ts';
-import { findLiveVm, updateVm, type VmRow } from './vms.ts';
+import { findLiveVm, updateVm, VM_COLUMNS, type VmRow } from './vms.ts';
+
+// The name's check is the INSERT itself: a live instance of that name makes it insert nothing.
+const INSERT_VM = prepared(
+  'vm_insert',
+  `INSERT INTO vms (id, org_id, name, region_id, disk_redundancy, storage_pool_id, network_profile_id, image_id, image_name,
+     vcpus, memory_mb, disk_gb, state, desired_state, ssh_keys, labels)
+   VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, 'creating', 'running', $13, $14)
+   ON CONFLICT (org_id, region_id, name) WHERE deleted_at IS NULL DO NOTHING
+   RETURNING ${VM_COLUMNS}`,
+);
 
 type VmCreateRequest = components['schemas']['VmCreateRequest'];
 type VmResizeRequest = components['schemas']['VmResizeRequest'];
@@ -175,29 +186,22 @@ export function createVmService({ catalogue, budget, maxAttempts }: VmServiceDep
       const id = randomUUID();
       let vm: VmRow | undefined;
       try {
-        const { rows } = await tx.query<VmRow>({
-          text: `INSERT INTO vms (id, org_id, name, region_id, disk_redundancy, storage_pool_id, network_profile_id, image_id, image_name,
-             vcpus, memory_mb, disk_gb, state, desired_state, ssh_keys, labels)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, 'creating', 'running', $13, $14)
-           ON CONFLICT (org_id, region_id, name) WHERE deleted_at IS NULL DO NOTHING
-           RETURNING *`,
-          values: [
-            id,
-            orgId,
-            request.name,
-            region!.id,
-            region!.disk_redundancy,
-            request.storage_pool,
-            request.network_profile,
-            image!.id,
-            image!.name,
-            request.vcpus,
-            request.memory_mb,
-            request.disk_gb,
-            JSON.stringify(installed),
-            JSON.stringify(request.labels ?? {}),
-          ],
-        });
+        const { rows } = await runPrepared<VmRow>(tx, INSERT_VM, [
+          id,
+          orgId,
+          request.name,
+          region!.id,
+          region!.disk_redundancy,
+          request.storage_pool,
+          request.network_profile,
+          image!.id,
+          image!.name,
+          request.vcpus,
+          request.memory_mb,
+          request.disk_gb,
+          JSON.stringify(installed),
+          JSON.stringify(request.labels ?? {}),
+        ]);
         vm = rows[0];
       } catch (error) {
         // Two requests for one name at once: the unique index lets one through.

@@ -1,5 +1,6 @@
 import type { Queryable } from '../../db/pool.ts';
 import { updateRow } from '../../db/update-row.ts';
+import { columnsOf, prepared, runPrepared } from '../../db/statements.ts';
 import { iso, isoOrNull } from '../../core/clock.ts';
 import type { FirewallRuleSpec, InstalledSshKey, ServerReport } from '../../drivers/hypervisor.ts';
 import type { OperationFailure } from '../../engine/executor.ts';
@@ -71,24 +72,60 @@ export function toVmOut(row: VmRow): VmOut {
   };
 }
 
+/** Every column of a row of vms, for the prepared statements that read one. */
+export const VM_COLUMNS = columnsOf<VmRow>({
+  id: true,
+  org_id: true,
+  name: true,
+  region_id: true,
+  disk_redundancy: true,
+  storage_pool_id: true,
+  network_profile_id: true,
+  image_id: true,
+  image_name: true,
+  vcpus: true,
+  memory_mb: true,
+  disk_gb: true,
+  state: true,
+  desired_state: true,
+  workload_type: true,
+  protected: true,
+  protected_by: true,
+  ssh_keys: true,
+  user_data_present: true,
+  labels: true,
+  firewall: true,
+  observed_status: true,
+  observed_addresses: true,
+  observed_at: true,
+  error_class: true,
+  error_detail: true,
+  powered_since: true,
+  created_at: true,
+  updated_at: true,
+  deleted_at: true,
+});
+
+const LIVE_VM = prepared('vm_live', `SELECT ${VM_COLUMNS} FROM vms WHERE org_id = $1 AND id = $2 AND deleted_at IS NULL`);
+const LIVE_VM_LOCKED = prepared('vm_live_locked', `${LIVE_VM.text} FOR UPDATE`);
+const ANY_VM = prepared('vm_any', `SELECT ${VM_COLUMNS} FROM vms WHERE org_id = $1 AND id = $2`);
+const VM_BY_ID = prepared('vm_by_id', `SELECT ${VM_COLUMNS} FROM vms WHERE id = $1`);
+
 /** A live instance of the organization (not deleted), optionally locked for a change. */
 export async function findLiveVm(db: Queryable, orgId: string, vmId: string, lock = false): Promise<VmRow | undefined> {
-  const { rows } = await db.query<VmRow>(
-    `SELECT * FROM vms WHERE org_id = $1 AND id = $2 AND deleted_at IS NULL${lock ? ' FOR UPDATE' : ''}`,
-    [orgId, vmId],
-  );
+  const { rows } = await runPrepared<VmRow>(db, lock ? LIVE_VM_LOCKED : LIVE_VM, [orgId, vmId]);
   return rows[0];
 }
 
 /** Any instance the organization ever had, deleted ones included. */
 export async function findAnyVm(db: Queryable, orgId: string, vmId: string): Promise<VmRow | undefined> {
-  const { rows } = await db.query<VmRow>('SELECT * FROM vms WHERE org_id = $1 AND id = $2', [orgId, vmId]);
+  const { rows } = await runPrepared<VmRow>(db, ANY_VM, [orgId, vmId]);
   return rows[0];
 }
 
 /** An instance by id only: executors work on the instance their operation names. */
 export async function vmById(db: Queryable, vmId: string): Promise<VmRow | undefined> {
-  const { rows } = await db.query<VmRow>('SELECT * FROM vms WHERE id = $1', [vmId]);
+  const { rows } = await runPrepared<VmRow>(db, VM_BY_ID, [vmId]);
   return rows[0];
 }
 

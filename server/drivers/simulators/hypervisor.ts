@@ -1,4 +1,5 @@
 import type { Pool, Queryable } from '../../db/pool.ts';
+import { columnsOf, prepared, runPrepared } from '../../db/statements.ts';
 import { PermanentBackendError } from '../errors.ts';
 import type { ConsoleAttachment, ConsoleSink, HypervisorDriver, PowerStatus, ServerRef, ServerReport } from '../hypervisor.ts';
 import { createSerialConsole } from './serial-console.ts';
@@ -41,7 +42,7 @@ export function createHypervisorSimulator({ pool, latencyMs, faults }: Simulator
   const refused = (reason: string) => new PermanentBackendError('compute backend', reason);
 
   async function serverRow(db: Queryable, serverId: string): Promise<ServerRow | undefined> {
-    const { rows } = await db.query<ServerRow>('SELECT * FROM sim_servers WHERE server_id = $1', [serverId]);
+    const { rows } = await runPrepared<ServerRow>(db, SERVER_BY_ID, [serverId]);
     return rows[0];
   }
 
@@ -93,33 +94,21 @@ export function createHypervisorSimulator({ pool, latencyMs, faults }: Simulator
       const observedAt = new Date();
       // A repeated create (after a crashed attempt) finds the server the first one made. The host
       // number and the addresses made of it (as \`ipv4\` below makes them) come with the INSERT.
-      const { rows: created } = await pool.query<ServerRow>({
-        text: `INSERT INTO sim_servers (server_id, name, region_id, storage_pool_id, network_profile_id, console_type, image_id,
-                 vcpus, memory_mb, disk_gb, power, ssh_keys, firewall, private_ipv4, public_ipv4, ipv6)
-               SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'running', $11, $12,
-                      host('10.0.0.0'::inet + host.offset),
-                      CASE WHEN $13 THEN host('198.18.0.0'::inet + host.offset) END,
-                      CASE WHEN $13 THEN format('2001:db8:%s:%s::1', to_hex(host.n >> 16), to_hex(host.n & 65535)) END
-               FROM (SELECT n, ((n - 1) / ${PER_BLOCK}) * 256 + ((n - 1) % ${PER_BLOCK}) + 1 AS offset
-                     FROM (SELECT nextval('sim_server_host_seq') AS n OFFSET 0) AS next) AS host
-               ON CONFLICT (server_id) DO NOTHING
-               RETURNING *`,
-        values: [
-          spec.serverId,
-          spec.name,
-          spec.regionId,
-          spec.storagePoolId,
-          spec.networkProfileId,
-          spec.consoleType,
-          spec.imageId,
-          spec.vcpus,
-          spec.memoryMb,
-          spec.diskGb,
-          JSON.stringify(spec.sshKeys),
-          JSON.stringify(spec.firewall),
-          spec.publicNetwork,
-        ],
-      });
+      const { rows: created } = await runPrepared<ServerRow>(pool, CREATE_SERVER, [
+        spec.serverId,
+        spec.name,
+        spec.regionId,
+        spec.storagePoolId,
+        spec.networkProfileId,
+        spec.consoleType,
+        spec.imageId,
+        spec.vcpus,
+        spec.memoryMb,
+        spec.diskGb,
+        JSON.stringify(spec.sshKeys),
+        JSON.stringify(spec.firewall),
+        spec.publicNetwork,
+      ]);
       // A server made just now has no addresses attached yet: it is reported as inserted.
       if (created[0]) return report(created[0], observedAt, []);
       return (await describe(spec.serverId))!;
@@ -342,6 +331,36 @@ const CONSOLE_WATCH_MS = 250;
 /** The address `host` places after `base` (hosts ending in .0 or .255 are skipped). */
 /** Hosts per /24 block (.1 to .254). */
 const PER_BLOCK = 254;
+
+const SERVER_COLUMNS = columnsOf<ServerRow>({
+  server_id: true,
+  name: true,
+  region_id: true,
+  image_id: true,
+  vcpus: true,
+  memory_mb: true,
+  boots: true,
+  console_type: true,
+  power: true,
+  private_ipv4: true,
+  public_ipv4: true,
+  ipv6: true,
+  disk_gb: true,
+});
+const SERVER_BY_ID = prepared('sim_server_by_id', `SELECT ${SERVER_COLUMNS} FROM sim_servers WHERE server_id = $1`);
+const CREATE_SERVER = prepared(
+  'sim_server_create',
+  `INSERT INTO sim_servers (server_id, name, region_id, storage_pool_id, network_profile_id, console_type, image_id,
+       vcpus, memory_mb, disk_gb, power, ssh_keys, firewall, private_ipv4, public_ipv4, ipv6)
+     SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'running', $11, $12,
+            host('10.0.0.0'::inet + host.offset),
+            CASE WHEN $13 THEN host('198.18.0.0'::inet + host.offset) END,
+            CASE WHEN $13 THEN format('2001:db8:%s:%s::1', to_hex(host.n >> 16), to_hex(host.n & 65535)) END
+     FROM (SELECT n, ((n - 1) / ${PER_BLOCK}) * 256 + ((n - 1) % ${PER_BLOCK}) + 1 AS offset
+           FROM (SELECT nextval('sim_server_host_seq') AS n OFFSET 0) AS next) AS host
+     ON CONFLICT (server_id) DO NOTHING
+     RETURNING ${SERVER_COLUMNS}`,
+);
 
 function ipv4(base: number, host: number): string {
   const perBlock = PER_BLOCK;
