@@ -12,8 +12,13 @@ export type Queryable = Pick<pg.Pool, 'query'> | pg.PoolClient;
 const INT8_OID = 20;
 const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
 
-/** An integer as an exact number: a number when it fits, a bigint beyond 2^53 (the spend budget reaches 2^63-1). */
+/**
+ * An integer as an exact number: a number when it fits, a bigint beyond 2^53 (the spend budget
+ * reaches 2^63-1). Fifteen digits and a sign always fit (2^53 has sixteen): those, nearly every
+ * bigint column read, skip the BigInt.
+ */
 const exactInteger = (digits: string): number | bigint => {
+  if (digits.length <= 15) return Number(digits);
   const value = BigInt(digits);
   return value > MAX_SAFE || value < -MAX_SAFE ? value : Number(value);
 };
