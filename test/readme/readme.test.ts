@@ -23,7 +23,10 @@ describe('README.md', () => {
   test('every block that is code runs as printed against a fresh server', async () => {
     const result = await run(bin('tsx'), [runner]);
     // The whole stderr goes with a failure: it holds the failing block's output, which CI shows last.
-    expect(result.stderr.split('\n').filter((line) => /^FAIL/.test(line)), result.stderr).toEqual([]);
+    expect(
+      result.stderr.split('\n').filter((line) => /^FAIL/.test(line)),
+      result.stderr,
+    ).toEqual([]);
     expect(result.code, `${result.stdout}\n${result.stderr}`).toBe(0);
     expect(result.stdout).toMatch(/every block of README\.md that is code ran as printed/);
     // Most blocks run; the skipped ones are few, and each says why.
