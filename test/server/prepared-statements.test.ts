@@ -4,6 +4,7 @@
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { prepared } from '../../server/db/statements.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
+import { vmRequest } from './compute/fixtures.ts';
 
 let server: TestServer;
 beforeAll(async () => {
@@ -11,20 +12,9 @@ beforeAll(async () => {
 });
 afterAll(() => server.close());
 
-const vmRequest = (name: string) => ({
-  name,
-  image: 'ubuntu-24.04',
-  region: 'fra1',
-  vcpus: 1,
-  memory_mb: 1024,
-  disk_gb: 20,
-  storage_pool: 'fra1-ssd',
-  network_profile: 'fra1-standard',
-});
-
 test('columns added by a migration while the server runs break neither reads, creations nor the engine', async () => {
   const { org } = server;
-  const first = await org.call('POST', '/compute/vms', { body: vmRequest('before-migration') });
+  const first = await org.call('POST', '/compute/vms', { body: vmRequest({ name: 'before-migration' }) });
   expect(first.status).toBe(202);
   await server.waitForOperation(org, first.body.operation.id);
   // Every pooled connection has prepared the reads: many at once spread over the pool.
@@ -40,7 +30,7 @@ test('columns added by a migration while the server runs break neither reads, cr
   expect(again.map((read) => read.status)).toEqual(Array(20).fill(200));
   expect(again[0]!.body).toMatchObject({ id: first.body.vm.id, name: 'before-migration', state: 'running' });
   expect((await org.call('GET', '/billing')).status).toBe(200);
-  const second = await org.call('POST', '/compute/vms', { body: vmRequest('after-migration') });
+  const second = await org.call('POST', '/compute/vms', { body: vmRequest({ name: 'after-migration' }) });
   expect(second.status, second.text).toBe(202);
   expect((await server.waitForOperation(org, second.body.operation.id)).state).toBe('succeeded');
   expect((await org.call('GET', `/compute/vms/${second.body.vm.id}`)).body.state).toBe('running');
