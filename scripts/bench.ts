@@ -13,7 +13,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { runS3Bench } from './bench-s3.ts';
 import { mib } from './bench/api.ts';
-import { ENGINE_ENV, engineSection } from './bench/engine.ts';
+import { acceptOnlySection, ENGINE_ENV, engineSection } from './bench/engine.ts';
 import { listsSection } from './bench/lists.ts';
 import { memoryOf } from './bench/processes.ts';
 import { printTable, record, section } from './bench/report.ts';
@@ -105,6 +105,9 @@ try {
     const engine = await start('engine', ENGINE_ENV);
     await engineSection(engine, quick ? 300 : 3000);
     await stop(engine);
+    const acceptOnly = await start('engine-accept', { ...ENGINE_ENV, WORKER_CONCURRENCY: '0' });
+    await acceptOnlySection(acceptOnly, quick ? 300 : 3000);
+    await stop(acceptOnly);
   }
 
   // The S3 figures, on servers of their own: the embedded store, and RGW beside it when Ceph is

@@ -80,3 +80,25 @@ async function drive(name: string, apis: Api[], databaseUrl: string, count: numb
     await db.end();
   }
 }
+
+/**
+ * What accepting a creation costs alone, on a server whose workers are off
+ * (WORKER_CONCURRENCY=0): the engine's figures above are this and the driving together.
+ */
+export async function acceptOnlySection(server: RunningServer, operations: number): Promise<void> {
+  const measured: Measured = { pids: [server.child.process.pid!], postgresDir: path.join(server.dataDir, 'postgres') };
+  const cpuBefore = cpuNow(measured);
+  const started = performance.now();
+  let rejected = 0;
+  await inParallel(operations, 32, async (index) => {
+    const answer = await call(server.api, 'POST', '/compute/vms', vmRequest(`accept-${index}`));
+    if (answer.status !== 202) rejected++;
+  });
+  const acceptedMs = performance.now() - started;
+  const cpuAfter = cpuNow(measured);
+  record({
+    figure: 'engine, accepting alone (workers off)',
+    real: `${perSecond((operations / acceptedMs) * 1000)} accepted${rejected ? ` (${rejected} refused)` : ''}; CPU per creation: Node ${cpuMs((cpuAfter.node - cpuBefore.node) / operations)}, PostgreSQL ${cpuMs((cpuAfter.postgres - cpuBefore.postgres) / operations)}`,
+    goal: 'the part of the engine figure that is the API',
+  });
+}
