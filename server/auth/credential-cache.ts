@@ -1,15 +1,29 @@
+import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import type { Principal } from '../core/principal.ts';
 
 /** Announced by the database when an API key or a member changes (migration 0800_credential_changes.sql). */
 export const CREDENTIALS_CHANNEL = 'credentials_changed';
+/** On CREDENTIALS_CHANNEL: a process that changed a key asks every cache to say it has forgotten it. */
+const SYNC_PREFIX = 'sync:';
+/** Where each cache answers a sync, with its token. */
+const SYNCED_CHANNEL = 'credentials_synced';
+/** The LISTEN connections' application_name: a change counts them to know how many answers to wait for. */
+const LISTENER_APPLICATION = 'cloud-platform-credential-cache';
 
 /** Entries kept at most; past that the oldest go (a key in use comes back with one query). */
 const MAX_ENTRIES = 10_000;
 /** The longest pause between tries to listen again while the database cannot be reached. */
 const MAX_RETRY_MS = 5_000;
-/** The longest a change waits for its announcement to come back (a stuck listener must not hold a request). */
-const ECHO_WAIT_MS = 1_000;
+/** The longest a change waits for every cache's answer (a stuck process must not hold a request). */
+const SYNC_WAIT_MS = 1_000;
+
+interface SyncWaiter {
+  /** Answers needed: the LISTEN connections counted when the sync was sent (this one included). */
+  expected: number;
+  answers: number;
+  done(): void;
+}
 
 interface Entry {
   /** A Principal for an API key; what a section keeps for its own kind of credential. */
@@ -47,8 +61,8 @@ export class CredentialCache {
   private client: pg.Client | undefined;
   private loop: Promise<void> | undefined;
   private wakeRetry: () => void = () => {};
-  /** Changes made by this process waiting for the database's announcement to come back. */
-  private readonly echoWaiters = new Set<() => void>();
+  /** Changes made by this process waiting for every cache's answer, by the token of their sync. */
+  private readonly syncWaiters = new Map<string, SyncWaiter>();
 
   constructor(connection: pg.ClientConfig) {
     this.connection = connection;
@@ -114,25 +128,56 @@ export class CredentialCache {
 
   /**
    * A change this process just committed: forgets everything at once, then waits (at most
-   * ECHO_WAIT_MS) for the database's announcement to come back on this process's LISTEN
-   * connection. PostgreSQL sends a notification to every listening session at commit, so once
-   * it is back here it has reached the other processes too.
+   * SYNC_WAIT_MS) until every process's cache has said it forgot everything too, so that once the
+   * change is answered no process serves the old key. The database's own announcement is not
+   * enough: it reaches each process when that process's connection and event loop get to it, and
+   * a request that came in meanwhile was served from the cache (a CI run saw it). So the change
+   * counts the LISTEN connections, then announces a sync on the same channel; each cache answers
+   * it once read, and it is read after the change's announcement (one session reads
+   * notifications in commit order). A process whose connection is lost caches nothing until it
+   * listens again, and one that started listening later started with an empty cache.
    */
   async changed(): Promise<void> {
     this.invalidate();
-    if (!this.listening) return;
+    const client = this.client;
+    if (!this.listening || !client) return;
+    const token = randomUUID();
     await new Promise<void>((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        this.echoWaiters.delete(done);
-        resolve();
+      const waiter: SyncWaiter = {
+        expected: Infinity,
+        answers: 0,
+        done: () => {
+          clearTimeout(timer);
+          this.syncWaiters.delete(token);
+          resolve();
+        },
       };
-      const timer = setTimeout(done, ECHO_WAIT_MS);
-      this.echoWaiters.add(done);
+      const timer = setTimeout(waiter.done, SYNC_WAIT_MS);
+      this.syncWaiters.set(token, waiter);
+      client
+        .query<{ listeners: number }>(
+          'SELECT count(*)::int AS listeners FROM pg_stat_activity WHERE application_name = $1 AND datname = current_database()',
+          [LISTENER_APPLICATION],
+        )
+        .then(({ rows }) => {
+          waiter.expected = rows[0]!.listeners;
+          if (waiter.answers >= waiter.expected) waiter.done();
+          return client.query('SELECT pg_notify($1, $2)', [CREDENTIALS_CHANNEL, `${SYNC_PREFIX}${token}`]);
+        })
+        // The connection is lost: disable() ends the wait, and nothing is cached until it is back.
+        .catch(() => {});
     });
   }
 
-  /** Forgets everything (also when this process changed a key itself, without waiting for the echo). */
+  /** A cache's answer to a sync: the change that sent it is done once every cache has answered. */
+  private answered(token: string): void {
+    const waiter = this.syncWaiters.get(token);
+    if (!waiter) return;
+    waiter.answers++;
+    if (waiter.answers >= waiter.expected) waiter.done();
+  }
+
+  /** Forgets everything (also when this process changed a key itself, before it waits for the other caches). */
   invalidate(): void {
     this.generation++;
     this.entries.clear();
@@ -141,8 +186,8 @@ export class CredentialCache {
   private disable(): void {
     this.listening = false;
     this.invalidate();
-    // No announcement comes back on a lost connection; nothing is cached until it is back.
-    for (const done of [...this.echoWaiters]) done();
+    // No answer comes on a lost connection; nothing is cached until it is back.
+    for (const waiter of [...this.syncWaiters.values()]) waiter.done();
   }
 
   private async listenLoop(firstTryMade: () => void): Promise<void> {
@@ -168,19 +213,22 @@ export class CredentialCache {
 
   /** LISTENs on a connection of its own until it is lost (the error is returned) or the cache stops. */
   private async listenUntilLost(listening: () => void): Promise<Error | undefined> {
-    const client = new pg.Client(this.connection);
+    const client = new pg.Client({ ...this.connection, application_name: LISTENER_APPLICATION });
     this.client = client;
     let lost: Error | undefined;
     let ended = () => {};
     client.on('error', (error) => ((lost = error), ended()));
     client.on('end', () => ((lost ??= new Error('the connection ended')), ended()));
-    client.on('notification', () => {
+    client.on('notification', ({ channel, payload }) => {
+      if (channel === SYNCED_CHANNEL) return this.answered(payload ?? '');
       this.invalidate();
-      for (const done of [...this.echoWaiters]) done();
+      // Forgotten (above, at once): says so to the process that asked.
+      if (payload?.startsWith(SYNC_PREFIX))
+        client.query('SELECT pg_notify($1, $2)', [SYNCED_CHANNEL, payload.slice(SYNC_PREFIX.length)]).catch(() => {});
     });
     try {
       await client.connect();
-      await client.query(`LISTEN ${CREDENTIALS_CHANNEL}`);
+      await client.query(`LISTEN ${CREDENTIALS_CHANNEL}; LISTEN ${SYNCED_CHANNEL}`);
       if (this.stopped) return undefined;
       // Whatever changed while nobody listened was not announced.
       this.invalidate();

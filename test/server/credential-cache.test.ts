@@ -65,6 +65,29 @@ describe('the credential cache', () => {
     expect(await statusOf(second.url, key.secret)).toBe(401);
   });
 
+  test('a revoke answers once every process has forgotten the key: one stopped for a moment holds the answer until it resumes', async () => {
+    // The database's notice reaches each process when that process gets to it; a revoke that
+    // answered on its own process's notice let the other serve the key a moment longer.
+    const key = await keyInUse();
+    const secondPid = second.child.pid!;
+    process.kill(secondPid, 'SIGSTOP');
+    let resumed = false;
+    const resume = setTimeout(() => {
+      resumed = true;
+      process.kill(secondPid, 'SIGCONT');
+    }, 400);
+    try {
+      const revoked = await call(first.url, 'DELETE', `/v1/orgs/${orgId}/api-tokens/${key.id}`, { key: ownerKey });
+      expect(revoked.status, revoked.text).toBe(200);
+      expect(resumed, 'the revoke answered while the other process could not have forgotten the key').toBe(true);
+    } finally {
+      clearTimeout(resume);
+      process.kill(secondPid, 'SIGCONT');
+    }
+    expect(await statusOf(second.url, key.secret)).toBe(401);
+    expect(await statusOf(first.url, key.secret)).toBe(401);
+  });
+
   test('a key revoked in the database directly is refused by both processes as soon as its notice arrives', async () => {
     const key = await keyInUse();
     await pool.query('UPDATE api_tokens SET revoked_at = now() WHERE id = $1', [key.id]);
