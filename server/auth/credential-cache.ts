@@ -22,7 +22,7 @@ interface SyncWaiter {
   /** Answers needed: the LISTEN connections counted when the sync was sent (this one included). */
   expected: number;
   answers: number;
-  done(): void;
+  readonly done: () => void;
 }
 
 interface Entry {
