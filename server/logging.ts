@@ -56,18 +56,6 @@ const FLUSH_INTERVAL_MS = 100;
  */
 function standardOutput() {
   const destination = pino.destination({ dest: 1, sync: false, minLength: BATCH_BYTES, maxLength: 16 * 1024 * 1024 });
-  // Only when something was logged since the last flush: a flush with nothing pending still
-  // writes (an empty write, ten a second on an idle server).
-  let logged = false;
-  const write = destination.write.bind(destination);
-  destination.write = (line: string) => {
-    logged = true;
-    return write(line);
-  };
-  setInterval(() => {
-    if (!logged) return;
-    logged = false;
-    destination.flush();
-  }, FLUSH_INTERVAL_MS).unref();
+  setInterval(() => destination.flush(), FLUSH_INTERVAL_MS).unref();
   return destination;
 }
