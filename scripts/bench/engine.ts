@@ -40,17 +40,23 @@ function cpuNow({ pids, postgresDir }: Measured): { node: number; postgres: numb
   return { node, postgres: cpuOf(pids[0]!, postgresDir).postgres };
 }
 
+/** `count` instance creations, 32 at a time, spread over `apis` in turn; answers how many were not 202. */
+async function postCreations(apis: Api[], count: number, namePrefix: string): Promise<number> {
+  let rejected = 0;
+  await inParallel(count, 32, async (index) => {
+    const answer = await call(apis[index % apis.length]!, 'POST', '/compute/vms', vmRequest(`${namePrefix}-${index}`));
+    if (answer.status !== 202) rejected++;
+  });
+  return rejected;
+}
+
 async function drive(name: string, apis: Api[], databaseUrl: string, count: number, prefix: string, measured: Measured): Promise<void> {
   const db = new pg.Client({ connectionString: databaseUrl });
   await db.connect();
   try {
     const cpuBefore = cpuNow(measured);
     const started = performance.now();
-    let rejected = 0;
-    await inParallel(count, 32, async (index) => {
-      const answer = await call(apis[index % apis.length]!, 'POST', '/compute/vms', vmRequest(`engine-${prefix}-${index}`));
-      if (answer.status !== 202) rejected++;
-    });
+    const rejected = await postCreations(apis, count, `engine-${prefix}`);
     const acceptedMs = performance.now() - started;
     const deadline = Date.now() + 300_000;
     let unfinished = Infinity;
@@ -89,11 +95,7 @@ export async function acceptOnlySection(server: RunningServer, operations: numbe
   const measured: Measured = { pids: [server.child.process.pid!], postgresDir: path.join(server.dataDir, 'postgres') };
   const cpuBefore = cpuNow(measured);
   const started = performance.now();
-  let rejected = 0;
-  await inParallel(operations, 32, async (index) => {
-    const answer = await call(server.api, 'POST', '/compute/vms', vmRequest(`accept-${index}`));
-    if (answer.status !== 202) rejected++;
-  });
+  const rejected = await postCreations([server.api], operations, 'accept');
   const acceptedMs = performance.now() - started;
   const cpuAfter = cpuNow(measured);
   record({
