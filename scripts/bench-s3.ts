@@ -2,9 +2,9 @@
 // through the official SDK (its defaults: CRC32 checksum, aws-chunked bodies), side by side with a
 // plain file copy on the same disk, and the server's RSS while a 1 GiB object streams up and back
 // down. When Ceph is installed (or CEPH_RGW_ENDPOINT names a gateway), the same figures for Ceph's
-// RADOS Gateway through the rgw driver, in the same rounds. Rounds alternate copy, PUT and GET so
-// that the noise of a shared machine falls on all alike; each figure is the median round. Prints
-// figures; asserts nothing.
+// RADOS Gateway through the rgw driver, once the embedded store is done. Rounds alternate copy,
+// PUT and GET so that the noise of a shared machine falls on all alike; each figure is the median
+// round. Prints figures; asserts nothing.
 import { GetObjectCommand, PutObjectCommand, S3Client, type S3ClientConfig } from '@aws-sdk/client-s3';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createReadStream, createWriteStream, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -132,14 +132,12 @@ interface Target {
   child: ChildProcess;
   dataDir: string;
   s3: S3Client;
-  /** Whether the object bytes pass through the server (the embedded store; not RGW's). */
-  servesBytes: boolean;
 }
 
 async function startTarget(
   label: string,
   root: string,
-  store: { env?: Record<string, string>; sdk?: Partial<S3ClientConfig>; servesBytes?: boolean } = {},
+  store: { env?: Record<string, string>; sdk?: Partial<S3ClientConfig> } = {},
 ): Promise<Target> {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'cloud-platform-bench-s3-'));
   const { child, bootstrap } = await startServer(dataDir, root, store.env);
@@ -156,7 +154,7 @@ async function startTarget(
     credentials: { accessKeyId: items[0]!.objectstore_access_key_id!, secretAccessKey: issued.secret_access_key! },
     ...store.sdk,
   });
-  return { label, child, dataDir, s3, servesBytes: store.servesBytes ?? true };
+  return { label, child, dataDir, s3 };
 }
 
 async function stopTarget(target: Target): Promise<void> {
@@ -165,113 +163,134 @@ async function stopTarget(target: Target): Promise<void> {
   rmSync(target.dataDir, { recursive: true, force: true });
 }
 
+/** Objects measured: a label, the object size and how many objects one round moves. */
+type Sizes = ReadonlyArray<readonly [label: string, size: number, count: number]>;
+
 /**
- * `baseline`: another checkout of the project (BENCH_S3_BASELINE), measured in the same rounds,
- * so that a change is compared with what it changes under the same noise.
+ * Rounds of a file copy, then each target's PUTs and GETs of `count` objects, for each size;
+ * records each target's median round against the copy's median. The copy is measured in the
+ * same rounds, so that a shared machine's noise falls on both alike.
+ */
+async function measureRounds(targets: Target[], sizes: Sizes, rounds: number): Promise<void> {
+  const dataDir = targets[0]!.dataDir;
+  for (const [label, size, count] of sizes) {
+    const copy: number[] = [];
+    const figures = targets.map(() => ({ put: [] as number[], get: [] as number[] }));
+    for (let round = 0; round < rounds; round++) {
+      let copyMs = 0;
+      for (let index = 0; index < count; index++) copyMs += await fileCopy(dataDir, size);
+      copy.push(throughput(size * count, copyMs));
+      for (const [which, { s3 }] of targets.entries()) {
+        let putMs = 0;
+        for (let index = 0; index < count; index++) {
+          const started = performance.now();
+          await s3.send(new PutObjectCommand({ Bucket: 'bench', Key: `object-${label}-${index}`, Body: zeros(size), ContentLength: size }));
+          putMs += performance.now() - started;
+        }
+        figures[which]!.put.push(throughput(size * count, putMs));
+        let getMs = 0;
+        for (let index = 0; index < count; index++) {
+          const started = performance.now();
+          const got = await s3.send(new GetObjectCommand({ Bucket: 'bench', Key: `object-${label}-${index}` }));
+          await pipeline(got.Body as Readable, discard());
+          getMs += performance.now() - started;
+        }
+        figures[which]!.get.push(throughput(size * count, getMs));
+      }
+    }
+    const floor = median(copy);
+    const floorText = `file copy ${floor.toFixed(0)} MiB/s${spread(copy)}`;
+    for (const [which, target] of targets.entries()) {
+      for (const [verb, values] of [
+        ['PUT', figures[which]!.put],
+        ['GET', figures[which]!.get],
+      ] as const) {
+        record({
+          figure: `S3 ${verb} ${label} objects (${count} per round)${target.label}`,
+          real: `${median(values).toFixed(0)} MiB/s${spread(values)}`,
+          floor: floorText,
+          ratio: ratio(median(values) / floor),
+          goal: '≥ 0.50× file copy',
+        });
+      }
+    }
+  }
+}
+
+/** The server's RSS while a large object goes up and comes back down, sampled every 100 ms. */
+async function measureStreamingMemory({ child, s3, label }: Target, quick: boolean): Promise<void> {
+  const size = (quick ? 256 : 1024) * MiB;
+  const samples: number[] = [];
+  const before = rssOf(child.pid!);
+  const sampler = setInterval(() => {
+    const rss = rssOf(child.pid!);
+    if (rss !== undefined) samples.push(rss);
+  }, 100);
+  await s3.send(new PutObjectCommand({ Bucket: 'bench', Key: 'large', Body: zeros(size), ContentLength: size }));
+  const got = await s3.send(new GetObjectCommand({ Bucket: 'bench', Key: 'large' }));
+  await pipeline(got.Body as Readable, discard());
+  clearInterval(sampler);
+  const peak = samples.length ? Math.max(...samples) : undefined;
+  record({
+    figure: `S3 server RSS while ${quick ? '256 MiB' : '1 GiB'} goes up and down${label}`,
+    real: `before ${mib(before)}, peak ${mib(peak)}, after ${mib(rssOf(child.pid!))}`,
+    goal: 'flat (peak within 64 MiB of before)',
+  });
+}
+
+/**
+ * The embedded store first, alone on the machine; then, when Ceph is installed (or
+ * CEPH_RGW_ENDPOINT names a gateway), Ceph's RADOS Gateway through the rgw driver, with copy
+ * rounds of its own. Ceph's daemons are not running while the embedded store is measured: on 2
+ * cores their background work took a third off its 1 MiB figures.
+ *
+ * `baseline`: another checkout of the project (BENCH_S3_BASELINE), measured in the same rounds
+ * as the embedded store, so that a change is compared with what it changes under the same noise.
  */
 export async function runS3Bench({
   quick,
   baseline = process.env.BENCH_S3_BASELINE,
 }: S3BenchOptions & { baseline?: string }): Promise<void> {
+  const sizes: Sizes = quick
+    ? [
+        ['1 MiB', MiB, 8],
+        ['32 MiB', 32 * MiB, 1],
+      ]
+    : [
+        ['1 MiB', MiB, 32],
+        ['256 MiB', 256 * MiB, 1],
+      ];
+  const rounds = quick ? 1 : 5;
   const targets: Target[] = [];
   let ceph: SingleNodeCeph | undefined;
   try {
     targets.push(await startTarget('', repoRoot));
     if (baseline) targets.push(await startTarget(' (baseline)', path.resolve(baseline)));
-    const dataDir = targets[0]!.dataDir;
-    let rgwNote = 'RGW: not measured, Ceph is not installed (apt-get install ceph-mon ceph-osd radosgw ceph-common)';
-    if (process.env.CEPH_RGW_ENDPOINT || cephInstalled()) {
-      ceph = await startSingleNodeCeph();
-      // RGW (Pacific) does not take the SDK's default streaming checksums.
-      targets.push(
-        await startTarget(' (RGW)', repoRoot, {
-          env: ceph.env,
-          sdk: { requestChecksumCalculation: 'WHEN_REQUIRED', responseChecksumValidation: 'WHEN_REQUIRED' },
-          servesBytes: false,
-        }),
-      );
-      rgwNote = "RGW: Ceph's RADOS Gateway through the rgw driver (single-node Ceph on memstore; checksums when required)";
-    }
-
     section(
       `S3 endpoint (npm start, embedded object store; the SDK's defaults: CRC32, aws-chunked; one request at a time; ` +
-        `MiB/s, median of ${quick ? 1 : 5} rounds alternating copy, PUT and GET, each round in brackets). ${rgwNote}`,
+        `MiB/s, median of ${rounds} rounds alternating copy, PUT and GET, each round in brackets)`,
     );
-    const sizes = quick
-      ? ([
-          ['1 MiB', MiB, 8],
-          ['32 MiB', 32 * MiB, 1],
-        ] as const)
-      : ([
-          ['1 MiB', MiB, 32],
-          ['256 MiB', 256 * MiB, 1],
-        ] as const);
-    const rounds = quick ? 1 : 5;
-    for (const [label, size, count] of sizes) {
-      const copy: number[] = [];
-      const figures = targets.map(() => ({ put: [] as number[], get: [] as number[] }));
-      for (let round = 0; round < rounds; round++) {
-        let copyMs = 0;
-        for (let index = 0; index < count; index++) copyMs += await fileCopy(dataDir, size);
-        copy.push(throughput(size * count, copyMs));
-        for (const [which, { s3 }] of targets.entries()) {
-          let putMs = 0;
-          for (let index = 0; index < count; index++) {
-            const started = performance.now();
-            await s3.send(
-              new PutObjectCommand({ Bucket: 'bench', Key: `object-${label}-${index}`, Body: zeros(size), ContentLength: size }),
-            );
-            putMs += performance.now() - started;
-          }
-          figures[which]!.put.push(throughput(size * count, putMs));
-          let getMs = 0;
-          for (let index = 0; index < count; index++) {
-            const started = performance.now();
-            const got = await s3.send(new GetObjectCommand({ Bucket: 'bench', Key: `object-${label}-${index}` }));
-            await pipeline(got.Body as Readable, discard());
-            getMs += performance.now() - started;
-          }
-          figures[which]!.get.push(throughput(size * count, getMs));
-        }
-      }
-      const floor = median(copy);
-      const floorText = `file copy ${floor.toFixed(0)} MiB/s${spread(copy)}`;
-      for (const [which, target] of targets.entries()) {
-        for (const [verb, values] of [
-          ['PUT', figures[which]!.put],
-          ['GET', figures[which]!.get],
-        ] as const) {
-          record({
-            figure: `S3 ${verb} ${label} objects (${count} per round)${target.label}`,
-            real: `${median(values).toFixed(0)} MiB/s${spread(values)}`,
-            floor: floorText,
-            ratio: ratio(median(values) / floor),
-            goal: '≥ 0.50× file copy',
-          });
-        }
-      }
-    }
+    await measureRounds(targets, sizes, rounds);
+    for (const target of targets) await measureStreamingMemory(target, quick);
+    while (targets.length > 0) await stopTarget(targets.pop()!);
 
-    // The server's RSS while a large object goes up and comes back down, sampled every 100 ms.
-    const size = (quick ? 256 : 1024) * MiB;
-    for (const { child, s3, label } of targets.filter((target) => target.servesBytes)) {
-      const samples: number[] = [];
-      const before = rssOf(child.pid!);
-      const sampler = setInterval(() => {
-        const rss = rssOf(child.pid!);
-        if (rss !== undefined) samples.push(rss);
-      }, 100);
-      await s3.send(new PutObjectCommand({ Bucket: 'bench', Key: 'large', Body: zeros(size), ContentLength: size }));
-      const got = await s3.send(new GetObjectCommand({ Bucket: 'bench', Key: 'large' }));
-      await pipeline(got.Body as Readable, discard());
-      clearInterval(sampler);
-      const peak = samples.length ? Math.max(...samples) : undefined;
-      record({
-        figure: `S3 server RSS while ${quick ? '256 MiB' : '1 GiB'} goes up and down${label}`,
-        real: `before ${mib(before)}, peak ${mib(peak)}, after ${mib(rssOf(child.pid!))}`,
-        goal: 'flat (peak within 64 MiB of before)',
-      });
+    if (!process.env.CEPH_RGW_ENDPOINT && !cephInstalled()) {
+      section('RGW: not measured, Ceph is not installed (apt-get install ceph-mon ceph-osd radosgw ceph-common)');
+      return;
     }
+    ceph = await startSingleNodeCeph();
+    // RGW (Pacific) does not take the SDK's default streaming checksums.
+    targets.push(
+      await startTarget(' (RGW)', repoRoot, {
+        env: ceph.env,
+        sdk: { requestChecksumCalculation: 'WHEN_REQUIRED', responseChecksumValidation: 'WHEN_REQUIRED' },
+      }),
+    );
+    section(
+      "S3 through Ceph's RADOS Gateway and the rgw driver (single-node Ceph on memstore; checksums when required; " +
+        `one request at a time; MiB/s, median of ${rounds} rounds, with copy rounds of its own)`,
+    );
+    await measureRounds(targets, sizes, rounds);
   } finally {
     for (const target of targets) await stopTarget(target);
     await ceph?.stop();
