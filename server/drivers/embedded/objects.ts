@@ -204,9 +204,12 @@ export function objectOperations(context: StoreContext) {
       return Readable.from(chunks(), { objectMode: false });
     },
 
-    /** Counts bytes served to a client of the organization (egress, metered). */
+    /**
+     * Counts bytes served to a client of the organization (egress, metered): a row of the egress
+     * log, which takes no lock a write holds (0930_store_egress_log.sql); the sweep folds it.
+     */
     async recordEgress(orgId: string, bytes: number): Promise<void> {
-      if (bytes > 0) await pool.query('UPDATE store_orgs SET egress_bytes = egress_bytes + $2 WHERE org_id = $1', [orgId, bytes]);
+      if (bytes > 0) await pool.query('INSERT INTO store_egress (org_id, bytes) VALUES ($1, $2)', [orgId, bytes]);
     },
 
     /**

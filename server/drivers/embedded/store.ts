@@ -222,24 +222,32 @@ export async function createEmbeddedObjectStore({
       const buckets = (
         await pool.query<StoredBucket>('SELECT * FROM store_buckets WHERE org_id = $1 ORDER BY created_at', [orgId])
       ).rows.map((row) => toReport(bucketOf(row)));
+      // One row, whose store_orgs columns are null when the organization has none yet.
       const { rows } = await pool.query<{
-        usage_bytes: number;
-        usage_objects: number;
+        usage_bytes: number | null;
+        usage_objects: number | null;
         egress_bytes: number;
         hard_bytes: number | null;
         max_objects: number | null;
-        writes_suspended: boolean;
-      }>('SELECT * FROM store_orgs WHERE org_id = $1', [orgId]);
-      const row = rows[0];
+        writes_suspended: boolean | null;
+      }>(
+        // Egress is the folded figure plus the log not yet folded, read in one snapshot (a fold
+        // moves bytes from one to the other in one transaction).
+        `SELECT o.usage_bytes, o.usage_objects, o.hard_bytes, o.max_objects, o.writes_suspended,
+           coalesce(o.egress_bytes, 0) + (SELECT coalesce(sum(bytes), 0) FROM store_egress WHERE org_id = $1)::bigint AS egress_bytes
+         FROM (SELECT $1::uuid AS org_id) wanted LEFT JOIN store_orgs o USING (org_id)`,
+        [orgId],
+      );
+      const row = rows[0]!;
       const enforced: EnforcedQuota | null =
-        row && row.hard_bytes !== null && row.max_objects !== null
-          ? { hardBytes: num(row.hard_bytes), maxObjects: num(row.max_objects), writesSuspended: row.writes_suspended }
+        row.hard_bytes !== null && row.max_objects !== null
+          ? { hardBytes: num(row.hard_bytes), maxObjects: num(row.max_objects), writesSuspended: row.writes_suspended === true }
           : null;
       return {
         buckets,
-        usage: { bytes: num(row?.usage_bytes ?? 0), objects: num(row?.usage_objects ?? 0) },
+        usage: { bytes: num(row.usage_bytes ?? 0), objects: num(row.usage_objects ?? 0) },
         enforced,
-        egressBytes: num(row?.egress_bytes ?? 0),
+        egressBytes: num(row.egress_bytes),
       };
     },
 

@@ -8,9 +8,22 @@ const ORPHAN_TEMPORARY_MS = 10 * 60_000;
 const ABANDONED_UPLOADS_PER_BATCH = 100;
 
 /**
+ * Moves the egress log's rows into each organization's running figure, in one transaction (a
+ * reader, which adds the two, sees the bytes in one place or the other). Several processes may
+ * fold at once: each row is deleted, so counted, by one of them.
+ */
+async function foldEgress({ pool }: StoreContext): Promise<void> {
+  await pool.query(
+    `WITH folded AS (DELETE FROM store_egress RETURNING org_id, bytes)
+     INSERT INTO store_orgs (org_id, egress_bytes) SELECT org_id, sum(bytes) FROM folded GROUP BY org_id
+     ON CONFLICT (org_id) DO UPDATE SET egress_bytes = store_orgs.egress_bytes + EXCLUDED.egress_bytes`,
+  );
+}
+
+/**
  * Gives back what interrupted writes left: reservations of processes that are gone (their
  * advisory lock is free) with their files, files whose rows were deleted, and temporary files
- * no reservation knows; and aborts multipart uploads begun more than `uploadRetentionMs` ago
+ * no reservation knows; folds the egress log; and aborts multipart uploads begun more than `uploadRetentionMs` ago
  * and never completed nor aborted (S3's AbortIncompleteMultipartUpload), whose parts would
  * otherwise hold space for ever. Run at start (a crashed process's uploads leave nothing
  * behind) and on a schedule (OBJECT_STORE_SWEEP_INTERVAL_MS).
@@ -52,6 +65,7 @@ export async function sweep(context: StoreContext, namespace: number, uploadRete
       ]);
     });
   }
+  await foldEgress(context);
   const { rows: garbage } = await pool.query<{ blob: string }>('SELECT blob FROM store_garbage');
   for (const { blob } of garbage) {
     await blobs.remove(blob);

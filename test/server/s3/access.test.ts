@@ -16,7 +16,8 @@ let key: IssuedKey;
 let s3: S3Client;
 
 beforeAll(async () => {
-  server = await startS3Server();
+  // A short sweep interval: the egress test waits for the sweep to fold the log.
+  server = await startS3Server({ OBJECT_STORE_SWEEP_INTERVAL_MS: '200' });
   await createBucket(server, server.org, 'team-files');
   key = await createAccessKey(server, server.org);
   s3 = s3Client(server, key);
@@ -197,9 +198,19 @@ describe('signed aws-chunked bodies', () => {
 });
 
 describe('metering', () => {
+  /** The store's egress figure: what the sweep folded, and the log it has not folded yet. */
+  const egress = async () =>
+    Number(
+      (
+        await server.pool.query(
+          `SELECT egress_bytes + (SELECT coalesce(sum(bytes), 0) FROM store_egress WHERE org_id = $1) AS bytes
+           FROM store_orgs WHERE org_id = $1`,
+          [server.org.orgId],
+        )
+      ).rows[0].bytes,
+    );
+
   test('bytes served are egress of the organization, ranges counted as served; usage is what is stored', async () => {
-    const egress = async () =>
-      Number((await server.pool.query('SELECT egress_bytes FROM store_orgs WHERE org_id = $1', [server.org.orgId])).rows[0].egress_bytes);
     const before = await egress();
     await s3.send(new PutObjectCommand({ Bucket: 'team-files', Key: 'served.bin', Body: Buffer.alloc(10_000, 1) }));
     await (await s3.send(new GetObjectCommand({ Bucket: 'team-files', Key: 'served.bin' }))).Body!.transformToByteArray();
@@ -212,5 +223,35 @@ describe('metering', () => {
       [server.org.orgId],
     );
     await settles(async () => expect((await server.org.call('GET', '/s3/quota')).body.usage_bytes).toBe(Number(rows[0]!.bytes)));
+  });
+
+  test("counting egress never waits for the organization's writes, and the sweep folds the count without changing it", async () => {
+    await s3.send(new PutObjectCommand({ Bucket: 'team-files', Key: 'popular.bin', Body: Buffer.alloc(1_000, 2) }));
+    const before = await egress();
+    // A write holds the organization's row from its quota check until its bytes are on disk
+    // (longer on a slow disk). Meanwhile GETs go on: more of them than the store has connections,
+    // so that a count waiting for the row would leave none for the next request.
+    const writer = await server.pool.connect();
+    try {
+      await writer.query('BEGIN');
+      await writer.query('SELECT 1 FROM store_orgs WHERE org_id = $1 FOR UPDATE', [server.org.orgId]);
+      for (let index = 0; index < 24; index++) {
+        const got = await s3.send(new GetObjectCommand({ Bucket: 'team-files', Key: 'popular.bin' }), {
+          abortSignal: AbortSignal.timeout(5_000),
+        });
+        expect(await got.Body!.transformToByteArray()).toHaveLength(1_000);
+      }
+    } finally {
+      await writer.query('ROLLBACK');
+      writer.release();
+    }
+    await settles(async () => expect(await egress()).toBe(before + 24_000));
+    // The sweep (every 200 ms here) moves the log into the running figure, which then holds it all.
+    await settles(async () => {
+      const { rows } = await server.pool.query('SELECT count(*)::int AS n FROM store_egress');
+      expect(rows[0].n).toBe(0);
+    });
+    const folded = await server.pool.query('SELECT egress_bytes FROM store_orgs WHERE org_id = $1', [server.org.orgId]);
+    expect(Number(folded.rows[0].egress_bytes)).toBe(before + 24_000);
   });
 });
