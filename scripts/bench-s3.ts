@@ -8,7 +8,6 @@
 import { GetObjectCommand, PutObjectCommand, S3Client, type S3ClientConfig } from '@aws-sdk/client-s3';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createReadStream, createWriteStream, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Readable, Writable } from 'node:stream';
@@ -16,6 +15,7 @@ import { pipeline } from 'node:stream/promises';
 import { createPlatformClient } from '../client/index.ts';
 import { ratio, record, section } from './bench/report.ts';
 import { cephInstalled, startSingleNodeCeph, type SingleNodeCeph } from './ceph/single-node.ts';
+import { freePort } from './lib/processes.ts';
 import { repoRoot } from './lib/run.ts';
 
 const MiB = 1024 * 1024;
@@ -51,16 +51,6 @@ async function fileCopy(dir: string, size: number): Promise<number> {
   rmSync(source);
   rmSync(target);
   return elapsed;
-}
-
-/** A TCP port that was free a moment ago. */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer().listen(0, '127.0.0.1', () => {
-      const address = probe.address();
-      probe.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
-    });
-  });
 }
 
 /** `npm start` in a process of its own (the server's RSS is its own), on free ports. */

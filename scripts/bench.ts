@@ -47,8 +47,8 @@ async function stop(server: RunningServer): Promise<void> {
 }
 
 function recordMemory(figure: string, server: RunningServer): void {
-  const memory = memoryOf(server.child.process.pid!, path.join(server.dataDir, 'postgres'));
-  const node = memoryOf(server.child.process.pid!);
+  const memory = memoryOf(server.child.pid, path.join(server.dataDir, 'postgres'));
+  const node = memoryOf(server.child.pid);
   record({
     figure,
     real: `RSS ${mib(memory.rss).toFixed(0)} MiB, PSS ${mib(memory.pss).toFixed(0)} MiB (Node RSS ${mib(node.rss).toFixed(0)} MiB; PostgreSQL ${memory.processes - 1} processes)`,
@@ -80,7 +80,7 @@ try {
     if (runs('requests')) {
       await requestsSection({
         api: main.api,
-        server: { pid: main.child.process.pid!, postgresDir: path.join(main.dataDir, 'postgres') },
+        server: { pid: main.child.pid, postgresDir: path.join(main.dataDir, 'postgres') },
         workDir,
         listSize: 100,
         settings: quick ? { connections: 32, seconds: 2, warmupSeconds: 1 } : { connections: 32, seconds: 10, warmupSeconds: 3 },

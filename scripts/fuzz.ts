@@ -17,7 +17,7 @@ import { parseArgs } from 'node:util';
 import { Campaign, fuzzingOrder, type BatchResult } from '../test/support/fuzz/campaign.ts';
 import { createFixtures } from '../test/support/fuzz/fixtures.ts';
 import { formatFailure, formatRequest, formatSummary } from '../test/support/fuzz/report.ts';
-import { freePort, startProcess, waitForHttp, type Started } from '../test/support/processes.ts';
+import { freePort, startProcess, waitForHttp, type Started } from './lib/processes.ts';
 import { bin, repoRoot } from './lib/run.ts';
 
 const { values } = parseArgs({

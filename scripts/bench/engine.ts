@@ -12,7 +12,7 @@ export const ENGINE_ENV = { SIM_LATENCY_MS: '1' };
 export async function engineSection(server: RunningServer, operations: number): Promise<void> {
   section(`operations engine (${operations} instance creations, SIM_LATENCY_MS=1)`);
   const postgresDir = path.join(server.dataDir, 'postgres');
-  await drive('one process', [server.api], server.databaseUrl, operations, 'a', { pids: [server.child.process.pid!], postgresDir });
+  await drive('one process', [server.api], server.databaseUrl, operations, 'a', { pids: [server.child.pid], postgresDir });
   const second = await startRealServer({
     ...SERVER_ENV,
     ...ENGINE_ENV,
@@ -21,7 +21,7 @@ export async function engineSection(server: RunningServer, operations: number): 
   });
   try {
     await drive('two processes, one DATABASE_URL', [server.api, { ...server.api, base: second.url }], server.databaseUrl, operations, 'b', {
-      pids: [server.child.process.pid!, second.process.pid!],
+      pids: [server.child.pid, second.pid],
       postgresDir,
     });
   } finally {
@@ -92,7 +92,7 @@ async function drive(name: string, apis: Api[], databaseUrl: string, count: numb
  * (WORKER_CONCURRENCY=0): the engine's figures above are this and the driving together.
  */
 export async function acceptOnlySection(server: RunningServer, operations: number): Promise<void> {
-  const measured: Measured = { pids: [server.child.process.pid!], postgresDir: path.join(server.dataDir, 'postgres') };
+  const measured: Measured = { pids: [server.child.pid], postgresDir: path.join(server.dataDir, 'postgres') };
   const cpuBefore = cpuNow(measured);
   const started = performance.now();
   const rejected = await postCreations([server.api], operations, 'accept');

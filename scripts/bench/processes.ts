@@ -1,74 +1,27 @@
 // The processes the benchmark compares: the real server (as `npm start` runs it), the stack
 // floor and the Prism mock, each a child process in a process group of its own, on 127.0.0.1.
-import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import path from 'node:path';
+import { freePort, startProcess, waitForHttp, type Started } from '../lib/processes.ts';
 import { repoRoot } from '../lib/run.ts';
 
-export interface Child {
-  process: ChildProcess;
+export { freePort };
+
+/** A started process and the address it serves. */
+export interface Child extends Started {
   url: string;
-  /** What it printed (kept for error messages). */
-  output(): string;
-  /** SIGTERM to its process group; resolves when it has exited. */
-  stop(): Promise<void>;
+  pid: number;
 }
 
-/** A TCP port that was free a moment ago. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
-    });
-  });
-}
-
+/** Node running `args` from the repository, with `env`, to serve on `url`. */
 function spawnChild(args: string[], env: Record<string, string>, url: string): Child {
-  const child = spawn(process.execPath, args, {
-    cwd: repoRoot,
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-    detached: true,
-  });
-  let output = '';
-  // Kept short: a server logging every request would otherwise fill memory.
-  const keep = (chunk: Buffer) => (output = (output + chunk.toString()).slice(-20_000));
-  child.stdout.on('data', keep);
-  child.stderr.on('data', keep);
-  return {
-    process: child,
-    url,
-    output: () => output,
-    stop: () =>
-      new Promise((resolve) => {
-        if (child.exitCode !== null || child.signalCode !== null) return resolve();
-        child.once('exit', () => resolve());
-        try {
-          process.kill(-child.pid!, 'SIGTERM');
-        } catch {
-          resolve();
-        }
-      }),
-  };
+  const started = startProcess(process.execPath, args, env, { cwd: repoRoot, keepLastChars: 20_000 });
+  return { ...started, url, pid: started.child.pid! };
 }
 
-/** Polls `url` until it answers with any status; throws when the process exits or time runs out. */
-export async function waitForHttp(child: Child, probePath: string, timeoutMs = 60_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (child.process.exitCode !== null) throw new Error(`the process exited early:\n${child.output()}`);
-    try {
-      await fetch(`${child.url}${probePath}`);
-      return;
-    } catch {
-      await new Promise((resolve) => setTimeout(resolve, 10));
-    }
-  }
-  throw new Error(`${child.url} did not answer within ${timeoutMs} ms:\n${child.output()}`);
+/** Waits until `child` answers `probePath` (polled every 10 ms: start-up time is measured). */
+function answers(child: Child, probePath: string, timeoutMs = 60_000): Promise<void> {
+  return waitForHttp(`${child.url}${probePath}`, child, timeoutMs, 10);
 }
 
 /** The real server as `npm start` runs it (`node scripts/start.mjs server/main.ts`), with `env`. */
@@ -85,7 +38,7 @@ export async function startRealServer(env: Record<string, string>): Promise<Chil
     },
     `http://127.0.0.1:${port}`,
   );
-  await waitForHttp(child, '/healthz');
+  await answers(child, '/healthz');
   return child;
 }
 
@@ -100,7 +53,7 @@ export async function startFloor(routesFile: string): Promise<Child> {
     },
     `http://127.0.0.1:${port}`,
   );
-  await waitForHttp(child, '/healthz');
+  await answers(child, '/healthz');
   return child;
 }
 
@@ -112,7 +65,7 @@ export async function startPrism(): Promise<Child> {
     {},
     `http://127.0.0.1:${port}`,
   );
-  await waitForHttp(child, '/healthz', 120_000);
+  await answers(child, '/healthz', 120_000);
   return child;
 }
 

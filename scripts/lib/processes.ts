@@ -1,0 +1,77 @@
+// Child processes of the tools and the tests: a long-running command in a process group of its
+// own (stopped as a whole: npm and tsx wrappers and what they started), what it printed, and a
+// wait until it answers HTTP.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:net';
+
+/** A TCP port that was free a moment ago. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+export interface Started {
+  child: ChildProcess;
+  /** What it printed on stdout and stderr, interleaved (for error messages and assertions). */
+  output: () => string;
+  /** SIGTERM to its process group; resolves once it has exited. */
+  stop: () => Promise<void>;
+}
+
+export interface StartOptions {
+  cwd?: string;
+  /** Keep only the end of the output: a server logging every request under load would fill memory. */
+  keepLastChars?: number;
+}
+
+/** Starts a long-running command and keeps what it prints. */
+export function startProcess(command: string, args: string[], env: NodeJS.ProcessEnv = {}, options: StartOptions = {}): Started {
+  const child = spawn(command, args, {
+    cwd: options.cwd,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+  });
+  let output = '';
+  const keep = (chunk: Buffer) => {
+    output += chunk.toString();
+    if (options.keepLastChars !== undefined && output.length > options.keepLastChars) output = output.slice(-options.keepLastChars);
+  };
+  child.stdout?.on('data', keep);
+  child.stderr?.on('data', keep);
+  return {
+    child,
+    output: () => output,
+    stop: () =>
+      new Promise((resolve) => {
+        if (child.exitCode !== null || child.signalCode !== null) return resolve();
+        child.once('exit', () => resolve());
+        try {
+          process.kill(-child.pid!, 'SIGTERM');
+        } catch {
+          resolve();
+        }
+      }),
+  };
+}
+
+/** Polls `url` every `pollMs` until it answers with any HTTP status; fails when the process exits or after `timeoutMs`. */
+export async function waitForHttp(url: string, started: Started, timeoutMs = 60_000, pollMs = 250): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (started.child.exitCode !== null) throw new Error(`the process exited early:\n${started.output()}`);
+    try {
+      await fetch(url);
+      return;
+    } catch {
+      await new Promise((resolve) => setTimeout(resolve, pollMs));
+    }
+  }
+  throw new Error(`${url} did not answer within ${timeoutMs} ms:\n${started.output()}`);
+}
