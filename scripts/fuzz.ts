@@ -7,9 +7,10 @@
 //   npm run fuzz -- --url http://127.0.0.1:8080 [--org ID --key KEY]  against a running server
 //
 // The server it starts is `npm start` on a temporary DATA_DIR (embedded PostgreSQL, simulated
-// backends, RATE_LIMIT=100000), on a free port. Against --url, the organization and its owner's
-// key come from --org/--key, else PLATFORM_ORG_ID/PLATFORM_API_KEY, else data/bootstrap.json;
-// the fuzzer creates resources in that organization (an instance, a bucket, keys, …).
+// backends, RATE_LIMIT and RATE_LIMIT_ANONYMOUS at 100000), on a free port. Against --url, the
+// organization and its owner's key come from --org/--key, else PLATFORM_ORG_ID/PLATFORM_API_KEY,
+// else data/bootstrap.json; the fuzzer creates resources in that organization (an instance, a
+// bucket, keys, …).
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -140,7 +141,10 @@ async function startServer(): Promise<Server> {
     PORT: String(port),
     HOST: '127.0.0.1',
     DATA_DIR: dataDir,
+    // Both budgets: every request counts against its address until its credential is verified,
+    // and the cases without a valid credential stay there (the anonymous budget, 100 a minute).
     RATE_LIMIT: '100000',
+    RATE_LIMIT_ANONYMOUS: '100000',
     LOG_LEVEL: values['server-log'] ? 'error' : 'silent',
     SIM_LATENCY_MS: '5-20',
     WORKER_POLL_MS: '50',
