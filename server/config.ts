@@ -48,6 +48,8 @@ export interface Config {
   priceListFile: string | undefined;
   /** Organizations' clocks can be moved forward by an operator (tests, sandboxes); see core/test-clocks.ts. */
   testClocks: boolean;
+  /** A full garbage collection once the process is quiet after a burst (idle-collection.ts). */
+  collectWhenIdle: boolean;
   console: ConsoleConfig;
   /** How long a signed link to an invoice's page or PDF works. */
   invoiceLinkTtlSeconds: number;
@@ -237,6 +239,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     catalogueFile: env.CATALOGUE_FILE ? path.resolve(env.CATALOGUE_FILE) : undefined,
     priceListFile: env.PRICE_LIST ? path.resolve(env.PRICE_LIST) : undefined,
     testClocks: boolean(env, 'TEST_CLOCKS', false),
+    collectWhenIdle: boolean(env, 'GC_WHEN_IDLE', true),
     console: {
       idleTimeoutSeconds: integer(env, 'CONSOLE_IDLE_TIMEOUT_SECONDS', 900, 1, 86_400),
       checkIntervalMs: integer(env, 'CONSOLE_CHECK_INTERVAL_MS', 1_000, 10, 60_000),

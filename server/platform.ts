@@ -44,6 +44,7 @@ import type { Logger } from './logging.ts';
 import { Metrics } from './metrics.ts';
 import { createAccess, type Caller } from './s3/access.ts';
 import { startS3Endpoint } from './s3/server.ts';
+import { startIdleCollection } from './idle-collection.ts';
 
 /** Connections the embedded object store adds to the backends' pool (S3 requests use them). */
 const EMBEDDED_STORE_CONNECTIONS = 12;
@@ -303,6 +304,8 @@ async function composePlatform(
     ]);
   }
 
+  const idleCollection = config.collectWhenIdle ? startIdleCollection(log) : undefined;
+
   return {
     url,
     s3Url: s3?.url ?? config.rgw?.endpoint,
@@ -321,6 +324,7 @@ async function composePlatform(
         });
         server.closeIdleConnections();
       });
+      idleCollection?.stop();
       await background.stop();
       if (config.background) await engine.stop();
       await metricsEndpoint?.close();
