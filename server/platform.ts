@@ -304,7 +304,7 @@ async function composePlatform(
     ]);
   }
 
-  const idleCollection = config.collectWhenIdle ? startIdleCollection(log) : undefined;
+  const idleCollection = config.collectWhenIdle ? await startIdleCollection(log) : undefined;
 
   return {
     url,

@@ -18,7 +18,7 @@ const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 test.runIf(process.platform === 'linux')(
   'memory a burst of requests made the server grow is given back once it is quiet',
   async () => {
-    server = await startServerProcess(await createTestDatabase(), { LOG_LEVEL: 'warn', GC_WHEN_IDLE: 'true' });
+    server = await startServerProcess(await createTestDatabase(), { LOG_LEVEL: 'debug', GC_WHEN_IDLE: 'true' });
     const { org_id: org, api_key: key } = await readBootstrap(server.dataDir);
     const pid = server.child.pid!;
     // Start-up's own garbage goes at the first quiet check: the figure to come back to is after it.
@@ -44,11 +44,18 @@ test.runIf(process.platform === 'linux')(
     expect(grown, 'the bursts did not make the server grow enough to tell').toBeGreaterThanOrEqual(48 * MiB);
 
     // Quiet again: at least two thirds of the growth are given back within seconds.
-    await eventually(
-      () => (residentBytes(pid) - quiet <= grown / 3 ? true : undefined),
-      `resident memory back near ${Math.round(quiet / MiB)} MiB after growing by ${Math.round(grown / MiB)} MiB`,
-      10_000,
-    );
+    const back = () => residentBytes(pid) - quiet <= grown / 3;
+    await eventually(() => (back() ? true : undefined), 'the memory to come back', 10_000).catch((error: unknown) => {
+      const collected = server!
+        .output()
+        .split('\n')
+        .filter((line) => line.includes('quiet: collected'));
+      throw new Error(
+        `resident ${Math.round(residentBytes(pid) / MiB)} MiB, ${Math.round(quiet / MiB)} before a burst that grew it by ` +
+          `${Math.round(grown / MiB)}; the server's collections: ${collected.join(' ') || 'none'}`,
+        { cause: error },
+      );
+    });
   },
   90_000,
 );
