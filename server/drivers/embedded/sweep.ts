@@ -23,10 +23,10 @@ async function foldEgress({ pool }: StoreContext): Promise<void> {
 /**
  * Gives back what interrupted writes left: reservations of processes that are gone (their
  * advisory lock is free) with their files, files whose rows were deleted, and temporary files
- * no reservation knows; folds the egress log; and aborts multipart uploads begun more than `uploadRetentionMs` ago
- * and never completed nor aborted (S3's AbortIncompleteMultipartUpload), whose parts would
- * otherwise hold space for ever. Run at start (a crashed process's uploads leave nothing
- * behind) and on a schedule (OBJECT_STORE_SWEEP_INTERVAL_MS).
+ * no reservation knows; folds the egress log; and aborts multipart uploads begun more than
+ * `uploadRetentionMs` ago and never completed nor aborted (S3's AbortIncompleteMultipartUpload),
+ * whose parts would otherwise hold space for ever. Run at start (a crashed process's uploads
+ * leave nothing behind) and on a schedule (OBJECT_STORE_SWEEP_INTERVAL_MS).
  */
 export async function sweep(context: StoreContext, namespace: number, uploadRetentionMs: number): Promise<void> {
   const { pool, blobs, instance } = context;
