@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { withTransaction, type Pool } from './db/pool.ts';
 import { seedDemoHistory } from './areas/billing/usage.ts';
@@ -38,7 +38,7 @@ export async function bootstrapIfEmpty(
     ...(options.s3Endpoint ? { s3_endpoint: options.s3Endpoint } : {}),
   };
   mkdirSync(options.dataDir, { recursive: true });
-  writeFileSync(path.join(options.dataDir, 'bootstrap.json'), `${JSON.stringify(credentials, null, 2)}\n`, { mode: 0o600 });
+  writeBootstrapFile(path.join(options.dataDir, 'bootstrap.json'), credentials);
   return credentials;
 }
 
@@ -56,5 +56,16 @@ export function keepBootstrapAddressCurrent(dataDir: string, baseUrl: string, s3
   if (s3Endpoint) current.s3_endpoint = s3Endpoint;
   else delete current.s3_endpoint;
   if (JSON.stringify(current) === JSON.stringify(saved)) return;
-  writeFileSync(file, `${JSON.stringify(current, null, 2)}\n`, { mode: 0o600 });
+  writeBootstrapFile(file, current);
+}
+
+/**
+ * Writes the file whole or not at all (a file of its own, then renamed over it): scripts and
+ * tests wait for bootstrap.json to appear and read it at once, and an in-place write let them
+ * read it empty or cut short.
+ */
+function writeBootstrapFile(file: string, content: object): void {
+  const partial = `${file}.${process.pid}.tmp`;
+  writeFileSync(partial, `${JSON.stringify(content, null, 2)}\n`, { mode: 0o600 });
+  renameSync(partial, file);
 }
