@@ -6,7 +6,6 @@
 // PUT and GET so that the noise of a shared machine falls on all alike; each figure is the median
 // round. Prints figures; asserts nothing.
 import { GetObjectCommand, PutObjectCommand, S3Client, type S3ClientConfig } from '@aws-sdk/client-s3';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { createReadStream, createWriteStream, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -15,7 +14,7 @@ import { pipeline } from 'node:stream/promises';
 import { createPlatformClient } from '../client/index.ts';
 import { ratio, record, section } from './bench/report.ts';
 import { cephInstalled, startSingleNodeCeph, type SingleNodeCeph } from './ceph/single-node.ts';
-import { freePort } from './lib/processes.ts';
+import { freePort, startProcess, waitForHttp, type Started } from './lib/processes.ts';
 import { repoRoot } from './lib/run.ts';
 
 const MiB = 1024 * 1024;
@@ -58,14 +57,16 @@ export async function startServer(
   dataDir: string,
   root = repoRoot,
   storeEnv: Record<string, string> = {},
-): Promise<{ child: ChildProcess; bootstrap: Bootstrap }> {
+): Promise<{ server: Started; bootstrap: Bootstrap }> {
   const [port, s3Port] = [await freePort(), await freePort()];
   // BENCH_S3_NODE_ARGS: extra Node flags for the server (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to profile it).
   const nodeArgs = (process.env.BENCH_S3_NODE_ARGS ?? '').split(' ').filter(Boolean);
-  const child = spawn(process.execPath, [...nodeArgs, path.join(root, 'scripts', 'start.mjs'), path.join(root, 'server', 'main.ts')], {
-    env: {
-      ...process.env,
+  const server = startProcess(
+    process.execPath,
+    [...nodeArgs, path.join(root, 'scripts', 'start.mjs'), path.join(root, 'server', 'main.ts')],
+    {
       DATA_DIR: dataDir,
+      HOST: '127.0.0.1',
       PORT: String(port),
       S3_PORT: String(s3Port),
       METRICS_PORT: 'off',
@@ -75,16 +76,16 @@ export async function startServer(
       SIM_LATENCY_MS: '0',
       ...storeEnv,
     },
-    stdio: 'ignore',
-  });
+    { keepLastChars: 20_000 },
+  );
+  await waitForHttp(`http://127.0.0.1:${port}/healthz`, server, 120_000, 100);
+  // The first start writes bootstrap.json just after it starts listening.
   const file = path.join(dataDir, 'bootstrap.json');
-  for (let waited = 0; !existsSync(file); waited += 100) {
-    if (child.exitCode !== null || waited > 120_000) throw new Error('the server did not start');
-    await new Promise((resolve) => setTimeout(resolve, 100));
+  for (let waited = 0; !existsSync(file); waited += 50) {
+    if (waited > 10_000) throw new Error(`the server wrote no bootstrap.json:\n${server.output()}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
   }
-  // Written just before the server reports it listens; give it that moment.
-  await new Promise((resolve) => setTimeout(resolve, 500));
-  return { child, bootstrap: JSON.parse(readFileSync(file, 'utf8')) as Bootstrap };
+  return { server, bootstrap: JSON.parse(readFileSync(file, 'utf8')) as Bootstrap };
 }
 
 interface Bootstrap {
@@ -119,7 +120,7 @@ export interface S3BenchOptions {
 /** A server under measurement and an SDK client of a bucket on it. */
 interface Target {
   label: string;
-  child: ChildProcess;
+  server: Started;
   dataDir: string;
   s3: S3Client;
 }
@@ -130,7 +131,7 @@ async function startTarget(
   store: { env?: Record<string, string>; sdk?: Partial<S3ClientConfig> } = {},
 ): Promise<Target> {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'cloud-platform-bench-s3-'));
-  const { child, bootstrap } = await startServer(dataDir, root, store.env);
+  const { server, bootstrap } = await startServer(dataDir, root, store.env);
   const client = createPlatformClient({ baseUrl: bootstrap.base_url, org: bootstrap.org_id, credential: bootstrap.api_key });
   const bucket = await client.call('createBucket', { body: { name: 'bench', versioning: false } });
   await client.waitForOperation(bucket.operation);
@@ -144,12 +145,11 @@ async function startTarget(
     credentials: { accessKeyId: items[0]!.objectstore_access_key_id!, secretAccessKey: issued.secret_access_key! },
     ...store.sdk,
   });
-  return { label, child, dataDir, s3 };
+  return { label, server, dataDir, s3 };
 }
 
 async function stopTarget(target: Target): Promise<void> {
-  target.child.kill('SIGTERM');
-  await new Promise((resolve) => (target.child.exitCode !== null ? resolve(undefined) : target.child.once('exit', resolve)));
+  await target.server.stop();
   rmSync(target.dataDir, { recursive: true, force: true });
 }
 
@@ -208,12 +208,13 @@ async function measureRounds(targets: Target[], sizes: Sizes, rounds: number): P
 }
 
 /** The server's RSS while a large object goes up and comes back down, sampled every 100 ms. */
-async function measureStreamingMemory({ child, s3, label }: Target, quick: boolean): Promise<void> {
+async function measureStreamingMemory({ server, s3, label }: Target, quick: boolean): Promise<void> {
+  const pid = server.child.pid!;
   const size = (quick ? 256 : 1024) * MiB;
   const samples: number[] = [];
-  const before = rssOf(child.pid!);
+  const before = rssOf(pid);
   const sampler = setInterval(() => {
-    const rss = rssOf(child.pid!);
+    const rss = rssOf(pid);
     if (rss !== undefined) samples.push(rss);
   }, 100);
   await s3.send(new PutObjectCommand({ Bucket: 'bench', Key: 'large', Body: zeros(size), ContentLength: size }));
@@ -223,7 +224,7 @@ async function measureStreamingMemory({ child, s3, label }: Target, quick: boole
   const peak = samples.length ? Math.max(...samples) : undefined;
   record({
     figure: `S3 server RSS while ${quick ? '256 MiB' : '1 GiB'} goes up and down${label}`,
-    real: `before ${mib(before)}, peak ${mib(peak)}, after ${mib(rssOf(child.pid!))}`,
+    real: `before ${mib(before)}, peak ${mib(peak)}, after ${mib(rssOf(pid))}`,
     goal: 'flat (peak within 64 MiB of before)',
   });
 }
