@@ -5,8 +5,6 @@ import path from 'node:path';
 import { freePort, startProcess, waitForHttp, type Started } from '../lib/processes.ts';
 import { repoRoot } from '../lib/run.ts';
 
-export { freePort };
-
 /** A started process and the address it serves. */
 export interface Child extends Started {
   url: string;
