@@ -83,13 +83,7 @@ export interface NewOperation {
 /** The channel on which queued work is announced to the workers of every process. */
 export const OPERATIONS_CHANNEL = 'operations_queued';
 
-/**
- * Queues an operation: part of the transaction of the change that needs it, and the one door
- * through which work is queued. The operations of one resource take their place in line (`seq`)
- * one transaction at a time, until commit: an operation never becomes visible behind a later one
- * of the same resource. The workers are woken when the transaction commits (NOTIFY is delivered
- * at commit, and not at all on rollback).
- */
+/** The statement of `enqueueOperation`. */
 const ENQUEUE = prepared(
   'operation_enqueue',
   `WITH queued AS (
@@ -100,6 +94,13 @@ const ENQUEUE = prepared(
    SELECT ${columnsOf<OperationRow>(OPERATION_FIELDS, 'queued')} FROM queued, pg_notify($9, queued.id::text)`,
 );
 
+/**
+ * Queues an operation: part of the transaction of the change that needs it, and the one door
+ * through which work is queued. The operations of one resource take their place in line (`seq`)
+ * one transaction at a time, until commit: an operation never becomes visible behind a later one
+ * of the same resource. The workers are woken when the transaction commits (NOTIFY is delivered
+ * at commit, and not at all on rollback).
+ */
 export async function enqueueOperation(db: Queryable, operation: NewOperation): Promise<OperationRow> {
   // One statement, in this order: the resource's lock (the subquery runs first, and OFFSET 0 keeps
   // it a subquery of its own), the row with its `seq`, then the announcement.
