@@ -6,7 +6,7 @@
 // PUT and GET so that the noise of a shared machine falls on all alike; each figure is the median
 // round. Prints figures; asserts nothing.
 import { GetObjectCommand, PutObjectCommand, S3Client, type S3ClientConfig } from '@aws-sdk/client-s3';
-import { createReadStream, createWriteStream, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createReadStream, createWriteStream, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Readable, Writable } from 'node:stream';
@@ -14,6 +14,8 @@ import { pipeline } from 'node:stream/promises';
 import { createPlatformClient } from '../client/index.ts';
 import { ratio, record, section } from './bench/report.ts';
 import { cephInstalled, startSingleNodeCeph, type SingleNodeCeph } from './ceph/single-node.ts';
+import type { BootstrapCredentials } from '../server/bootstrap.ts';
+import { readBootstrap } from './lib/bootstrap-file.ts';
 import { freePort, startProcess, waitForHttp, type Started } from './lib/processes.ts';
 import { repoRoot } from './lib/run.ts';
 
@@ -57,7 +59,7 @@ export async function startServer(
   dataDir: string,
   root = repoRoot,
   storeEnv: Record<string, string> = {},
-): Promise<{ server: Started; bootstrap: Bootstrap }> {
+): Promise<{ server: Started; bootstrap: BootstrapCredentials & { s3_endpoint: string } }> {
   const [port, s3Port] = [await freePort(), await freePort()];
   // BENCH_S3_NODE_ARGS: extra Node flags for the server (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to profile it).
   const nodeArgs = (process.env.BENCH_S3_NODE_ARGS ?? '').split(' ').filter(Boolean);
@@ -79,20 +81,9 @@ export async function startServer(
     { keepLastChars: 20_000 },
   );
   await waitForHttp(`http://127.0.0.1:${port}/healthz`, server, 120_000, 100);
-  // The first start writes bootstrap.json just after it starts listening.
-  const file = path.join(dataDir, 'bootstrap.json');
-  for (let waited = 0; !existsSync(file); waited += 50) {
-    if (waited > 10_000) throw new Error(`the server wrote no bootstrap.json:\n${server.output()}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  return { server, bootstrap: JSON.parse(readFileSync(file, 'utf8')) as Bootstrap };
-}
-
-interface Bootstrap {
-  org_id: string;
-  api_key: string;
-  base_url: string;
-  s3_endpoint: string;
+  const bootstrap = await readBootstrap(dataDir, server);
+  if (!bootstrap.s3_endpoint) throw new Error(`the server named no S3 endpoint in bootstrap.json:\n${server.output()}`);
+  return { server, bootstrap: { ...bootstrap, s3_endpoint: bootstrap.s3_endpoint } };
 }
 
 /** Resident memory of a process (Linux /proc), in bytes; undefined elsewhere. */

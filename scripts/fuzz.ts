@@ -18,6 +18,7 @@ import { parseArgs } from 'node:util';
 import { Campaign, fuzzingOrder, type BatchResult } from '../test/support/fuzz/campaign.ts';
 import { createFixtures } from '../test/support/fuzz/fixtures.ts';
 import { formatFailure, formatRequest, formatSummary } from '../test/support/fuzz/report.ts';
+import { readBootstrap } from './lib/bootstrap-file.ts';
 import { freePort, startProcess, waitForHttp, type Started } from './lib/processes.ts';
 import { bin, repoRoot } from './lib/run.ts';
 
@@ -156,10 +157,7 @@ async function startServer(): Promise<Server> {
   };
   try {
     await waitForHttp(`${baseUrl}/v1/orgs/00000000-0000-0000-0000-000000000000`, started);
-    const bootstrapFile = path.join(dataDir, 'bootstrap.json');
-    for (let waited = 0; !existsSync(bootstrapFile) && waited < 10_000; waited += 50)
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    const bootstrap = JSON.parse(readFileSync(bootstrapFile, 'utf8')) as { org_id: string; api_key: string };
+    const bootstrap = await readBootstrap(dataDir, started);
     return { baseUrl, orgId: bootstrap.org_id, ownerKey: bootstrap.api_key, stop };
   } catch (error) {
     await stop();

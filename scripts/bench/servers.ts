@@ -1,8 +1,9 @@
 // The real server with an embedded PostgreSQL in a DATA_DIR of the benchmark's, and what the
 // benchmark needs to reach it: its bootstrap credentials and its database's address.
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Api } from './api.ts';
+import { readBootstrap } from '../lib/bootstrap-file.ts';
 import { startRealServer, type Child } from './processes.ts';
 
 /**
@@ -26,16 +27,10 @@ export async function startWithDataDir(dataDir: string, env: Record<string, stri
   const started = performance.now();
   const child = await startRealServer({ ...SERVER_ENV, ...env, DATA_DIR: dataDir });
   const startMs = performance.now() - started;
-  // Written on the first start, just after the server starts listening.
-  const file = path.join(dataDir, 'bootstrap.json');
-  for (let waited = 0; !existsSync(file); waited += 20) {
-    if (waited > 10_000) {
-      await child.stop();
-      throw new Error(`no bootstrap.json in ${dataDir}:\n${child.output()}`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-  const bootstrap = JSON.parse(readFileSync(file, 'utf8')) as { org_id: string; api_key: string };
+  const bootstrap = await readBootstrap(dataDir, child).catch(async (error: unknown) => {
+    await child.stop();
+    throw error;
+  });
   return {
     child,
     api: { base: child.url, orgId: bootstrap.org_id, key: bootstrap.api_key },

@@ -1,7 +1,7 @@
 // A real server for a test file: its own database in the run's PostgreSQL, the real platform
 // (HTTP on a free port, operations engine, simulated backends), and helpers to call it.
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { stringify } from 'lossless-json';
@@ -15,6 +15,7 @@ import type { Clock } from '../../server/core/clock.ts';
 import { withTransaction } from '../../server/db/pool.ts';
 import { createLogger } from '../../server/logging.ts';
 import { startPlatform, type Platform } from '../../server/platform.ts';
+import { readBootstrap } from '../../scripts/lib/bootstrap-file.ts';
 import { repoRoot } from '../../scripts/lib/run.ts';
 import { freePort, startProcess, waitForHttp, type Started } from './processes.ts';
 
@@ -208,8 +209,4 @@ export async function startServerProcess(
 }
 
 /** The bootstrap credentials the server writes on its first start (waits for them briefly). */
-export async function readBootstrap(dataDir: string): Promise<{ org_id: string; api_key: string; base_url: string; s3_endpoint?: string }> {
-  const file = path.join(dataDir, 'bootstrap.json');
-  for (let waited = 0; !existsSync(file) && waited < 10_000; waited += 50) await new Promise((resolve) => setTimeout(resolve, 50));
-  return JSON.parse(readFileSync(file, 'utf8'));
-}
+export { readBootstrap };
