@@ -64,6 +64,14 @@ export const DEFAULT_DATABASE_TIMEOUTS: DatabaseTimeouts = {
 const QUERY_TIMEOUT_MARGIN_MS = 1_000;
 
 /**
+ * A connection beyond the pool's first is closed once idle this long. Each is a PostgreSQL
+ * backend of 10 to 25 MiB resident; a burst opens the pool's full size, and with pg's default (10 s)
+ * a server back at rest kept them all that long. Reopening one costs a few milliseconds, once per
+ * burst; the first connection stays, so light traffic never waits for one.
+ */
+const IDLE_CONNECTION_MS = 1_000;
+
+/**
  * A pool whose connections carry the timeouts, TCP keepalive, and the transaction guard: inside
  * `withTransaction`, asking this pool (or any other) for a connection is a programming error,
  * refused at once. A transaction that waits for a second connection can wait forever: with every
@@ -78,6 +86,8 @@ export function createPool(
   const pool = new pg.Pool({
     connectionString,
     max,
+    min: 1,
+    idleTimeoutMillis: IDLE_CONNECTION_MS,
     application_name: applicationName,
     connectionTimeoutMillis: timeouts.connectionTimeoutMs,
     statement_timeout: timeouts.statementTimeoutMs,
