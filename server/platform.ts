@@ -32,6 +32,7 @@ import type { RequestContext } from './core/request-context.ts';
 import { startEmbeddedDatabase, type EmbeddedDatabase } from './db/embedded.ts';
 import { migrate } from './db/migrate.ts';
 import { isDatabaseUnavailable } from './db/unavailable.ts';
+import { DatabaseListener } from './db/listener.ts';
 import { createPool, type Pool } from './db/pool.ts';
 import type { Drivers } from './drivers/index.ts';
 import type { EmbeddedObjectStore } from './drivers/embedded/store.ts';
@@ -196,8 +197,10 @@ async function composePlatform(
     budget: createBudgetGuard(orgClock, prices),
   };
   const organization = organizationArea(dependencies, storageQuotaOf);
+  // One LISTEN connection for the process: the credential cache and the engine subscribe to it.
+  const listener = new DatabaseListener(pool.options, log.child({ component: 'listener' }));
   // API keys already looked up; emptied on every change a process announces (LISTEN/NOTIFY).
-  const credentials = new CredentialCache(pool.options);
+  const credentials = new CredentialCache(listener);
   const apiTokens = apiTokensArea(dependencies, () => credentials.changed());
   const compute = computeArea(dependencies);
   // S3 keys are cached in a section of the same cache: the revoke's answer waits for the announcement.
@@ -217,6 +220,7 @@ async function composePlatform(
     config.engine,
     log.child({ component: 'engine' }),
     `${process.pid}-${randomUUID().slice(0, 8)}`,
+    listener,
   );
   const operations = operationsArea(dependencies, engine);
   const health = healthArea(dependencies, engine);
@@ -250,9 +254,9 @@ async function composePlatform(
     contract,
     pages: [consolePage(), invoiceDocuments(pool, invoiceLinks)],
   });
-  await credentials.start();
+  await listener.start();
   const server = await listen(app, config.port, config.host).catch(async (error: unknown) => {
-    await credentials.stop();
+    await listener.stop();
     throw error;
   });
   const consoleGateway = createConsoleGateway({
@@ -269,7 +273,7 @@ async function composePlatform(
       ? undefined
       : await metrics.serve(config.metricsPort, config.host).catch(async (error: unknown) => {
           await new Promise((resolve) => server.close(resolve));
-          await credentials.stop();
+          await listener.stop();
           throw error;
         });
   const s3 = drivers.embeddedStore
@@ -283,7 +287,7 @@ async function composePlatform(
       }).catch(async (error: unknown) => {
         await new Promise((resolve) => server.close(resolve));
         await metricsEndpoint?.close();
-        await credentials.stop();
+        await listener.stop();
         throw error;
       })
     : undefined;
@@ -328,7 +332,7 @@ async function composePlatform(
       await background.stop();
       if (config.background) await engine.stop();
       await metricsEndpoint?.close();
-      await credentials.stop();
+      await listener.stop();
       await s3?.close();
       await drivers.embeddedStore?.close();
       await backendPool.end();

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import pg from 'pg';
+import { LISTENER_APPLICATION, type DatabaseListener } from '../db/listener.ts';
 import type { Principal } from '../core/principal.ts';
 
 /** Announced by the database when an API key or a member changes (migration 0800_credential_changes.sql). */
@@ -8,18 +8,14 @@ export const CREDENTIALS_CHANNEL = 'credentials_changed';
 const SYNC_PREFIX = 'sync:';
 /** Where each cache answers a sync, with its token. */
 const SYNCED_CHANNEL = 'credentials_synced';
-/** The LISTEN connections' application_name: a change counts them to know how many answers to wait for. */
-const LISTENER_APPLICATION = 'cloud-platform-credential-cache';
 
 /** Entries kept at most; past that the oldest go (a key in use comes back with one query). */
 const MAX_ENTRIES = 10_000;
-/** The longest pause between tries to listen again while the database cannot be reached. */
-const MAX_RETRY_MS = 5_000;
 /** The longest a change waits for every cache's answer (a stuck process must not hold a request). */
 const SYNC_WAIT_MS = 1_000;
 
 interface SyncWaiter {
-  /** Answers needed: the LISTEN connections counted when the sync was sent (this one included). */
+  /** Answers needed: the processes' LISTEN connections counted when the sync was sent (this one's included). */
   expected: number;
   answers: number;
   readonly done: () => void;
@@ -45,40 +41,34 @@ export interface CacheSection<V> {
  * API keys already looked up, by the hash of their secret, so that a request need not ask the
  * database who is calling. A revocation (or any change of a key or a member) is effective at
  * once in every process: the database announces it with NOTIFY when it commits, and each
- * process empties its cache on the announcement. The cache is used only while its connection
- * LISTENs: before the first LISTEN and after a lost connection, every request asks the database,
+ * process empties its cache on the announcement. The cache is used only while the process's
+ * listener (db/listener.ts) LISTENs: before the first LISTEN and after a lost connection, every request asks the database,
  * and the cache starts empty again once listening resumes (announcements may have been missed).
  * Other kinds of credential announced on the same channel (S3 access keys) keep entries in a
  * `section` of it, forgotten with the rest on every announcement.
  */
 export class CredentialCache {
   private readonly entries = new Map<string, Entry>();
-  private readonly connection: pg.ClientConfig;
+  private readonly listener: DatabaseListener;
   /** Bumped by every invalidation: a lookup begun before one does not fill the cache. */
   private generation = 0;
   private listening = false;
-  private stopped = false;
-  private client: pg.Client | undefined;
-  private loop: Promise<void> | undefined;
-  private wakeRetry: () => void = () => {};
   /** Changes made by this process waiting for every cache's answer, by the token of their sync. */
   private readonly syncWaiters = new Map<string, SyncWaiter>();
 
-  constructor(connection: pg.ClientConfig) {
-    this.connection = connection;
-  }
-
-  /** Starts listening; resolves once the first try has been made (the cache works only if it succeeded). */
-  start(): Promise<void> {
-    return new Promise((resolve) => (this.loop = this.listenLoop(resolve)));
-  }
-
-  async stop(): Promise<void> {
-    this.stopped = true;
-    this.disable();
-    this.wakeRetry();
-    this.client?.end().catch(() => {});
-    await this.loop;
+  /** Subscribes to the process's listener: the cache works while that listens (once it is started). */
+  constructor(listener: DatabaseListener) {
+    this.listener = listener;
+    listener.subscribe({
+      channels: [CREDENTIALS_CHANNEL, SYNCED_CHANNEL],
+      notified: (channel, payload) => this.notified(channel, payload),
+      listening: () => {
+        // Whatever changed while nobody listened was not announced.
+        this.invalidate();
+        this.listening = true;
+      },
+      lost: () => this.disable(),
+    });
   }
 
   /** The cached principal of a key hash, if any and still unexpired. */
@@ -132,15 +122,15 @@ export class CredentialCache {
    * change is answered no process serves the old key. The database's own announcement is not
    * enough: it reaches each process when that process's connection and event loop get to it, and
    * a request that came in meanwhile was served from the cache (a CI run saw it). So the change
-   * counts the LISTEN connections, then announces a sync on the same channel; each cache answers
+   * counts the processes' LISTEN connections, then announces a sync on the same channel; each cache answers
    * it once read, and it is read after the change's announcement (one session reads
    * notifications in commit order). A process whose connection is lost caches nothing until it
    * listens again, and one that started listening later started with an empty cache.
    */
   async changed(): Promise<void> {
     this.invalidate();
-    const client = this.client;
-    if (!this.listening || !client) return;
+    if (!this.listening) return;
+    const listener = this.listener;
     const token = randomUUID();
     await new Promise<void>((resolve) => {
       const waiter: SyncWaiter = {
@@ -154,7 +144,7 @@ export class CredentialCache {
       };
       const timer = setTimeout(waiter.done, SYNC_WAIT_MS);
       this.syncWaiters.set(token, waiter);
-      client
+      listener
         .query<{ listeners: number }>(
           'SELECT count(*)::int AS listeners FROM pg_stat_activity WHERE application_name = $1 AND datname = current_database()',
           [LISTENER_APPLICATION],
@@ -162,7 +152,7 @@ export class CredentialCache {
         .then(({ rows }) => {
           waiter.expected = rows[0]!.listeners;
           if (waiter.answers >= waiter.expected) waiter.done();
-          return client.query('SELECT pg_notify($1, $2)', [CREDENTIALS_CHANNEL, `${SYNC_PREFIX}${token}`]);
+          return listener.query('SELECT pg_notify($1, $2)', [CREDENTIALS_CHANNEL, `${SYNC_PREFIX}${token}`]);
         })
         // The connection is lost: disable() ends the wait, and nothing is cached until it is back.
         .catch(() => {});
@@ -190,61 +180,11 @@ export class CredentialCache {
     for (const waiter of [...this.syncWaiters.values()]) waiter.done();
   }
 
-  private async listenLoop(firstTryMade: () => void): Promise<void> {
-    let failures = 0;
-    while (!this.stopped) {
-      const lost = await this.listenUntilLost(() => {
-        failures = 0;
-        firstTryMade();
-      });
-      this.disable();
-      firstTryMade();
-      if (this.stopped) return;
-      if (lost) failures++;
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, Math.min(MAX_RETRY_MS, 100 * 2 ** Math.min(failures, 6)));
-        this.wakeRetry = () => {
-          clearTimeout(timer);
-          resolve();
-        };
-      });
-    }
-  }
-
-  /** LISTENs on a connection of its own until it is lost (the error is returned) or the cache stops. */
-  private async listenUntilLost(listening: () => void): Promise<Error | undefined> {
-    const client = new pg.Client({ ...this.connection, application_name: LISTENER_APPLICATION });
-    this.client = client;
-    let lost: Error | undefined;
-    let ended = () => {};
-    client.on('error', (error) => ((lost = error), ended()));
-    client.on('end', () => ((lost ??= new Error('the connection ended')), ended()));
-    client.on('notification', ({ channel, payload }) => {
-      if (channel === SYNCED_CHANNEL) return this.answered(payload ?? '');
-      this.invalidate();
-      // Forgotten (above, at once): says so to the process that asked.
-      if (payload?.startsWith(SYNC_PREFIX))
-        client.query('SELECT pg_notify($1, $2)', [SYNCED_CHANNEL, payload.slice(SYNC_PREFIX.length)]).catch(() => {});
-    });
-    try {
-      await client.connect();
-      await client.query(`LISTEN ${CREDENTIALS_CHANNEL}; LISTEN ${SYNCED_CHANNEL}`);
-      if (this.stopped) return undefined;
-      // Whatever changed while nobody listened was not announced.
-      this.invalidate();
-      this.listening = true;
-      listening();
-      await new Promise<void>((resolve) => {
-        ended = resolve;
-        if (lost || this.stopped) resolve();
-      });
-      return lost;
-    } catch (error) {
-      return error instanceof Error ? error : new Error(String(error));
-    } finally {
-      this.listening = false;
-      // Not awaited: against a frozen server, ending waits for an answer that does not come.
-      client.end().catch(() => {});
-    }
+  private notified(channel: string, payload: string): void {
+    if (channel === SYNCED_CHANNEL) return this.answered(payload);
+    this.invalidate();
+    // Forgotten (above, at once): says so to the process that asked.
+    if (payload.startsWith(SYNC_PREFIX))
+      this.listener.query('SELECT pg_notify($1, $2)', [SYNCED_CHANNEL, payload.slice(SYNC_PREFIX.length)]).catch(() => {});
   }
 }

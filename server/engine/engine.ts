@@ -1,5 +1,5 @@
-import pg from 'pg';
 import type { EngineConfig } from '../config.ts';
+import { DatabaseListener } from '../db/listener.ts';
 import { withTransaction, type Pool, type PoolClient } from '../db/pool.ts';
 import { prepared, runPrepared } from '../db/statements.ts';
 import { isDatabaseUnavailable } from '../db/unavailable.ts';
@@ -79,25 +79,50 @@ export class OperationEngine {
   private readonly config: EngineConfig;
   private readonly log: Logger;
   private readonly workerId: string;
+  /** Announces queued work; the engine's own when none was given, started and stopped with it. */
+  private readonly listener: DatabaseListener;
+  private readonly ownsListener: boolean;
+  private started = false;
 
-  constructor(pool: Pool, executors: Partial<ExecutorRegistry>, config: EngineConfig, log: Logger, workerId: string) {
+  /**
+   * `listener`: the process's listener (platform.ts), which the engine subscribes to; it must be
+   * started for the engine to hear of queued work. Without one, the engine opens its own.
+   */
+  constructor(
+    pool: Pool,
+    executors: Partial<ExecutorRegistry>,
+    config: EngineConfig,
+    log: Logger,
+    workerId: string,
+    listener?: DatabaseListener,
+  ) {
     this.pool = pool;
     this.executors = executors;
     this.config = config;
     this.log = log;
     this.workerId = workerId;
+    this.ownsListener = listener === undefined;
+    this.listener = listener ?? new DatabaseListener(pool.options, log, 'cloud-platform-engine-listener');
+    // Until it listens (and whenever it cannot), workers find work by polling.
+    this.listener.subscribe({
+      channels: [OPERATIONS_CHANNEL],
+      notified: () => this.kick(),
+      // Work queued while nobody listened was not announced.
+      listening: () => this.kick(),
+      lost: () => {},
+    });
   }
 
   /** Whether the engine was started and is not stopping: its workers take queued work. */
   get running(): boolean {
-    return this.loops.length > 0 && this.stopped === undefined;
+    return this.started && this.stopped === undefined;
   }
 
-  /** Starts listening for queued work (resolves once the first try is made) and the workers. */
+  /** Starts the workers, and its own listener if it has one (resolves once that listener's first try is made). */
   async start(): Promise<void> {
-    const listening = new Promise<void>((resolve) => this.loops.push(this.listenLoop(resolve)));
+    this.started = true;
     if (this.config.concurrency > 0) this.loops.push(this.dispatchLoop());
-    await listening;
+    if (this.ownsListener) await this.listener.start();
   }
 
   /** Wakes idle workers: new work was queued. */
@@ -118,6 +143,7 @@ export class OperationEngine {
       this.abort.abort();
       this.kick();
       await Promise.all(this.loops);
+      if (this.ownsListener) await this.listener.stop();
     })();
     return this.stopped;
   }
@@ -136,62 +162,6 @@ export class OperationEngine {
     if (!operation) return undefined;
     const afterCommit = await this.executorFor(operation).cancelled(tx, operation);
     return { operation, afterCommit: afterCommit ?? undefined };
-  }
-
-  /**
-   * Holds a connection that LISTENs for queued work, and opens another when it is lost (the
-   * database restarted, the network cut): until then, workers find work by polling.
-   */
-  private async listenLoop(firstTryMade: () => void): Promise<void> {
-    let failures = 0;
-    while (!this.abort.signal.aborted) {
-      let lost: Error | undefined;
-      try {
-        lost = await this.listenUntilLost(() => {
-          if (failures > 0) this.log.info('listening for queued operations again');
-          failures = 0;
-          firstTryMade();
-        });
-        if (lost) this.log.warn({ reason: lost.message }, 'the operations listener lost its connection; polling until it is back');
-      } catch (error) {
-        lost = error instanceof Error ? error : new Error(String(error));
-        if (failures++ === 0) this.log.warn({ reason: lost.message }, 'cannot listen for queued operations; polling until it works');
-        firstTryMade();
-      }
-      if (lost) await this.pause(this.outageBackoff(Math.max(failures, 1)));
-    }
-  }
-
-  /**
-   * LISTENs on a connection of its own (outside the pool, which it would otherwise hold a slot
-   * of for good) until the connection is lost (the error is returned) or the engine stops.
-   */
-  private async listenUntilLost(listening: () => void): Promise<Error | undefined> {
-    const client = new pg.Client(this.pool.options);
-    let lost: Error | undefined;
-    let ended = () => {};
-    // Without an error listener, a lost connection would be an uncaught 'error' event.
-    client.on('error', (error) => ((lost = error), ended()));
-    client.on('end', () => ((lost ??= new Error('the connection ended')), ended()));
-    client.on('notification', () => this.kick());
-    const onAbort = () => ended();
-    this.abort.signal.addEventListener('abort', onAbort, { once: true });
-    try {
-      await client.connect();
-      await client.query(`LISTEN ${OPERATIONS_CHANNEL}`);
-      listening();
-      // Work queued while nobody listened was not announced.
-      this.kick();
-      await new Promise<void>((resolve) => {
-        ended = resolve;
-        if (lost || this.abort.signal.aborted) resolve();
-      });
-      return lost;
-    } finally {
-      this.abort.signal.removeEventListener('abort', onAbort);
-      // Not awaited: against a frozen server, ending waits for an answer that does not come.
-      client.end().catch(() => {});
-    }
   }
 
   /**

@@ -1,0 +1,137 @@
+import pg from 'pg';
+import type { Logger } from '../logging.ts';
+
+/** The application_name of the platform's LISTEN connections, one per server process. */
+export const LISTENER_APPLICATION = 'cloud-platform-listener';
+
+/** The longest pause between tries to listen again while the database cannot be reached. */
+const MAX_RETRY_MS = 5_000;
+
+/** What waits for the database's announcements (NOTIFY) on some channels. */
+export interface Subscriber {
+  readonly channels: readonly string[];
+  /** An announcement on one of its channels. */
+  notified(channel: string, payload: string): void;
+  /** The connection listens (again): whatever was announced while nobody listened was missed. */
+  listening(): void;
+  /** The connection is lost (or the listener stops): nothing is announced until `listening` again. */
+  lost(): void;
+}
+
+/**
+ * One connection that LISTENs for everything a process waits for (queued work, credential
+ * changes), opened again when it is lost (the database restarted, the network cut). It is
+ * outside the pool, which it would otherwise hold a slot of for good. One per process rather than
+ * one per subscriber: each is a PostgreSQL backend, 10 to 15 MiB resident while it waits.
+ */
+export class DatabaseListener {
+  private readonly subscribers: Subscriber[] = [];
+  private readonly connection: pg.ClientConfig;
+  private readonly log: Logger;
+  private client: pg.Client | undefined;
+  private isListening = false;
+  private stopping = false;
+  private loop: Promise<void> | undefined;
+  private wakeRetry: () => void = () => {};
+  private endWait: () => void = () => {};
+
+  constructor(connection: pg.ClientConfig, log: Logger, applicationName = LISTENER_APPLICATION) {
+    this.connection = { ...connection, application_name: applicationName };
+    this.log = log;
+  }
+
+  /** Adds a subscriber; only before `start`, which LISTENs on every subscriber's channels at once. */
+  subscribe(subscriber: Subscriber): void {
+    if (this.loop) throw new Error('subscribe before the listener starts');
+    this.subscribers.push(subscriber);
+  }
+
+  get listening(): boolean {
+    return this.isListening;
+  }
+
+  /** Starts listening; resolves once the first try has been made (subscribers hear whether it worked). */
+  start(): Promise<void> {
+    return new Promise((resolve) => (this.loop ??= this.listenLoop(resolve)));
+  }
+
+  async stop(): Promise<void> {
+    this.stopping = true;
+    this.wakeRetry();
+    this.endWait();
+    await this.loop;
+  }
+
+  /** Runs a statement on the listening connection (notifications it sends are ordered with what it reads). */
+  async query<R extends pg.QueryResultRow>(text: string, values: unknown[]): Promise<pg.QueryResult<R>> {
+    const client = this.client;
+    if (!client || !this.isListening) throw new Error('the listener is not connected');
+    return client.query<R>(text, values);
+  }
+
+  private async listenLoop(firstTryMade: () => void): Promise<void> {
+    let failures = 0;
+    while (!this.stopping) {
+      let connected = false;
+      const lost = await this.listenUntilLost(() => {
+        if (failures > 0) this.log.info('listening for the database announcements again');
+        failures = 0;
+        connected = true;
+        firstTryMade();
+      });
+      firstTryMade();
+      if (this.stopping) return;
+      if (failures++ === 0) {
+        const what = connected ? 'the database listener lost its connection' : 'cannot listen for the database announcements';
+        this.log.warn({ reason: lost?.message }, `${what}; polling until it is back`);
+      }
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, Math.min(MAX_RETRY_MS, 100 * 2 ** Math.min(failures, 6)));
+        this.wakeRetry = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+    }
+  }
+
+  /** LISTENs until the connection is lost (the error is returned) or the listener stops. */
+  private async listenUntilLost(listening: () => void): Promise<Error | undefined> {
+    const client = new pg.Client(this.connection);
+    this.client = client;
+    let lost: Error | undefined;
+    let ended = () => {};
+    // Without an error listener, a lost connection would be an uncaught 'error' event.
+    client.on('error', (error) => ((lost = error), ended()));
+    client.on('end', () => ((lost ??= new Error('the connection ended')), ended()));
+    client.on('notification', ({ channel, payload }) => {
+      for (const subscriber of this.subscribers) {
+        if (subscriber.channels.includes(channel)) subscriber.notified(channel, payload ?? '');
+      }
+    });
+    try {
+      await client.connect();
+      const channels = new Set(this.subscribers.flatMap((subscriber) => subscriber.channels));
+      await client.query([...channels].map((channel) => `LISTEN ${channel}`).join('; '));
+      if (this.stopping) return undefined;
+      this.isListening = true;
+      for (const subscriber of this.subscribers) subscriber.listening();
+      listening();
+      await new Promise<void>((resolve) => {
+        ended = resolve;
+        this.endWait = resolve;
+        if (lost || this.stopping) resolve();
+      });
+      return lost;
+    } catch (error) {
+      return error instanceof Error ? error : new Error(String(error));
+    } finally {
+      const wasListening = this.isListening;
+      this.isListening = false;
+      this.client = undefined;
+      if (wasListening) for (const subscriber of this.subscribers) subscriber.lost();
+      // Not awaited: against a frozen server, ending waits for an answer that does not come.
+      client.end().catch(() => {});
+    }
+  }
+}

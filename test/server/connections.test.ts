@@ -1,0 +1,71 @@
+// PostgreSQL connections a server holds: each is a backend process of its own (10 to 25 MiB
+// resident), and on a shared DATABASE_URL they count against the database's max_connections.
+// A burst opens the pool's full size; once quiet, the server keeps only what it needs at rest:
+// its one LISTEN connection (queued work and credential changes alike) and a connection per pool.
+import pg from 'pg';
+import { afterAll, beforeAll, expect, test } from 'vitest';
+import { startTestServer, type TestServer } from '../support/server.ts';
+
+let server: TestServer;
+let observer: pg.Client;
+
+beforeAll(async () => {
+  // As `npm start` runs: the embedded object store (its connections count too), and the
+  // background loops at their default pace (the tests' own keep more connections busy).
+  server = await startTestServer({
+    OBJECT_STORE_DRIVER: 'embedded',
+    WORKER_POLL_MS: '250',
+    RECONCILE_INTERVAL_MS: '5000',
+    METERING_INTERVAL_MS: '60000',
+    SCHEDULER_INTERVAL_MS: '15000',
+  });
+  observer = new pg.Client({ connectionString: server.databaseUrl });
+  await observer.connect();
+});
+
+afterAll(async () => {
+  await observer?.end();
+  await server?.close();
+});
+
+/** The server's connections to its database, by application_name (the observer's own left out). */
+async function connections(): Promise<Record<string, number>> {
+  const { rows } = await observer.query<{ name: string; count: number }>(
+    `SELECT application_name AS name, count(*)::int AS count FROM pg_stat_activity
+     WHERE datname = current_database() AND pid <> pg_backend_pid() GROUP BY application_name`,
+  );
+  return Object.fromEntries(rows.map((row) => [row.name, row.count]));
+}
+
+const total = (counts: Record<string, number>) => Object.values(counts).reduce((sum, count) => sum + count, 0);
+
+test('after a burst, the server goes back to one LISTEN connection and one connection per pool within seconds', async () => {
+  const { org } = server;
+  const get = () => org.call('GET', '/billing');
+  let duringBurst: Record<string, number> = {};
+  const until = Date.now() + 1_500;
+  await Promise.all([
+    ...Array.from({ length: 24 }, async () => {
+      while (Date.now() < until) {
+        expect((await get()).status).toBe(200);
+      }
+    }),
+    (async () => {
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      duringBurst = await connections();
+    })(),
+  ]);
+  // The burst did open more than the server keeps at rest (else this test proves nothing).
+  expect(duringBurst['cloud-platform-api']).toBeGreaterThan(2);
+
+  const restingBy = Date.now() + 4_000;
+  let atRest = await connections();
+  const resting = (counts: Record<string, number>) =>
+    counts['cloud-platform-listener'] === 1 && (counts['cloud-platform-api'] ?? 0) <= 2 && total(counts) <= 5;
+  while (!resting(atRest) && Date.now() < restingBy) {
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    atRest = await connections();
+    if (process.env.TMP_SHOW) console.log(Date.now() - restingBy, JSON.stringify(atRest));
+  }
+  expect(atRest, 'connections 4 s after the burst').toSatisfy(resting);
+});
