@@ -46,6 +46,9 @@ async function stop(server: RunningServer): Promise<void> {
   running.splice(running.indexOf(server), 1);
 }
 
+/** How long the server is left quiet before its memory at rest is read. */
+const AT_REST_AFTER_MS = 3_000;
+
 function recordMemory(figure: string, server: RunningServer): void {
   const memory = memoryOf(server.child.pid, path.join(server.dataDir, 'postgres'));
   const node = memoryOf(server.child.pid);
@@ -87,6 +90,10 @@ try {
       });
       section('memory');
       recordMemory('server + embedded PostgreSQL after the requests', main);
+      // Once quiet, the server gives back what the burst took: its idle collection after a quiet
+      // second (server/idle-collection.ts), the pools' extra connections after an idle second.
+      await new Promise((resolve) => setTimeout(resolve, AT_REST_AFTER_MS));
+      recordMemory(`… ${AT_REST_AFTER_MS / 1000} s later, at rest`, main);
     }
     if (runs('lists')) {
       await listsSection({
