@@ -147,6 +147,9 @@ export async function startPlatform(
   // The embedded object store serves S3 requests on these connections too: a few more of them.
   const backendPoolSize = config.simulators.poolSize + (config.drivers.objectStore === 'embedded' ? EMBEDDED_STORE_CONNECTIONS : 0);
   const backendPool = createPool(database.connectionString, backendPoolSize, config.database, 'cloud-platform-backends');
+  // The process's own connection: it LISTENs for the engine and the credential cache, and holds
+  // the embedded store's instance lock. Started once everything has subscribed (composePlatform).
+  const listener = new DatabaseListener(database.pool.options, log.child({ component: 'listener' }));
   let embeddedStore: EmbeddedObjectStore | undefined;
   try {
     const drivers: DriverSet = options.drivers
@@ -157,10 +160,11 @@ export async function startPlatform(
           secretStoreKey: config.s3.secretStoreKey,
           incompleteUploadRetentionMs: config.s3.incompleteUploadRetentionSeconds * 1000,
           rgw: config.rgw,
+          listener,
         });
     embeddedStore = drivers.embeddedStore;
     await contractWarmedUp;
-    return await composePlatform(config, log, options.clock ?? systemClock, drivers, database, backendPool, contract);
+    return await composePlatform(config, log, options.clock ?? systemClock, drivers, database, backendPool, contract, listener);
   } catch (error) {
     // A refused start (a bad catalogue, a port in use) stops the database it opened.
     await embeddedStore?.close().catch(() => {});
@@ -178,6 +182,7 @@ async function composePlatform(
   database: Database,
   backendPool: Pool,
   contract: RequestHandler[],
+  listener: DatabaseListener,
 ): Promise<Platform> {
   const { pool } = database;
   const orgClock = createOrganizationClock(clock, config.testClocks);
@@ -197,8 +202,6 @@ async function composePlatform(
     budget: createBudgetGuard(orgClock, prices),
   };
   const organization = organizationArea(dependencies, storageQuotaOf);
-  // One LISTEN connection for the process: the credential cache and the engine subscribe to it.
-  const listener = new DatabaseListener(pool.options, log.child({ component: 'listener' }));
   // API keys already looked up; emptied on every change a process announces (LISTEN/NOTIFY).
   const credentials = new CredentialCache(listener);
   const apiTokens = apiTokensArea(dependencies, () => credentials.changed());
@@ -332,9 +335,10 @@ async function composePlatform(
       await background.stop();
       if (config.background) await engine.stop();
       await metricsEndpoint?.close();
-      await listener.stop();
       await s3?.close();
       await drivers.embeddedStore?.close();
+      // Last: it holds the store's instance lock, which S3 writes finishing above still need.
+      await listener.stop();
       await backendPool.end();
       await database.stop();
     },

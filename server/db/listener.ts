@@ -19,15 +19,19 @@ export interface Subscriber {
 }
 
 /**
- * One connection that LISTENs for everything a process waits for (queued work, credential
- * changes), opened again when it is lost (the database restarted, the network cut). It is
- * outside the pool, which it would otherwise hold a slot of for good. One per process rather than
- * one per subscriber: each is a PostgreSQL backend, 10 to 15 MiB resident while it waits.
+ * The process's own connection: it LISTENs for everything the process waits for (queued work,
+ * credential changes) and holds the session's advisory locks that say the process is alive (the
+ * object store's instance lock), and it is opened again, LISTENs and locks again, when it is lost
+ * (the database restarted, the network cut). It is outside the pool, which it would otherwise
+ * hold a slot of for good. One per process rather than one per use: each is a PostgreSQL backend,
+ * 10 to 15 MiB resident while it waits.
  */
 export class DatabaseListener {
   private readonly subscribers: Subscriber[] = [];
+  /** Session advisory locks (namespace, key) held while connected. */
+  private readonly locks: Array<[number, number]> = [];
   private readonly connection: pg.ClientConfig;
-  private readonly log: Logger;
+  private readonly log: Pick<Logger, 'info' | 'warn'>;
   private client: pg.Client | undefined;
   private isListening = false;
   private stopping = false;
@@ -35,7 +39,7 @@ export class DatabaseListener {
   private wakeRetry: () => void = () => {};
   private endWait: () => void = () => {};
 
-  constructor(connection: pg.ClientConfig, log: Logger, applicationName = LISTENER_APPLICATION) {
+  constructor(connection: pg.ClientConfig, log: Pick<Logger, 'info' | 'warn'>, applicationName = LISTENER_APPLICATION) {
     this.connection = { ...connection, application_name: applicationName };
     this.log = log;
   }
@@ -44,6 +48,12 @@ export class DatabaseListener {
   subscribe(subscriber: Subscriber): void {
     if (this.loop) throw new Error('subscribe before the listener starts');
     this.subscribers.push(subscriber);
+  }
+
+  /** Holds a session advisory lock whenever connected; only before `start`. */
+  holdLock(namespace: number, key: number): void {
+    if (this.loop) throw new Error('hold locks before the listener starts');
+    this.locks.push([namespace, key]);
   }
 
   get listening(): boolean {
@@ -59,6 +69,8 @@ export class DatabaseListener {
     this.stopping = true;
     this.wakeRetry();
     this.endWait();
+    // A connection still being opened (or a statement waiting on a frozen server) ends too.
+    this.client?.end().catch(() => {});
     await this.loop;
   }
 
@@ -112,7 +124,8 @@ export class DatabaseListener {
     try {
       await client.connect();
       const channels = new Set(this.subscribers.flatMap((subscriber) => subscriber.channels));
-      await client.query([...channels].map((channel) => `LISTEN ${channel}`).join('; '));
+      if (channels.size > 0) await client.query([...channels].map((channel) => `LISTEN ${channel}`).join('; '));
+      for (const [namespace, key] of this.locks) await client.query('SELECT pg_advisory_lock($1, $2)', [namespace, key]);
       if (this.stopping) return undefined;
       this.isListening = true;
       for (const subscriber of this.subscribers) subscriber.listening();

@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Config, RgwConfig } from '../config.ts';
+import type { DatabaseListener } from '../db/listener.ts';
 import type { Pool } from '../db/pool.ts';
 import { createEmbeddedObjectStore, type EmbeddedObjectStore } from './embedded/store.ts';
 import type { Drivers } from './index.ts';
@@ -44,6 +45,8 @@ export async function createDrivers(
     /** Multipart uploads older than this are aborted by the embedded store's sweep. */
     incompleteUploadRetentionMs?: number;
     rgw?: Config['rgw'];
+    /** The process's listener, which holds the embedded store's instance lock (see createEmbeddedObjectStore). */
+    listener?: DatabaseListener;
   },
 ): Promise<DriverSet> {
   // Each choice is checked by loadConfig, so a new driver is one more case here, not a change of the areas.
@@ -57,6 +60,7 @@ export async function createDrivers(
           incompleteUploadRetentionMs: options.incompleteUploadRetentionMs,
           faults: new FaultInjector(pool, parseFaultRules(options.simulators.faults)),
           latencyMs: options.simulators.embeddedStoreLatencyMs,
+          listener: options.listener,
         })
       : undefined;
   return {

@@ -1,6 +1,6 @@
 import { randomBytes, randomInt } from 'node:crypto';
 import path from 'node:path';
-import pg from 'pg';
+import { DatabaseListener } from '../../db/listener.ts';
 import { withTransaction, type Pool, type Queryable } from '../../db/pool.ts';
 import { PermanentBackendError } from '../errors.ts';
 import type { BucketAddress, BucketReport, EnforcedQuota, ObjectStoreDriver, OrganizationReport, SecretStore } from '../object-store.ts';
@@ -47,11 +47,18 @@ export interface EmbeddedStoreOptions {
   latencyMs?: [number, number];
   /** Multipart uploads begun longer ago than this are aborted by the sweep (default 7 days). */
   incompleteUploadRetentionMs?: number;
+  /**
+   * The process's listener (platform.ts), which holds the store's instance lock whenever it is
+   * connected; it must be started before the store takes writes. Without one, the store opens its own.
+   */
+  listener?: DatabaseListener;
 }
 
 export const DEFAULT_INCOMPLETE_UPLOAD_RETENTION_MS = 7 * 86_400_000;
 
 const UNIQUE_VIOLATION = '23505';
+/** The store logs nothing of its own: a lost lock connection shows in the server's listener, or in the requests it fails. */
+const quietLog = { info: () => {}, warn: () => {} };
 const ACCESS_KEY_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789';
 
 const toReport = (row: StoredBucket): BucketReport => ({
@@ -70,18 +77,20 @@ export async function createEmbeddedObjectStore({
   faults,
   latencyMs = [0, 0],
   incompleteUploadRetentionMs = DEFAULT_INCOMPLETE_UPLOAD_RETENTION_MS,
+  listener,
 }: EmbeddedStoreOptions): Promise<EmbeddedObjectStore> {
   const blobs = new BlobFiles(path.join(dataDir, 'objects'));
   await blobs.init();
   const box = createSecretBox(loadSecretBoxKey(dataDir, secretKey));
 
   // This process's liveness, for the sweep of other processes' reservations: held as long as
-  // the process (its connection) lives.
+  // the process lives, on a connection that takes it again when it is lost and comes back. While
+  // it is lost, another process's sweep may take this process's reservations: a write whose
+  // reservation went is refused as it commits (0940_swept_reservation_refused.sql).
   const instance = randomInt(1, 2 ** 31 - 1);
-  const lockClient = new pg.Client({ ...pool.options, statement_timeout: undefined, query_timeout: undefined });
-  lockClient.on('error', () => {});
-  await lockClient.connect();
-  await lockClient.query('SELECT pg_advisory_lock($1, $2)', [INSTANCE_LOCK_NAMESPACE, instance]);
+  const ownListener = listener ? undefined : new DatabaseListener(pool.options, quietLog, 'cloud-platform-store-lock');
+  (listener ?? ownListener)!.holdLock(INSTANCE_LOCK_NAMESPACE, instance);
+  await ownListener?.start();
 
   const context: StoreContext = { pool, blobs, instance };
   // Each driver call may be slowed (SIM_LATENCY_MS) and failed (SIM_FAULTS) as the simulators' are.
@@ -286,7 +295,7 @@ export async function createEmbeddedObjectStore({
     sweep: () => sweep(context, INSTANCE_LOCK_NAMESPACE, incompleteUploadRetentionMs),
 
     async close() {
-      await lockClient.end().catch(() => {});
+      await ownListener?.stop();
     },
   };
   await store.sweep();

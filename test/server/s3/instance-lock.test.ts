@@ -1,0 +1,74 @@
+// Each server process holds an advisory lock that tells the other processes' sweeps it is alive,
+// so that they leave its writes in flight alone. The lock survives a lost connection: the server
+// takes it again once the connection is back. While it was lost, another process's sweep may take
+// the process's reservations and mark their files as garbage: a write whose reservation went is
+// refused as it commits, rather than made visible with bytes the sweep removes.
+import { HeadObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
+import { request as httpRequest } from 'node:http';
+import pg from 'pg';
+import { afterAll, beforeAll, expect, test } from 'vitest';
+import { INSTANCE_LOCK_NAMESPACE } from '../../../server/drivers/embedded/store.ts';
+import { createAccessKey, createBucket, MiB, s3Client, s3ErrorOf, settles, startS3Server } from './support.ts';
+
+let server: Awaited<ReturnType<typeof startS3Server>>;
+let s3: S3Client;
+let observer: pg.Client;
+
+beforeAll(async () => {
+  server = await startS3Server();
+  await createBucket(server, server.org, 'in-flight');
+  s3 = s3Client(server, await createAccessKey(server, server.org));
+  observer = new pg.Client({ connectionString: server.databaseUrl });
+  await observer.connect();
+}, 120_000);
+
+afterAll(async () => {
+  await observer?.end();
+  await server?.close();
+});
+
+/** The backends holding a store instance lock in this test's database (others run beside it), with their application_name. */
+async function instanceLockHolders(): Promise<Array<{ pid: number; application_name: string }>> {
+  const { rows } = await observer.query<{ pid: number; application_name: string }>(
+    `SELECT l.pid, a.application_name FROM pg_locks l JOIN pg_stat_activity a USING (pid)
+     WHERE l.locktype = 'advisory' AND l.classid::bigint = $1 AND l.granted
+       AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
+    [INSTANCE_LOCK_NAMESPACE],
+  );
+  return rows;
+}
+
+test('the instance lock is taken again once its connection, lost, is back', async () => {
+  const before = await instanceLockHolders();
+  expect(before).toEqual([{ pid: expect.any(Number), application_name: 'cloud-platform-listener' }]);
+  await observer.query('SELECT pg_terminate_backend($1)', [before[0]!.pid]);
+  await settles(async () => {
+    const after = await instanceLockHolders();
+    expect(after).toHaveLength(1);
+    expect(after[0]!.pid).not.toBe(before[0]!.pid);
+  }, 10_000);
+  await s3.send(new PutObjectCommand({ Bucket: 'in-flight', Key: 'after-reconnect.txt', Body: 'written' }));
+});
+
+test('a write whose reservation a sweep took is refused as it commits, and nothing of it is stored', async () => {
+  const url = await getSignedUrl(s3, new PutObjectCommand({ Bucket: 'in-flight', Key: 'swept.bin' }), { expiresIn: 300 });
+  const upload = httpRequest(url, { method: 'PUT', headers: { 'Content-Length': String(2 * MiB) } });
+  const status = new Promise<number>((resolve, reject) => {
+    upload.on('response', (response) => {
+      response.resume();
+      resolve(response.statusCode!);
+    });
+    upload.on('error', reject);
+  });
+  upload.write(Buffer.alloc(MiB, 1));
+  // While the body streams in, what another process's sweep does to the reservations of a process
+  // whose lock it could take: they go, and their files become garbage.
+  await settles(async () => expect((await observer.query('SELECT count(*)::int AS n FROM store_reservations')).rows[0].n).toBe(1));
+  await observer.query(
+    'WITH gone AS (DELETE FROM store_reservations RETURNING blob) INSERT INTO store_garbage (blob) SELECT blob FROM gone',
+  );
+  upload.end(Buffer.alloc(MiB, 2));
+  expect(await status).toBe(500);
+  expect(await s3ErrorOf(s3.send(new HeadObjectCommand({ Bucket: 'in-flight', Key: 'swept.bin' })))).toMatchObject({ status: 404 });
+});
