@@ -28,11 +28,17 @@ for tool in ceph-mon ceph-osd radosgw ceph ceph-authtool monmaptool radosgw-admi
   fi
 done
 
-# A port nothing listens on (not reserved: the daemons bind it a moment later).
+# A port nothing listens on (not reserved: the daemons bind it a moment later). Drawn below the
+# kernel's ephemeral range: a port from that range can be taken, between the check and the bind,
+# by any outgoing connection or port-0 listener (the test suite makes thousands), and then the
+# gateway cannot bind it (seen in a full test run: the suite waited on it until its timeout).
+EPHEMERAL_LOW="$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)"
+PORT_FLOOR=10000
+PORT_SPAN=$((EPHEMERAL_LOW > PORT_FLOOR + 1000 ? EPHEMERAL_LOW - PORT_FLOOR : 20000))
 free_port() {
   local port
   for _ in $(seq 1 100); do
-    port=$((20000 + RANDOM % 30000))
+    port=$((PORT_FLOOR + (RANDOM * 32768 + RANDOM) % PORT_SPAN))
     if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
       echo "$port"
       return
@@ -145,6 +151,20 @@ ceph-osd -c "$CONF" -i "$OSD_ID"
 
 radosgw -c "$CONF" -n client.rgw
 
+# The gateway forks into the background and may still fail (its port taken after all): then it is
+# gone, and radosgw-admin waits on its watch for ever. Each try is bounded, and a gateway that
+# exited fails the bring-up at once, with its log.
+rgw_gone() {
+  ! pgrep -f -- "radosgw -c $CONF -n client.rgw" >/dev/null
+}
+fail_if_rgw_gone() {
+  if rgw_gone; then
+    echo "ceph: the gateway exited (port $RGW_PORT):" >&2
+    tail -n 3 "$DIR/log/client.rgw.log" >&2 2>/dev/null || true
+    on_failure
+  fi
+}
+
 # The platform's administrator: the Admin Ops capabilities the rgw driver needs.
 ADMIN_ACCESS="CPADMIN$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n' | tr a-f A-F | head -c 13)"
 ADMIN_SECRET="$(head -c 30 /dev/urandom | base64)"
@@ -155,11 +175,12 @@ ADMIN_SECRET="$(head -c 30 /dev/urandom | base64)"
 admin_user=(--uid=cloud-platform-admin)
 admin_key=(--access-key="$ADMIN_ACCESS" --secret-key="$ADMIN_SECRET")
 deadline=$((SECONDS + ${CEPH_START_TIMEOUT:-120}))
-until radosgw-admin -c "$CONF" -n client.admin user create "${admin_user[@]}" --display-name="Cloud platform" \
+until timeout 30 radosgw-admin -c "$CONF" -n client.admin user create "${admin_user[@]}" --display-name="Cloud platform" \
     "${admin_key[@]}" >/dev/null 2>"$DIR/log/user-create.err" ||
-  { radosgw-admin -c "$CONF" -n client.admin user info "${admin_user[@]}" >/dev/null 2>&1 &&
-    radosgw-admin -c "$CONF" -n client.admin key create "${admin_user[@]}" --key-type=s3 "${admin_key[@]}" \
+  { timeout 30 radosgw-admin -c "$CONF" -n client.admin user info "${admin_user[@]}" >/dev/null 2>&1 &&
+    timeout 30 radosgw-admin -c "$CONF" -n client.admin key create "${admin_user[@]}" --key-type=s3 "${admin_key[@]}" \
       >/dev/null 2>>"$DIR/log/user-create.err"; }; do
+  fail_if_rgw_gone
   if [ "$SECONDS" -ge "$deadline" ]; then
     echo "ceph: the administrator could not be created within ${CEPH_START_TIMEOUT:-120} s; the last try said:" >&2
     cat "$DIR/log/user-create.err" >&2
@@ -167,7 +188,7 @@ until radosgw-admin -c "$CONF" -n client.admin user create "${admin_user[@]}" --
   fi
   sleep 0.1
 done
-radosgw-admin -c "$CONF" -n client.admin caps add --uid=cloud-platform-admin \
+timeout 30 radosgw-admin -c "$CONF" -n client.admin caps add --uid=cloud-platform-admin \
   --caps="users=*;buckets=*;usage=*;metadata=*" >/dev/null
 
 # Ready once the gateway answers S3 (an anonymous bucket listing: 200).
@@ -182,6 +203,7 @@ rgw_ready() (
   [[ "$status" == "HTTP/1.1 200"* ]]
 )
 until rgw_ready 2>/dev/null; do
+  fail_if_rgw_gone
   if [ "$SECONDS" -ge "$deadline" ]; then
     echo "ceph: the gateway did not answer on 127.0.0.1:$RGW_PORT within ${CEPH_START_TIMEOUT:-120} s" >&2
     on_failure
