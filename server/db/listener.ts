@@ -6,6 +6,8 @@ export const LISTENER_APPLICATION = 'cloud-platform-listener';
 
 /** The longest pause between tries to listen again while the database cannot be reached. */
 const MAX_RETRY_MS = 5_000;
+/** The pause between tries to take a lock another session holds. */
+const LOCK_RETRY_MS = 1_000;
 
 /** What waits for the database's announcements (NOTIFY) on some channels. */
 export interface Subscriber {
@@ -56,10 +58,6 @@ export class DatabaseListener {
     this.locks.push([namespace, key]);
   }
 
-  get listening(): boolean {
-    return this.isListening;
-  }
-
   /** Starts listening; resolves once the first try has been made (subscribers hear whether it worked). */
   start(): Promise<void> {
     return new Promise((resolve) => (this.loop ??= this.listenLoop(resolve)));
@@ -107,6 +105,27 @@ export class DatabaseListener {
     }
   }
 
+  /**
+   * Takes the session locks on this connection, trying again each second for one that another
+   * session holds: the one this process held before its connection was cut, when the database
+   * has not yet noticed it is gone (it still says this process is alive meanwhile), or a sweep
+   * taking it for a moment. Never waits on the connection itself, which serves the subscribers.
+   */
+  private async takeLocks(client: pg.Client): Promise<void> {
+    const pending = [...this.locks];
+    while (pending.length > 0 && this.client === client && this.isListening) {
+      const [namespace, key] = pending[0]!;
+      const taken = await client
+        .query<{ held: boolean }>('SELECT pg_try_advisory_lock($1, $2) AS held', [namespace, key])
+        .then(({ rows }) => rows[0]!.held)
+        // The connection is lost: the next one takes them.
+        .catch(() => undefined);
+      if (taken === undefined) return;
+      if (taken) pending.shift();
+      else await new Promise((resolve) => setTimeout(resolve, LOCK_RETRY_MS));
+    }
+  }
+
   /** LISTENs until the connection is lost (the error is returned) or the listener stops. */
   private async listenUntilLost(listening: () => void): Promise<Error | undefined> {
     const client = new pg.Client(this.connection);
@@ -125,11 +144,11 @@ export class DatabaseListener {
       await client.connect();
       const channels = new Set(this.subscribers.flatMap((subscriber) => subscriber.channels));
       if (channels.size > 0) await client.query([...channels].map((channel) => `LISTEN ${channel}`).join('; '));
-      for (const [namespace, key] of this.locks) await client.query('SELECT pg_advisory_lock($1, $2)', [namespace, key]);
       if (this.stopping) return undefined;
       this.isListening = true;
       for (const subscriber of this.subscribers) subscriber.listening();
       listening();
+      void this.takeLocks(client);
       await new Promise<void>((resolve) => {
         ended = resolve;
         this.endWait = resolve;

@@ -51,6 +51,37 @@ test('the instance lock is taken again once its connection, lost, is back', asyn
   await s3.send(new PutObjectCommand({ Bucket: 'in-flight', Key: 'after-reconnect.txt', Body: 'written' }));
 });
 
+test('a lock another session still holds (the lost connection, not yet seen gone) is taken once released, and the listener serves meanwhile', async () => {
+  const [holder] = await instanceLockHolders();
+  const { rows } = await observer.query<{ objid: number }>(
+    `SELECT objid::bigint AS objid FROM pg_locks WHERE pid = $1 AND locktype = 'advisory' AND classid::bigint = $2`,
+    [holder!.pid, INSTANCE_LOCK_NAMESPACE],
+  );
+  const instance = Number(rows[0]!.objid);
+  // The observer takes the lock the moment the server's connection is gone, before it reconnects.
+  await observer.query('SELECT pg_terminate_backend($1)', [holder!.pid]);
+  await settles(async () => {
+    const taken = await observer.query<{ held: boolean }>('SELECT pg_try_advisory_lock($1, $2) AS held', [
+      INSTANCE_LOCK_NAMESPACE,
+      instance,
+    ]);
+    expect(taken.rows[0]!.held).toBe(true);
+  }, 5_000);
+  // The server's new connection listens meanwhile, waiting on no lock.
+  await settles(async () => {
+    const listener = await observer.query<{ wait_event_type: string | null }>(
+      `SELECT wait_event_type FROM pg_stat_activity WHERE application_name = 'cloud-platform-listener' AND datname = current_database()`,
+    );
+    expect(listener.rows).toHaveLength(1);
+    expect(listener.rows[0]!.wait_event_type).not.toBe('Lock');
+  }, 5_000);
+  await observer.query('SELECT pg_advisory_unlock($1, $2)', [INSTANCE_LOCK_NAMESPACE, instance]);
+  await settles(async () => {
+    const after = await instanceLockHolders();
+    expect(after).toEqual([{ pid: expect.any(Number), application_name: 'cloud-platform-listener' }]);
+  }, 10_000);
+});
+
 test('a write whose reservation a sweep took is refused as it commits, and nothing of it is stored', async () => {
   const url = await getSignedUrl(s3, new PutObjectCommand({ Bucket: 'in-flight', Key: 'swept.bin' }), { expiresIn: 300 });
   const upload = httpRequest(url, { method: 'PUT', headers: { 'Content-Length': String(2 * MiB) } });
