@@ -42,8 +42,9 @@ export interface CacheSection<V> {
  * database who is calling. A revocation (or any change of a key or a member) is effective at
  * once in every process: the database announces it with NOTIFY when it commits, and each
  * process empties its cache on the announcement. The cache is used only while the process's
- * listener (db/listener.ts) LISTENs: before the first LISTEN and after a lost connection, every request asks the database,
- * and the cache starts empty again once listening resumes (announcements may have been missed).
+ * listener (db/listener.ts) LISTENs: before the first LISTEN and after a lost connection, every
+ * request asks the database, and the cache starts empty again once listening resumes
+ * (announcements may have been missed).
  * Other kinds of credential announced on the same channel (S3 access keys) keep entries in a
  * `section` of it, forgotten with the rest on every announcement.
  */
@@ -122,15 +123,14 @@ export class CredentialCache {
    * change is answered no process serves the old key. The database's own announcement is not
    * enough: it reaches each process when that process's connection and event loop get to it, and
    * a request that came in meanwhile was served from the cache (a CI run saw it). So the change
-   * counts the processes' LISTEN connections, then announces a sync on the same channel; each cache answers
-   * it once read, and it is read after the change's announcement (one session reads
+   * counts the processes' LISTEN connections, then announces a sync on the same channel; each
+   * cache answers it once read, and it is read after the change's announcement (one session reads
    * notifications in commit order). A process whose connection is lost caches nothing until it
    * listens again, and one that started listening later started with an empty cache.
    */
   async changed(): Promise<void> {
     this.invalidate();
     if (!this.listening) return;
-    const listener = this.listener;
     const token = randomUUID();
     await new Promise<void>((resolve) => {
       const waiter: SyncWaiter = {
@@ -144,7 +144,7 @@ export class CredentialCache {
       };
       const timer = setTimeout(waiter.done, SYNC_WAIT_MS);
       this.syncWaiters.set(token, waiter);
-      listener
+      this.listener
         .query<{ listeners: number }>(
           'SELECT count(*)::int AS listeners FROM pg_stat_activity WHERE application_name = $1 AND datname = current_database()',
           [LISTENER_APPLICATION],
@@ -152,7 +152,7 @@ export class CredentialCache {
         .then(({ rows }) => {
           waiter.expected = rows[0]!.listeners;
           if (waiter.answers >= waiter.expected) waiter.done();
-          return listener.query('SELECT pg_notify($1, $2)', [CREDENTIALS_CHANNEL, `${SYNC_PREFIX}${token}`]);
+          return this.listener.query('SELECT pg_notify($1, $2)', [CREDENTIALS_CHANNEL, `${SYNC_PREFIX}${token}`]);
         })
         // The connection is lost: disable() ends the wait, and nothing is cached until it is back.
         .catch(() => {});

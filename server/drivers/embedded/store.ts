@@ -57,7 +57,10 @@ export interface EmbeddedStoreOptions {
 export const DEFAULT_INCOMPLETE_UPLOAD_RETENTION_MS = 7 * 86_400_000;
 
 const UNIQUE_VIOLATION = '23505';
-/** The store logs nothing of its own: a lost lock connection shows in the server's listener, or in the requests it fails. */
+/**
+ * For the listener the store opens itself (made without the platform's: the admin command), which
+ * has no logger to write to; the platform's listener logs its lost connections.
+ */
 const quietLog = { info: () => {}, warn: () => {} };
 const ACCESS_KEY_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789';
 
