@@ -38,6 +38,8 @@ export class DatabaseListener {
   private isListening = false;
   private stopping = false;
   private loop: Promise<void> | undefined;
+  /** Resolved once the first try to listen is made (the same promise for every `start`). */
+  private started: Promise<void> | undefined;
   private wakeRetry: () => void = () => {};
   private endWait: () => void = () => {};
 
@@ -60,7 +62,7 @@ export class DatabaseListener {
 
   /** Starts listening; resolves once the first try has been made (subscribers hear whether it worked). */
   start(): Promise<void> {
-    return new Promise((resolve) => (this.loop ??= this.listenLoop(resolve)));
+    return (this.started ??= new Promise((resolve) => (this.loop = this.listenLoop(resolve))));
   }
 
   async stop(): Promise<void> {
