@@ -145,8 +145,10 @@ export async function startPlatform(
   // their own, so that a backend call never waits for one of the API's, and the transaction
   // guard refuses a backend call made inside a transaction.
   // The embedded object store serves S3 requests on these connections too: a few more of them.
+  // None is kept while idle: a backend at rest needs no connection (each is a PostgreSQL process
+  // of 15 to 25 MiB), and the first call after a quiet second opens one in a few milliseconds.
   const backendPoolSize = config.simulators.poolSize + (config.drivers.objectStore === 'embedded' ? EMBEDDED_STORE_CONNECTIONS : 0);
-  const backendPool = createPool(database.connectionString, backendPoolSize, config.database, 'cloud-platform-backends');
+  const backendPool = createPool(database.connectionString, backendPoolSize, config.database, 'cloud-platform-backends', 0);
   // The process's own connection: it LISTENs for the engine and the credential cache, and holds
   // the embedded store's instance lock. Started once everything has subscribed (composePlatform).
   const listener = new DatabaseListener(database.pool.options, log.child({ component: 'listener' }));

@@ -64,10 +64,10 @@ export const DEFAULT_DATABASE_TIMEOUTS: DatabaseTimeouts = {
 const QUERY_TIMEOUT_MARGIN_MS = 1_000;
 
 /**
- * A connection beyond the pool's first is closed once idle this long. Each is a PostgreSQL
+ * A connection beyond those the pool keeps is closed once idle this long. Each is a PostgreSQL
  * backend of 10 to 25 MiB resident; a burst opens the pool's full size, and with pg's default (10 s)
  * a server back at rest kept them all that long. Reopening one costs a few milliseconds, once per
- * burst; the first connection stays, so light traffic never waits for one.
+ * burst.
  */
 const IDLE_CONNECTION_MS = 1_000;
 
@@ -82,11 +82,13 @@ export function createPool(
   max = 10,
   timeouts: DatabaseTimeouts = DEFAULT_DATABASE_TIMEOUTS,
   applicationName = 'cloud-platform-api',
+  /** Connections kept however long they are idle: the API's first, so light traffic never waits for one. */
+  keptIdle = 1,
 ): Pool {
   const pool = new pg.Pool({
     connectionString,
     max,
-    min: 1,
+    min: keptIdle,
     idleTimeoutMillis: IDLE_CONNECTION_MS,
     application_name: applicationName,
     connectionTimeoutMillis: timeouts.connectionTimeoutMs,
