@@ -16,6 +16,7 @@ import { ratio, record, section } from './bench/report.ts';
 import { cephInstalled, startSingleNodeCeph, type SingleNodeCeph } from './ceph/single-node.ts';
 import type { BootstrapCredentials } from '../server/bootstrap.ts';
 import { readBootstrap } from './lib/bootstrap-file.ts';
+import { npmStartCommand } from './lib/npm-start.ts';
 import { freePort, startProcess, waitForHttp, type Started } from './lib/processes.ts';
 import { repoRoot } from './lib/run.ts';
 
@@ -63,10 +64,12 @@ export async function startServer(
   const [port, s3Port] = [await freePort(), await freePort()];
   // BENCH_S3_NODE_ARGS: extra Node flags for the server (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to profile it).
   const nodeArgs = (process.env.BENCH_S3_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  const start = npmStartCommand(root);
   const server = startProcess(
     process.execPath,
-    [...nodeArgs, path.join(root, 'scripts', 'start.mjs'), path.join(root, 'server', 'main.ts')],
+    [...start.nodeArgs, ...nodeArgs, ...start.args],
     {
+      ...start.env,
       DATA_DIR: dataDir,
       HOST: '127.0.0.1',
       PORT: String(port),

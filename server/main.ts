@@ -68,7 +68,11 @@ async function start(): Promise<Platform> {
       ].join('\n'),
     );
   }
-  log.info({ url: platform.url, s3_endpoint: s3Endpoint, data_dir: config.databaseUrl ? undefined : config.dataDir }, 'listening');
+  // Which Node runs it: `npm start` runs the one npm installed (package.json), not always the machine's.
+  log.info(
+    { url: platform.url, s3_endpoint: s3Endpoint, data_dir: config.databaseUrl ? undefined : config.dataDir, node: process.versions.node },
+    'listening',
+  );
   return platform;
 }
 

@@ -2,6 +2,7 @@
 // floor and the Prism mock, each a child process in a process group of its own, on 127.0.0.1.
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import { npmStartCommand } from '../lib/npm-start.ts';
 import { freePort, startProcess, waitForHttp, type Started } from '../lib/processes.ts';
 import { repoRoot } from '../lib/run.ts';
 
@@ -11,7 +12,7 @@ export interface Child extends Started {
   pid: number;
 }
 
-/** Node running `args` from the repository, with `env`, to serve on `url`. */
+/** Node (the one running the bench) running `args` from the repository, with `env`, to serve on `url`. */
 function spawnChild(args: string[], env: Record<string, string>, url: string): Child {
   const started = startProcess(process.execPath, args, env, { cwd: repoRoot, keepLastChars: 20_000 });
   return { ...started, url, pid: started.child.pid! };
@@ -22,12 +23,14 @@ function answers(child: Child, probePath: string, timeoutMs = 60_000): Promise<v
   return waitForHttp(`${child.url}${probePath}`, child, timeoutMs, 10);
 }
 
-/** The real server as `npm start` runs it (`node scripts/start.mjs server/main.ts`), with `env`. */
+/** The real server as `npm start` runs it (its command line from package.json), with `env`. */
 export async function startRealServer(env: Record<string, string>): Promise<Child> {
   const port = await freePort();
+  const start = npmStartCommand();
   const child = spawnChild(
-    [path.join(repoRoot, 'scripts', 'start.mjs'), path.join(repoRoot, 'server', 'main.ts')],
+    [...start.nodeArgs, ...start.args],
     {
+      ...start.env,
       HOST: '127.0.0.1',
       PORT: String(port),
       METRICS_PORT: 'off',

@@ -1,0 +1,36 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { repoRoot } from './run.ts';
+
+/** What `npm start` runs: the environment its command line sets, Node's flags, the script and its arguments. */
+export interface StartCommand {
+  env: Record<string, string>;
+  nodeArgs: string[];
+  args: string[];
+}
+
+/**
+ * The command line of `npm start`, read from the `start` script of `root`'s package.json (a form
+ * kept simple on purpose: `NAME=value … node [--flags] script [arguments]`). The benches start
+ * the server from it, so that what they measure runs as `npm start` runs it, with the same
+ * allocator settings and Node flags, and a change there cannot leave them measuring another thing.
+ */
+export function npmStartCommand(root = repoRoot): StartCommand {
+  const manifest = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as { scripts?: { start?: string } };
+  const line = manifest.scripts?.start ?? '';
+  const words = line.split(/\s+/).filter(Boolean);
+  const env: Record<string, string> = {};
+  while (words.length > 0 && /^[A-Z_][A-Z0-9_]*=\S*$/.test(words[0]!)) {
+    const [name, value] = words.shift()!.split(/=(.*)/);
+    env[name!] = value!;
+  }
+  if (words.shift() !== 'node')
+    throw new Error(`package.json's start script does not have the form "NAME=value … node [flags] script": ${line}`);
+  const script = words.findIndex((word) => !word.startsWith('-'));
+  if (script < 0) throw new Error(`package.json's start script names no script: ${line}`);
+  return {
+    env,
+    nodeArgs: words.slice(0, script),
+    args: words.slice(script).map((word) => (/\.(ts|mjs|js)$/.test(word) ? path.join(root, word) : word)),
+  };
+}
