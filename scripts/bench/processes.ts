@@ -1,9 +1,9 @@
 // The processes the benchmark compares: the real server (as `npm start` runs it), the stack
 // floor and the Prism mock, each a child process in a process group of its own, on 127.0.0.1.
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { npmStartCommand } from '../lib/npm-start.ts';
-import { freePort, startProcess, waitForHttp, type Started } from '../lib/processes.ts';
+import { descendantsOf, freePort, startProcess, waitForHttp, type Started } from '../lib/processes.ts';
 import { repoRoot } from '../lib/run.ts';
 
 /** A started process and the address it serves. */
@@ -81,7 +81,7 @@ export function memoryOf(pid: number, postgresDir?: string): { rss: number; pss:
     const pidFile = path.join(postgresDir, 'postmaster.pid');
     if (existsSync(pidFile)) {
       const postmaster = Number(readFileSync(pidFile, 'utf8').split('\n')[0]);
-      pids.push(postmaster, ...childrenOf(postmaster));
+      pids.push(postmaster, ...descendantsOf(postmaster));
     }
   }
   let rss = 0;
@@ -124,7 +124,7 @@ function postgresPids(postgresDir: string): number[] {
   const pidFile = path.join(postgresDir, 'postmaster.pid');
   if (!existsSync(pidFile)) return [];
   const postmaster = Number(readFileSync(pidFile, 'utf8').split('\n')[0]);
-  return [postmaster, ...childrenOf(postmaster)];
+  return [postmaster, ...descendantsOf(postmaster)];
 }
 
 /** utime + stime of /proc/<pid>/stat, in ms (clock ticks of 10 ms). */
@@ -142,20 +142,4 @@ function cpuMsOf(pid: number): number {
 function kib(text: string, field: string): number {
   const match = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(text);
   return match ? Number(match[1]) : 0;
-}
-
-function childrenOf(parent: number): number[] {
-  const children: number[] = [];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      // The fourth field, after the command name in parentheses (which may contain spaces).
-      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      if (ppid === parent) children.push(Number(entry));
-    } catch {
-      // Ended meanwhile.
-    }
-  }
-  return children;
 }

