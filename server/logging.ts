@@ -1,4 +1,5 @@
 import { pino, type Logger, type LoggerOptions } from 'pino';
+import { writeSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import type PinoPretty from 'pino-pretty';
 
@@ -45,6 +46,7 @@ export function createLogger(level: string, format: 'json' | 'pretty' = 'json'):
 /** Lines wait for this many bytes, or for FLUSH_INTERVAL_MS, before they are written out together. */
 const BATCH_BYTES = 8 * 1024;
 const FLUSH_INTERVAL_MS = 100;
+const STDOUT = 1;
 
 /**
  * Standard output, written in batches off the request path: lines gather up to 8 KiB (or 100 ms)
@@ -55,7 +57,20 @@ const FLUSH_INTERVAL_MS = 100;
  * lines; the rest are dropped rather than stalling the server.
  */
 function standardOutput() {
-  const destination = pino.destination({ dest: 1, sync: false, minLength: BATCH_BYTES, maxLength: 16 * 1024 * 1024 });
+  const destination = pino.destination({ dest: STDOUT, sync: false, minLength: BATCH_BYTES, maxLength: 16 * 1024 * 1024 });
   setInterval(() => destination.flush(), FLUSH_INTERVAL_MS).unref();
+  // pino flushes what is pending with flushSync when the process exits, and sonic-boom's flushSync
+  // retries a failed write every 100 ms, forever, unless the error is EAGAIN: with standard
+  // output's reader gone (EPIPE: a pipe or socket closed, a log shipper stopped), the process never
+  // exited. Writing nothing fails the same way, so it asks first whether anyone still reads.
+  const flushSync = destination.flushSync.bind(destination);
+  destination.flushSync = () => {
+    try {
+      writeSync(STDOUT, '');
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EAGAIN') return;
+    }
+    flushSync();
+  };
   return destination;
 }

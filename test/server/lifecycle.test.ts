@@ -267,6 +267,20 @@ describe('graceful shutdown', () => {
     await expect(fetch(`${server.url}/v1/orgs/${credentials.org_id}`)).rejects.toThrow();
   });
 
+  test("with its standard output's reader gone (a closed pipe), a SIGTERM still ends the process: exit 0", async () => {
+    const dataDir = mkdtempSync(path.join(tmpdir(), 'cloud-platform-stdout-gone-'));
+    const port = await freePort();
+    const server = await startEmbedded(dataDir, port);
+    // A log shipper or `| head` that went away: the server's next write to standard output is EPIPE.
+    server.child.stdout?.destroy();
+    server.child.kill('SIGTERM');
+    const code = await Promise.race([
+      exited(server),
+      new Promise<string>((resolve) => setTimeout(() => resolve('still running 20 s after SIGTERM'), 20_000)),
+    ]);
+    expect(code).toBe(0);
+  });
+
   test('a SIGTERM while the server is still starting stops it once it has started: exit 0, and the next start serves', async () => {
     const dataDir = mkdtempSync(path.join(tmpdir(), 'cloud-platform-early-stop-'));
     const port = await freePort();
