@@ -72,5 +72,10 @@ function standardOutput() {
     }
     flushSync();
   };
+  // The first start's banner goes through process.stdout, whose write fails the same way; unheard,
+  // that error would end the process with 1 in the middle of its shutdown.
+  process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code !== 'EPIPE') throw error;
+  });
   return destination;
 }
