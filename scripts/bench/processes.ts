@@ -77,13 +77,7 @@ export async function startPrism(): Promise<Child> {
  */
 export function memoryOf(pid: number, postgresDir?: string): { rss: number; pss: number; processes: number } {
   const pids = [pid];
-  if (postgresDir) {
-    const pidFile = path.join(postgresDir, 'postmaster.pid');
-    if (existsSync(pidFile)) {
-      const postmaster = Number(readFileSync(pidFile, 'utf8').split('\n')[0]);
-      pids.push(postmaster, ...descendantsOf(postmaster));
-    }
-  }
+  if (postgresDir) pids.push(...postgresPids(postgresDir));
   let rss = 0;
   let pss = 0;
   for (const each of pids) {
