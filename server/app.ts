@@ -18,6 +18,7 @@ import { deprecation } from './http/deprecation.ts';
 import { preparedJson } from './http/send.ts';
 import { securityHeaders } from './http/security-headers.ts';
 import { stages } from './http/stages.ts';
+import { settleLegacyUrlParseCheck } from './http/url-parse-check.ts';
 import { contractValidator, reuseOperationLookups, translateValidatorErrors } from './http/validation.ts';
 import type { Logger } from './logging.ts';
 import type { Metrics } from './metrics.ts';
@@ -45,6 +46,7 @@ export interface AppDependencies {
  * (stages.ts), one Express layer each.
  */
 export function createApp({ config, pool, log, identity, handlers, metrics, rateLimits, contract, pages = [] }: AppDependencies): Express {
+  settleLegacyUrlParseCheck();
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
