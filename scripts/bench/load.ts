@@ -1,6 +1,11 @@
-// A bounded load run against one URL on 127.0.0.1 (autocannon in this process): a fixed number
-// of connections for a fixed time, after a short warm-up that is not counted.
+// A bounded load run against one URL on 127.0.0.1: a fixed number of connections for a fixed
+// time, after a short warm-up that is not counted. wrk (one thread) when it is installed, as the
+// issue's measurements were taken; autocannon, in this process, otherwise.
+import { spawn, spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import autocannon from 'autocannon';
 
 export interface LoadRequest {
@@ -29,34 +34,141 @@ export interface LoadSettings {
   warmupSeconds: number;
 }
 
-export async function load(request: LoadRequest, settings: LoadSettings): Promise<LoadFigures> {
+export type LoadGenerator = 'wrk' | 'autocannon';
+
+/**
+ * The load generator: BENCH_LOAD names one; by default wrk when it is on the PATH. The choice
+ * weighs on the figures of a 2-core machine: the generator shares the cores with the server and
+ * its PostgreSQL, and autocannon (JavaScript) spends several times wrk's CPU on each request.
+ */
+export function loadGenerator(): LoadGenerator {
+  const named = process.env.BENCH_LOAD;
+  if (named === 'wrk' || named === 'autocannon') return named;
+  if (named) throw new Error(`BENCH_LOAD=${named}: the load generators are wrk and autocannon`);
+  return spawnSync('wrk', ['--version']).error === undefined ? 'wrk' : 'autocannon';
+}
+
+export async function load(request: LoadRequest, settings: LoadSettings, generator = loadGenerator()): Promise<LoadFigures> {
   const target = new URL(request.url);
   if (target.hostname !== '127.0.0.1') throw new Error(`the benchmark only targets 127.0.0.1, not ${target.hostname}`);
-  const run = (seconds: number) =>
-    autocannon({
-      url: target.origin,
-      connections: settings.connections,
-      duration: seconds,
-      timeout: 10,
-      requests: [
-        {
-          method: request.method,
-          path: `${target.pathname}${target.search}`,
-          headers: { ...(request.body === undefined ? {} : { 'content-type': 'application/json' }), ...request.headers },
-          body: request.body,
-          ...(request.freshIdempotencyKey
-            ? { setupRequest: (built) => ({ ...built, headers: { ...built.headers, 'idempotency-key': randomUUID() } }) }
-            : {}),
-        },
-      ],
-    });
-  const warmup = settings.warmupSeconds > 0 ? (await run(settings.warmupSeconds)).requests.total : 0;
-  const result = await run(settings.seconds);
+  const run = generator === 'wrk' ? wrkRun : autocannonRun;
+  const warmup = settings.warmupSeconds > 0 ? (await run(request, settings.connections, settings.warmupSeconds)).sent : 0;
+  const measured = await run(request, settings.connections, settings.seconds);
+  return { ...measured, sent: warmup + measured.sent };
+}
+
+async function autocannonRun(request: LoadRequest, connections: number, seconds: number): Promise<LoadFigures> {
+  const target = new URL(request.url);
+  const result = await autocannon({
+    url: target.origin,
+    connections,
+    duration: seconds,
+    timeout: 10,
+    requests: [
+      {
+        method: request.method,
+        path: `${target.pathname}${target.search}`,
+        headers: { ...(request.body === undefined ? {} : { 'content-type': 'application/json' }), ...request.headers },
+        body: request.body,
+        ...(request.freshIdempotencyKey
+          ? { setupRequest: (built) => ({ ...built, headers: { ...built.headers, 'idempotency-key': randomUUID() } }) }
+          : {}),
+      },
+    ],
+  });
   return {
-    rps: result.requests.total / settings.seconds,
+    rps: result.requests.total / seconds,
     p50: result.latency.p50,
     p99: result.latency.p99,
     failures: result.errors + result.timeouts + result.non2xx,
-    sent: warmup + result.requests.total,
+    sent: result.requests.total,
   };
+}
+
+/** Marks the line of wrk's output that the script's `done` writes. */
+const SUMMARY_MARK = 'BENCH_SUMMARY ';
+
+/**
+ * One wrk run (one thread: the harness's setting). Its Lua script sets the method, headers and
+ * body, numbers the Idempotency-Keys when each request needs its own (a run's random prefix, then
+ * a counter), and writes the summary as JSON: wrk's own report rounds its figures.
+ */
+async function wrkRun(request: LoadRequest, connections: number, seconds: number): Promise<LoadFigures> {
+  const dir = mkdtempSync(path.join(tmpdir(), 'cloud-platform-wrk-'));
+  try {
+    const script = path.join(dir, 'load.lua');
+    writeFileSync(script, wrkScript(request));
+    // wrk takes whole seconds.
+    const wholeSeconds = Math.max(1, Math.round(seconds));
+    const output = await runWrk(['-t1', `-c${connections}`, `-d${wholeSeconds}s`, '--timeout', '10s', '-s', script, request.url]);
+    const line = output.split('\n').find((text) => text.startsWith(SUMMARY_MARK));
+    if (!line) throw new Error(`wrk wrote no summary:\n${output}`);
+    const summary = JSON.parse(line.slice(SUMMARY_MARK.length)) as {
+      requests: number;
+      duration_us: number;
+      failures: number;
+      p50_us: number;
+      p99_us: number;
+    };
+    return {
+      rps: summary.requests / (summary.duration_us / 1e6),
+      p50: summary.p50_us / 1000,
+      p99: summary.p99_us / 1000,
+      failures: summary.failures,
+      sent: summary.requests,
+    };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+function runWrk(args: string[]): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('wrk', args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.on('error', reject);
+    child.on('close', (code) =>
+      code === 0 ? resolve(output) : reject(new Error(`wrk ${args.join(' ')} exited with ${code}:\n${output}`)),
+    );
+  });
+}
+
+/** A Lua string literal: printable ASCII as is, the rest as decimal escapes (LuaJIT has no \u). */
+function luaString(text: string): string {
+  let literal = '"';
+  for (const byte of Buffer.from(text, 'utf8')) {
+    literal += byte >= 0x20 && byte < 0x7f && byte !== 0x22 && byte !== 0x5c ? String.fromCharCode(byte) : `\\${byte}`;
+  }
+  return `${literal}"`;
+}
+
+function wrkScript(request: LoadRequest): string {
+  const headers = { ...(request.body === undefined ? {} : { 'content-type': 'application/json' }), ...request.headers };
+  const lines = [
+    `wrk.method = ${luaString(request.method)}`,
+    ...Object.entries(headers).map(([name, value]) => `wrk.headers[${luaString(name)}] = ${luaString(value)}`),
+    ...(request.body === undefined ? [] : [`wrk.body = ${luaString(request.body)}`]),
+  ];
+  if (request.freshIdempotencyKey) {
+    lines.push(
+      `local prefix = ${luaString(randomUUID())}`,
+      'local counter = 0',
+      'request = function()',
+      '  counter = counter + 1',
+      '  wrk.headers["idempotency-key"] = prefix .. "-" .. counter',
+      '  return wrk.format()',
+      'end',
+    );
+  }
+  lines.push(
+    'done = function(summary, latency, requests)',
+    '  local e = summary.errors',
+    '  local failures = e.connect + e.read + e.write + e.status + e.timeout',
+    `  io.write(string.format(${luaString(SUMMARY_MARK)} .. '{"requests":%d,"duration_us":%d,"failures":%d,"p50_us":%d,"p99_us":%d}\\n',`,
+    '    summary.requests, summary.duration, failures, latency:percentile(50), latency:percentile(99)))',
+    'end',
+  );
+  return `${lines.join('\n')}\n`;
 }

@@ -4,7 +4,7 @@ import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { call, inParallel, vmRequest, type Api } from './api.ts';
 import type { RecordedAnswer } from './floor-server.ts';
-import { load, type LoadFigures, type LoadRequest, type LoadSettings } from './load.ts';
+import { load, loadGenerator, type LoadFigures, type LoadRequest, type LoadSettings } from './load.ts';
 import { cpuPer, startFloor, startPrism, type Child } from './processes.ts';
 import { cpuMs, ms, perSecond, ratio, record, section } from './report.ts';
 
@@ -29,7 +29,10 @@ interface Figure {
 }
 
 export async function requestsSection({ api, workDir, settings, listSize, server }: RequestsOptions): Promise<void> {
-  section(`requests (${settings.connections} connections, ${settings.seconds} s each after ${settings.warmupSeconds} s warm-up)`);
+  const generator = loadGenerator();
+  section(
+    `requests (${generator}${generator === 'wrk' ? ', 1 thread' : ''}, ${settings.connections} connections, ${settings.seconds} s each after ${settings.warmupSeconds} s warm-up)`,
+  );
   await seedInstances(api, listSize);
   const vmList = JSON.parse((await call(api, 'GET', `/compute/vms?limit=${listSize}`)).text) as { items: Array<{ id: string }> };
   const vmId = vmList.items[0]!.id;
@@ -86,6 +89,7 @@ export async function requestsSection({ api, workDir, settings, listSize, server
             freshIdempotencyKey: figure.freshIdempotencyKey,
           },
           loadSettings,
+          generator,
         );
       // The real server and the floor take turns in short rounds, and the ratio is the median of
       // the rounds' ratios: a burst of other work on the machine then weighs on both sides alike
