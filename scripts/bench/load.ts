@@ -1,12 +1,13 @@
 // A bounded load run against one URL on 127.0.0.1: a fixed number of connections for a fixed
 // time, after a short warm-up that is not counted. wrk (one thread) when it is installed, as the
 // issue's measurements were taken; autocannon, in this process, otherwise.
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
+import { run } from '../lib/run.ts';
 
 export interface LoadRequest {
   method: 'GET' | 'POST' | 'PUT';
@@ -51,10 +52,15 @@ export function loadGenerator(): LoadGenerator {
 export async function load(request: LoadRequest, settings: LoadSettings, generator = loadGenerator()): Promise<LoadFigures> {
   const target = new URL(request.url);
   if (target.hostname !== '127.0.0.1') throw new Error(`the benchmark only targets 127.0.0.1, not ${target.hostname}`);
-  const run = generator === 'wrk' ? wrkRun : autocannonRun;
-  const warmup = settings.warmupSeconds > 0 ? (await run(request, settings.connections, settings.warmupSeconds)).sent : 0;
-  const measured = await run(request, settings.connections, settings.seconds);
+  const runFor = generator === 'wrk' ? wrkRun : autocannonRun;
+  const warmup = settings.warmupSeconds > 0 ? (await runFor(request, settings.connections, settings.warmupSeconds)).sent : 0;
+  const measured = await runFor(request, settings.connections, settings.seconds);
   return { ...measured, sent: warmup + measured.sent };
+}
+
+/** The request's headers, with the body's media type when it has one. */
+function headersOf(request: LoadRequest): Record<string, string> {
+  return { ...(request.body === undefined ? {} : { 'content-type': 'application/json' }), ...request.headers };
 }
 
 async function autocannonRun(request: LoadRequest, connections: number, seconds: number): Promise<LoadFigures> {
@@ -68,7 +74,7 @@ async function autocannonRun(request: LoadRequest, connections: number, seconds:
       {
         method: request.method,
         path: `${target.pathname}${target.search}`,
-        headers: { ...(request.body === undefined ? {} : { 'content-type': 'application/json' }), ...request.headers },
+        headers: headersOf(request),
         body: request.body,
         ...(request.freshIdempotencyKey
           ? { setupRequest: (built) => ({ ...built, headers: { ...built.headers, 'idempotency-key': randomUUID() } }) }
@@ -100,7 +106,10 @@ async function wrkRun(request: LoadRequest, connections: number, seconds: number
     writeFileSync(script, wrkScript(request));
     // wrk takes whole seconds.
     const wholeSeconds = Math.max(1, Math.round(seconds));
-    const output = await runWrk(['-t1', `-c${connections}`, `-d${wholeSeconds}s`, '--timeout', '10s', '-s', script, request.url]);
+    const args = ['-t1', `-c${connections}`, `-d${wholeSeconds}s`, '--timeout', '10s', '-s', script, request.url];
+    const { code, stdout, stderr } = await run('wrk', args);
+    const output = `${stdout}${stderr}`;
+    if (code !== 0) throw new Error(`wrk ${args.join(' ')} exited with ${code}:\n${output}`);
     const line = output.split('\n').find((text) => text.startsWith(SUMMARY_MARK));
     if (!line) throw new Error(`wrk wrote no summary:\n${output}`);
     const summary = JSON.parse(line.slice(SUMMARY_MARK.length)) as {
@@ -122,19 +131,6 @@ async function wrkRun(request: LoadRequest, connections: number, seconds: number
   }
 }
 
-function runWrk(args: string[]): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const child = spawn('wrk', args, { stdio: ['ignore', 'pipe', 'pipe'] });
-    let output = '';
-    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    child.on('error', reject);
-    child.on('close', (code) =>
-      code === 0 ? resolve(output) : reject(new Error(`wrk ${args.join(' ')} exited with ${code}:\n${output}`)),
-    );
-  });
-}
-
 /** A Lua string literal: printable ASCII as is, the rest as decimal escapes (LuaJIT has no \u). */
 function luaString(text: string): string {
   let literal = '"';
@@ -145,7 +141,7 @@ function luaString(text: string): string {
 }
 
 function wrkScript(request: LoadRequest): string {
-  const headers = { ...(request.body === undefined ? {} : { 'content-type': 'application/json' }), ...request.headers };
+  const headers = headersOf(request);
   const lines = [
     `wrk.method = ${luaString(request.method)}`,
     ...Object.entries(headers).map(([name, value]) => `wrk.headers[${luaString(name)}] = ${luaString(value)}`),
