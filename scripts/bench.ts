@@ -47,7 +47,7 @@ async function stop(server: RunningServer): Promise<void> {
 }
 
 /** How long the server is left quiet before its memory at rest is read. */
-const AT_REST_AFTER_MS = 3_000;
+const AT_REST_AFTER_MS = 7_000;
 
 function recordMemory(figure: string, server: RunningServer): void {
   const memory = memoryOf(server.child.pid, path.join(server.dataDir, 'postgres'));
@@ -90,8 +90,8 @@ try {
       });
       section('memory');
       recordMemory('server + embedded PostgreSQL after the requests', main);
-      // Once quiet, the server gives back what the burst took: its idle collection after a quiet
-      // second (server/idle-collection.ts), the pools' extra connections after an idle second.
+      // Once quiet, the server gives back what the burst took: its idle collection after five quiet
+      // seconds (server/idle-collection.ts), the pools' extra connections after an idle second.
       await new Promise((resolve) => setTimeout(resolve, AT_REST_AFTER_MS));
       recordMemory(`… ${AT_REST_AFTER_MS / 1000} s later, at rest`, main);
     }
