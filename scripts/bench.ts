@@ -11,6 +11,7 @@ import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
+import { IDLE_COLLECTION_DEFAULTS } from '../server/idle-collection.ts';
 import { runS3Bench } from './bench-s3.ts';
 import { mib } from './bench/api.ts';
 import { acceptOnlySection, ENGINE_ENV, engineSection } from './bench/engine.ts';
@@ -46,8 +47,8 @@ async function stop(server: RunningServer): Promise<void> {
   running.splice(running.indexOf(server), 1);
 }
 
-/** How long the server is left quiet before its memory at rest is read. */
-const AT_REST_AFTER_MS = 7_000;
+/** How long the server is left quiet before its memory at rest is read: past its idle collection. */
+const AT_REST_AFTER_MS = IDLE_COLLECTION_DEFAULTS.quietForMs + 2_000;
 
 function recordMemory(figure: string, server: RunningServer): void {
   const memory = memoryOf(server.child.pid, path.join(server.dataDir, 'postgres'));
@@ -90,8 +91,8 @@ try {
       });
       section('memory');
       recordMemory('server + embedded PostgreSQL after the requests', main);
-      // Once quiet, the server gives back what the burst took: its idle collection after five quiet
-      // seconds (server/idle-collection.ts), the pools' extra connections after an idle second.
+      // Once quiet, the server gives back what the burst took: its idle collection once quiet for
+      // quietForMs (server/idle-collection.ts), the pools' extra connections after an idle second.
       await new Promise((resolve) => setTimeout(resolve, AT_REST_AFTER_MS));
       recordMemory(`… ${AT_REST_AFTER_MS / 1000} s later, at rest`, main);
     }

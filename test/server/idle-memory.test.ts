@@ -2,6 +2,7 @@
 // (server/idle-collection.ts). Without that, Node kept it for as long as no new work came.
 import { readFileSync } from 'node:fs';
 import { afterAll, expect, test } from 'vitest';
+import { IDLE_COLLECTION_DEFAULTS } from '../../server/idle-collection.ts';
 import { eventually } from '../support/eventually.ts';
 import type { Started } from '../support/processes.ts';
 import { createTestDatabase, readBootstrap, startServerProcess } from '../support/server.ts';
@@ -14,6 +15,8 @@ afterAll(async () => server?.stop());
 const residentBytes = (pid: number) => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) * 1024;
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+/** How long the server must have been quiet before it collects (5 s). */
+const { quietForMs } = IDLE_COLLECTION_DEFAULTS;
 
 test.runIf(process.platform === 'linux')(
   'memory a burst of requests made the server grow is given back once it is quiet',
@@ -21,9 +24,9 @@ test.runIf(process.platform === 'linux')(
     server = await startServerProcess(await createTestDatabase(), { LOG_LEVEL: 'debug', GC_WHEN_IDLE: 'true' });
     const { org_id: org, api_key: key } = await readBootstrap(server.dataDir);
     const pid = server.child.pid!;
-    // Start-up's own garbage goes once the server has been quiet for 5 s (IDLE_COLLECTION_DEFAULTS):
-    // the figure to come back to is after it.
-    await pause(7_500);
+    // Start-up's own garbage goes once the server has been quiet long enough: the figure to come
+    // back to is after it.
+    await pause(quietForMs + 2_500);
     const quiet = residentBytes(pid);
 
     // Bursts of reads (16 at a time) until the process has grown by 48 MiB (three here on Node 20,
@@ -44,8 +47,8 @@ test.runIf(process.platform === 'linux')(
     }
     expect(grown, 'the bursts did not make the server grow enough to tell').toBeGreaterThanOrEqual(48 * MiB);
 
-    // A pause of two seconds is not yet quiet enough: collecting then would throw away the code
-    // V8 optimized for the requests, which the next burst would pay for.
+    // A pause of two seconds (well under quietForMs) is not yet quiet enough: collecting then would
+    // throw away the code V8 optimized for the requests, which the next burst would pay for.
     const collections = () =>
       server!
         .output()
@@ -55,10 +58,10 @@ test.runIf(process.platform === 'linux')(
     await pause(2_000);
     expect(collections().length, 'a collection after a pause of two seconds').toBe(collectedDuringBursts);
 
-    // Quiet again: at least two thirds of the growth are given back within seconds (5 s of quiet,
-    // then the collection).
+    // Quiet again: at least two thirds of the growth are given back within seconds of the quiet
+    // the collection waits for.
     const back = () => residentBytes(pid) - quiet <= grown / 3;
-    await eventually(() => (back() ? true : undefined), 'the memory to come back', 15_000).catch((error: unknown) => {
+    await eventually(() => (back() ? true : undefined), 'the memory to come back', quietForMs + 10_000).catch((error: unknown) => {
       const collected = collections();
       throw new Error(
         `resident ${Math.round(residentBytes(pid) / MiB)} MiB, ${Math.round(quiet / MiB)} before a burst that grew it by ` +
