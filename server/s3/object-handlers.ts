@@ -1,6 +1,5 @@
 import type { ServerResponse } from 'node:http';
 import { Transform } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
 import { isChecksumAlgorithm, runningChecksum } from '../drivers/embedded/checksums.ts';
 import { hashing, type NativeDigest } from '../drivers/embedded/hashing.ts';
 import type { StoredBucket, StoredVersion } from '../drivers/embedded/rows.ts';
@@ -214,14 +213,9 @@ const getObject: S3Handler = async (request) => {
     return;
   }
   let served = 0;
-  const counter = new Transform({
-    transform(chunk: Buffer, _encoding, callback) {
-      served += chunk.length;
-      callback(null, chunk);
-    },
-  });
   try {
-    await pipeline(request.store.objects.read(version, start, end), counter, res);
+    await request.store.objects.send(version, start, end, res, (bytes) => (served += bytes));
+    res.end();
   } finally {
     // Egress is what left for the client, whether or not it read to the end.
     await request.store.objects.recordEgress(request.caller.orgId, served).catch(() => {});

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { Readable, type Transform } from 'node:stream';
+import { Readable, type Transform, type Writable } from 'node:stream';
 import { withTransaction, type PoolClient, type Queryable } from '../../db/pool.ts';
 import { addUsage, lockForWrite } from './quota.ts';
 import { bucketOf, num, versionOf, type Segment, type StoredBucket, type StoredVersion } from './rows.ts';
@@ -96,6 +96,19 @@ export async function commitVersion(
   return { version: versionOf(rows[0]!), freed };
 }
 
+/** The parts of a version's segments that hold its bytes [start, end], in order. */
+function piecesOf(version: StoredVersion, start: number, end: number): Array<{ blob: string; start: number; end: number }> {
+  const pieces: Array<{ blob: string; start: number; end: number }> = [];
+  let offset = 0;
+  for (const segment of version.segments) {
+    const from = Math.max(start, offset);
+    const to = Math.min(end, offset + segment.size - 1);
+    if (from <= to) pieces.push({ blob: segment.blob, start: from - offset, end: to - offset });
+    offset += segment.size;
+  }
+  return pieces;
+}
+
 export function objectOperations(context: StoreContext) {
   const { pool, blobs } = context;
 
@@ -190,18 +203,19 @@ export function objectOperations(context: StoreContext) {
 
     /** Bytes [start, end] of a version, read across its segments in order. */
     read(version: StoredVersion, start: number, end: number): Readable {
-      const pieces: Array<{ blob: string; start: number; end: number }> = [];
-      let offset = 0;
-      for (const segment of version.segments) {
-        const from = Math.max(start, offset);
-        const to = Math.min(end, offset + segment.size - 1);
-        if (from <= to) pieces.push({ blob: segment.blob, start: from - offset, end: to - offset });
-        offset += segment.size;
-      }
+      const pieces = piecesOf(version, start, end);
       async function* chunks() {
         for (const piece of pieces) yield* blobs.read(piece.blob, piece.start, piece.end);
       }
       return Readable.from(chunks(), { objectMode: false });
+    },
+
+    /**
+     * Writes bytes [start, end] of a version to a client's response (not ended), through reused
+     * buffers (BlobFiles.send); `onSent` counts the bytes the response took.
+     */
+    async send(version: StoredVersion, start: number, end: number, out: Writable, onSent: (bytes: number) => void): Promise<void> {
+      for (const piece of piecesOf(version, start, end)) await blobs.send(piece.blob, piece.start, piece.end, out, onSent);
     },
 
     /**

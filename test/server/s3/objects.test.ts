@@ -2,7 +2,9 @@
 // read back byte for byte, with the SDK's default checksums and aws-chunked uploads, ranges,
 // conditional reads, copies, listings, presigned URLs, and S3's errors for what is wrong.
 import {
+  CompleteMultipartUploadCommand,
   CopyObjectCommand,
+  CreateMultipartUploadCommand,
   DeleteObjectsCommand,
   GetBucketLocationCommand,
   GetBucketVersioningCommand,
@@ -13,6 +15,7 @@ import {
   ListObjectsCommand,
   ListObjectsV2Command,
   PutObjectCommand,
+  UploadPartCommand,
   type S3Client,
 } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
@@ -159,6 +162,51 @@ describe('objects through the SDK', () => {
       code: 'InvalidRange',
       status: 416,
     });
+  });
+
+  test('large objects read back byte for byte, whole and by ranges across read buffers and parts; a reader gone mid-body stops no one else', async () => {
+    const bytesOf = async (Key: string, Range?: string) =>
+      Buffer.from(await (await s3.send(new GetObjectCommand({ Bucket: 'photos', Key, Range }))).Body!.transformToByteArray());
+    // One file: the server reads it in buffers of a fraction of a MiB, the last one partly filled.
+    const single = randomBytes(MiB + 12_345);
+    await s3.send(new PutObjectCommand({ Bucket: 'photos', Key: 'large-read', Body: single }));
+    expect((await bytesOf('large-read')).equals(single)).toBe(true);
+    for (const [range, from, to] of [
+      ['bytes=262100-524400', 262_100, 524_400],
+      ['bytes=1-', 1, single.length - 1],
+      ['bytes=-300000', single.length - 300_000, single.length - 1],
+    ] as const)
+      expect((await bytesOf('large-read', range)).equals(single.subarray(from, to + 1)), range).toBe(true);
+    // Two files: a multipart object, read across the boundary of its parts.
+    const parts = [randomBytes(5 * MiB), randomBytes(300_000)];
+    const { UploadId } = await s3.send(new CreateMultipartUploadCommand({ Bucket: 'photos', Key: 'large-parts' }));
+    const etags = [];
+    for (const [index, Body] of parts.entries())
+      etags.push(
+        (await s3.send(new UploadPartCommand({ Bucket: 'photos', Key: 'large-parts', UploadId, PartNumber: index + 1, Body }))).ETag,
+      );
+    await s3.send(
+      new CompleteMultipartUploadCommand({
+        Bucket: 'photos',
+        Key: 'large-parts',
+        UploadId,
+        MultipartUpload: { Parts: etags.map((ETag, index) => ({ ETag, PartNumber: index + 1 })) },
+      }),
+    );
+    const whole = Buffer.concat(parts);
+    expect((await bytesOf('large-parts')).equals(whole)).toBe(true);
+    expect(
+      (await bytesOf('large-parts', `bytes=${5 * MiB - 1000}-${5 * MiB + 1000}`)).equals(whole.subarray(5 * MiB - 1000, 5 * MiB + 1001)),
+    ).toBe(true);
+    // A reader that goes away after its first bytes: the server goes on serving, the same object included.
+    const url = await getSignedUrl(s3, new GetObjectCommand({ Bucket: 'photos', Key: 'large-parts' }), { expiresIn: 60 });
+    const controller = new AbortController();
+    const abandoned = await fetch(url, { signal: controller.signal });
+    const reader = abandoned.body!.getReader();
+    expect((await reader.read()).done).toBe(false);
+    controller.abort();
+    await reader.read().catch(() => {});
+    expect((await bytesOf('large-parts')).equals(whole)).toBe(true);
   });
 
   test('conditional reads: If-Match, If-None-Match, If-Modified-Since, If-Unmodified-Since', async () => {
