@@ -71,22 +71,25 @@ function inlineHashing(algorithms: NativeDigest[]): Hashing {
 }
 
 // The worker's code, plain JavaScript: it runs wherever the server runs (Node 20 through tsx,
-// Node 22.18+ stripping types), without a loader. Jobs are uploads; updates are acknowledged so
-// that the sender can bound what it has handed over.
+// Node 22.18+ stripping types), without a loader. Jobs are uploads; an update names a shared
+// batch buffer (sent along the first time this worker sees it) and how many of its bytes to hash,
+// and is acknowledged, so that the sender can use the buffer again.
 const WORKER_SOURCE = `
 const { parentPort } = require('node:worker_threads');
 const { createHash } = require('node:crypto');
 const { crc32 } = require('node:zlib');
 const jobs = new Map();
+const batches = new Map();
 parentPort.on('message', (message) => {
   if (message.op === 'start') {
     jobs.set(message.job, message.algorithms.map((algorithm) =>
       algorithm === 'crc32' ? { algorithm, crc: 0 } : { algorithm, hash: createHash(algorithm) }));
   } else if (message.op === 'update') {
+    if (message.shared) batches.set(message.batch, message.shared);
     const job = jobs.get(message.job);
-    const data = new Uint8Array(message.data, 0, message.length);
+    const data = new Uint8Array(batches.get(message.batch), 0, message.length);
     if (job) for (const state of job) state.hash ? state.hash.update(data) : (state.crc = crc32(data, state.crc));
-    parentPort.postMessage({ job: message.job, ack: message.length });
+    parentPort.postMessage({ job: message.job, ack: message.batch });
   } else if (message.op === 'end') {
     const job = jobs.get(message.job) ?? [];
     jobs.delete(message.job);
@@ -98,9 +101,56 @@ parentPort.on('message', (message) => {
     parentPort.postMessage({ job: message.job, digests });
   } else if (message.op === 'drop') {
     jobs.delete(message.job);
+  } else if (message.op === 'forget') {
+    batches.delete(message.batch);
   }
 });
 `;
+
+/**
+ * The buffers uploads hand their bytes to the hashing workers in: shared with the workers (never
+ * copied again, never transferred), each used again once a worker has hashed it. A fresh buffer
+ * per batch (transferred to the worker) was memory outside V8's heap, which V8 counts as
+ * old-generation allocation, in the process and again in the worker: with the buffers the HTTP
+ * parser allocates for the body itself, it doubled how often a stream of uploads made V8 run a
+ * full collection. Up to `KEEP_BATCHES` are kept between uses; beyond those (many uploads at once)
+ * a batch is allocated and, once hashed, dropped, and the workers that held it forget it.
+ */
+class Batches {
+  private readonly buffers = new Map<number, SharedArrayBuffer>();
+  private readonly free: number[] = [];
+  private nextId = 0;
+
+  take(): number {
+    const reused = this.free.pop();
+    if (reused !== undefined) return reused;
+    const id = this.nextId++;
+    this.buffers.set(id, new SharedArrayBuffer(BATCH_BYTES));
+    return id;
+  }
+
+  /** Takes a hashed batch back; returns false when it is not kept (its holders should forget it). */
+  give(batch: number): boolean {
+    if (this.free.length < KEEP_BATCHES) {
+      this.free.push(batch);
+      return true;
+    }
+    this.buffers.delete(batch);
+    return false;
+  }
+
+  bytes(batch: number): Uint8Array {
+    return new Uint8Array(this.buffers.get(batch)!);
+  }
+
+  shared(batch: number): SharedArrayBuffer {
+    return this.buffers.get(batch)!;
+  }
+}
+
+/** Batches kept between uses: those of one upload in flight at its limit. */
+const KEEP_BATCHES = MAX_IN_FLIGHT_BYTES / BATCH_BYTES;
+const batches = new Batches();
 
 interface Job {
   onAck(bytes: number): void;
@@ -115,6 +165,18 @@ interface Slot {
   worker: Worker;
   jobs: Map<number, Job>;
   idle: NodeJS.Timeout | undefined;
+  /** Batches this worker has been sent (it keeps them), and those it has not acknowledged yet (with their length). */
+  known: Set<number>;
+  unacknowledged: Map<number, number>;
+  /** The worker has died: what is handed to it goes back at once. */
+  dead: boolean;
+}
+
+/** How an upload talks to its worker. */
+interface Channel {
+  post(message: object): void;
+  /** Hands the first `length` bytes of a batch to the worker; the batch is given back once hashed. */
+  hash(batch: number, length: number): void;
 }
 
 /**
@@ -129,7 +191,7 @@ class HashingPool {
   private readonly size = Math.max(1, Math.min(4, availableParallelism() - 1));
 
   /** Registers a job on a worker; returns how to send to it. */
-  open(job: Job): { id: number; post(message: object, transfer?: ArrayBuffer[]): void } {
+  open(job: Job): Channel {
     const id = this.nextJob++;
     const index = this.nextWorker++ % this.size;
     const slot = this.slot(index);
@@ -137,12 +199,29 @@ class HashingPool {
     clearTimeout(slot.idle);
     slot.idle = undefined;
     return {
-      id,
-      post: (message, transfer) => {
-        slot.worker.postMessage({ job: id, ...message }, transfer);
+      post: (message) => {
+        slot.worker.postMessage({ job: id, ...message });
         if ((message as { op?: string }).op === 'drop') this.done(index, slot, id);
       },
+      hash: (batch, length) => {
+        if (slot.dead) {
+          this.giveBack(batch);
+          return;
+        }
+        const shared = slot.known.has(batch) ? undefined : batches.shared(batch);
+        slot.known.add(batch);
+        slot.unacknowledged.set(batch, length);
+        slot.worker.postMessage({ job: id, op: 'update', batch, length, shared });
+      },
     };
+  }
+
+  /** A hashed batch back to the pool; one not kept is forgotten by the workers holding it. */
+  private giveBack(batch: number): void {
+    if (batches.give(batch)) return;
+    for (const slot of this.workers.values()) {
+      if (slot.known.delete(batch)) slot.worker.postMessage({ op: 'forget', batch });
+    }
   }
 
   /** A job is over: its worker ends once it has had nothing to do for a while. */
@@ -150,7 +229,7 @@ class HashingPool {
     slot.jobs.delete(id);
     if (slot.jobs.size > 0 || slot.idle) return;
     slot.idle = setTimeout(() => {
-      if (slot.jobs.size > 0 || this.workers.get(index) !== slot) return;
+      if (slot.jobs.size > 0 || slot.unacknowledged.size > 0 || this.workers.get(index) !== slot) return;
       this.workers.delete(index);
       void slot.worker.terminate();
     }, WORKER_IDLE_MS);
@@ -163,19 +242,34 @@ class HashingPool {
     const worker = new Worker(WORKER_SOURCE, { eval: true });
     // Idle workers do not keep the process alive.
     worker.unref();
-    const slot: Slot = { worker, jobs: new Map<number, Job>(), idle: undefined };
+    const slot: Slot = {
+      worker,
+      jobs: new Map<number, Job>(),
+      idle: undefined,
+      known: new Set(),
+      unacknowledged: new Map(),
+      dead: false,
+    };
     worker.on('message', (message: { job: number; ack?: number; digests?: Record<string, Uint8Array> }) => {
       const job = slot.jobs.get(message.job);
-      if (!job) return;
-      if (message.ack !== undefined) job.onAck(message.ack);
-      if (message.digests) {
-        this.done(index, slot, message.job);
-        job.onDigests(message.digests);
+      if (message.ack !== undefined) {
+        // A hashed batch goes back to the pool whether or not its job is still there (a dropped one).
+        const length = slot.unacknowledged.get(message.ack);
+        if (length === undefined) return;
+        slot.unacknowledged.delete(message.ack);
+        this.giveBack(message.ack);
+        job?.onAck(length);
       }
+      if (!job || !message.digests) return;
+      this.done(index, slot, message.job);
+      job.onDigests(message.digests);
     });
     const fail = (error: Error) => {
       // A worker that died takes its jobs with it (their uploads fail); the next upload gets a new one.
       clearTimeout(slot.idle);
+      slot.dead = true;
+      for (const batch of slot.unacknowledged.keys()) this.giveBack(batch);
+      slot.unacknowledged.clear();
       for (const job of slot.jobs.values()) job.onFailure(error);
       slot.jobs.clear();
       if (this.workers.get(index) === slot) this.workers.delete(index);
@@ -219,15 +313,15 @@ function workerHashing(algorithms: NativeDigest[]): Hashing {
   });
   channel.post({ op: 'start', algorithms });
 
-  let batch = new ArrayBuffer(BATCH_BYTES);
+  // The batch being filled (taken when the first byte needs it) and its bytes so far.
+  let batch: number | undefined;
   let filled = 0;
   let ended = false;
   const send = () => {
-    if (filled === 0) return;
+    if (batch === undefined) return;
     inFlight += filled;
-    // The batch is handed over (transferred, not copied again); a new one takes its place.
-    channel.post({ op: 'update', data: batch, length: filled }, [batch]);
-    batch = new ArrayBuffer(BATCH_BYTES);
+    channel.hash(batch, filled);
+    batch = undefined;
     filled = 0;
   };
 
@@ -237,8 +331,9 @@ function workerHashing(algorithms: NativeDigest[]): Hashing {
       // The chunk goes on at once; a copy of its bytes is what the worker hashes.
       this.push(chunk);
       for (let offset = 0; offset < chunk.length;) {
+        batch ??= batches.take();
         const take = Math.min(chunk.length - offset, BATCH_BYTES - filled);
-        new Uint8Array(batch, filled, take).set(chunk.subarray(offset, offset + take));
+        batches.bytes(batch).set(chunk.subarray(offset, offset + take), filled);
         filled += take;
         offset += take;
         if (filled === BATCH_BYTES) send();
@@ -254,9 +349,10 @@ function workerHashing(algorithms: NativeDigest[]): Hashing {
       callback();
     },
     destroy(error, callback) {
-      // An upload that failed midway: the worker forgets it. (Destroyed after its end too: then nothing to do.)
+      // An upload that failed midway: the worker forgets it, and the batch it was filling goes back.
       if (!ended) {
         ended = true;
+        send();
         channel.post({ op: 'drop' });
         settle!.reject(error ?? new Error('the upload ended before its last byte'));
       }
