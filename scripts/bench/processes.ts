@@ -27,8 +27,10 @@ function answers(child: Child, probePath: string, timeoutMs = 60_000): Promise<v
 export async function startRealServer(env: Record<string, string>): Promise<Child> {
   const port = await freePort();
   const start = npmStartCommand();
+  // BENCH_SERVER_NODE_ARGS: extra Node flags for the real server (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to profile it).
+  const extraNodeArgs = (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean);
   const child = spawnChild(
-    [...start.nodeArgs, ...start.args],
+    [...start.nodeArgs, ...extraNodeArgs, ...start.args],
     {
       ...start.env,
       HOST: '127.0.0.1',
