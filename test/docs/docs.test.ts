@@ -95,7 +95,14 @@ describe('the docs page', () => {
               .click();
             chosen = true;
           }
-          const sample = await panel.locator('[data-component-name="CodeBlock/CodeBlockContainer"]').first().innerText();
+          // The block can be in the page before Redoc has written the sample into it (it was empty
+          // once, on a loaded machine): its text is read again until it holds the sample or 5 s pass.
+          const block = panel.locator('[data-component-name="CodeBlock/CodeBlockContainer"]').first();
+          let sample = await block.innerText();
+          for (const deadline = Date.now() + 5_000; !sample.includes(expected(operation)) && Date.now() < deadline;) {
+            await page.waitForTimeout(50);
+            sample = await block.innerText();
+          }
           if (!sample.includes(expected(operation))) wrong.push(`${operation.operationId}: ${sample.slice(0, 100)}`);
         } catch (error) {
           wrong.push(`${operation.operationId}: ${String(error).split('\n')[0]}`);
