@@ -21,7 +21,16 @@ function sendPrepared(this: Response, body: unknown): Response {
   const text = preparedText.get(this);
   if (text === undefined) return expressJson.call(this, body);
   preparedText.delete(this);
-  return this.send(text);
+  // Written as it is. Express's res.send would parse and format the Content-Type again to add
+  // the charset, check the request's freshness (the API sets neither ETag nor Last-Modified, so
+  // no answer is ever fresh) and, for a body of 1,000 characters or more, copy it into a Buffer
+  // first. HEAD, 204 and 304 keep Express's handling (no body, and the headers it strips).
+  if (this.req.method === 'HEAD' || this.statusCode === 204 || this.statusCode === 304) return this.send(text);
+  const type = this.get('Content-Type');
+  if (type !== undefined && !/;\s*charset=/i.test(type)) this.set('Content-Type', `${type}; charset=utf-8`);
+  this.set('Content-Length', String(Buffer.byteLength(text)));
+  this.end(text);
+  return this;
 }
 
 /**
