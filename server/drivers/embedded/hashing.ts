@@ -229,7 +229,8 @@ class HashingPool {
     slot.jobs.delete(id);
     if (slot.jobs.size > 0 || slot.idle) return;
     slot.idle = setTimeout(() => {
-      if (slot.jobs.size > 0 || slot.unacknowledged.size > 0 || this.workers.get(index) !== slot) return;
+      // A batch still unacknowledged goes back when the worker's exit fails the slot (fail below).
+      if (slot.jobs.size > 0 || this.workers.get(index) !== slot) return;
       this.workers.delete(index);
       void slot.worker.terminate();
     }, WORKER_IDLE_MS);
