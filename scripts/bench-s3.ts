@@ -17,7 +17,7 @@ import { ratio, record, section } from './bench/report.ts';
 import { cephInstalled, startSingleNodeCeph, type SingleNodeCeph } from './ceph/single-node.ts';
 import type { BootstrapCredentials } from '../server/bootstrap.ts';
 import { readBootstrap } from './lib/bootstrap-file.ts';
-import { npmStartCommand } from './lib/npm-start.ts';
+import { extraNodeArgs, npmStartCommand } from './lib/npm-start.ts';
 import { freePort, startProcess, waitForHttp, type Started } from './lib/processes.ts';
 import { repoRoot } from './lib/run.ts';
 
@@ -81,12 +81,10 @@ export async function startServer(
   storeEnv: Record<string, string> = {},
 ): Promise<{ server: Started; bootstrap: BootstrapCredentials & { s3_endpoint: string } }> {
   const [port, s3Port] = [await freePort(), await freePort()];
-  // BENCH_S3_NODE_ARGS: extra Node flags for the server (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to profile it).
-  const nodeArgs = (process.env.BENCH_S3_NODE_ARGS ?? '').split(' ').filter(Boolean);
   const start = npmStartCommand(root);
   const server = startProcess(
     process.execPath,
-    [...start.nodeArgs, ...nodeArgs, ...start.args],
+    [...start.nodeArgs, ...extraNodeArgs('BENCH_S3_NODE_ARGS'), ...start.args],
     {
       ...start.env,
       DATA_DIR: dataDir,

@@ -2,7 +2,7 @@
 // floor and the Prism mock, each a child process in a process group of its own, on 127.0.0.1.
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { npmStartCommand } from '../lib/npm-start.ts';
+import { extraNodeArgs, npmStartCommand } from '../lib/npm-start.ts';
 import { descendantsOf, freePort, startProcess, waitForHttp, type Started } from '../lib/processes.ts';
 import { repoRoot } from '../lib/run.ts';
 
@@ -27,10 +27,8 @@ function answers(child: Child, probePath: string, timeoutMs = 60_000): Promise<v
 export async function startRealServer(env: Record<string, string>): Promise<Child> {
   const port = await freePort();
   const start = npmStartCommand();
-  // BENCH_SERVER_NODE_ARGS: extra Node flags for the real server (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to profile it).
-  const extraNodeArgs = (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean);
   const child = spawnChild(
-    [...start.nodeArgs, ...extraNodeArgs, ...start.args],
+    [...start.nodeArgs, ...extraNodeArgs('BENCH_SERVER_NODE_ARGS'), ...start.args],
     {
       ...start.env,
       HOST: '127.0.0.1',

@@ -34,3 +34,11 @@ export function npmStartCommand(root = repoRoot): StartCommand {
     args: words.slice(script).map((word) => (/\.(ts|mjs|js)$/.test(word) ? path.join(root, word) : word)),
   };
 }
+
+/**
+ * Extra Node flags for a server a bench starts, from the environment variable `variable` (words
+ * separated by spaces, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to profile it).
+ */
+export function extraNodeArgs(variable: string): string[] {
+  return (process.env[variable] ?? '').split(' ').filter(Boolean);
+}
