@@ -57,7 +57,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   // Thawed first: should a test have failed while PostgreSQL was frozen, nothing could stop.
-  if (postgres) signalPostgres('SIGCONT');
+  if (postgres) thawPostgres();
   await Promise.all(processes.map(stopOrKill));
   if (postgres) {
     await postgres.stop();
@@ -112,25 +112,53 @@ async function recordFinishes(db: pg.Pool): Promise<void> {
       EXECUTE FUNCTION record_finish();`);
 }
 
-/** The postmaster and every process under it. */
-function postgresPids(): number[] {
-  let root: number;
+/** The postmaster's pid, or undefined when it is not running. */
+function postmasterPid(): number | undefined {
   try {
-    root = Number(readFileSync(path.join(postgresDir, 'cluster', 'postmaster.pid'), 'utf8').split('\n')[0]);
+    return Number(readFileSync(path.join(postgresDir, 'cluster', 'postmaster.pid'), 'utf8').split('\n')[0]);
   } catch {
-    return []; // not running
+    return undefined;
   }
-  return [root, ...descendantsOf(root)];
 }
 
-function signalPostgres(signal: 'SIGSTOP' | 'SIGCONT'): void {
-  for (const pid of postgresPids()) {
-    try {
-      process.kill(pid, signal);
-    } catch {
-      // Exited meanwhile.
-    }
+/** Whether a process cannot run: stopped by a signal (T), or ended (a zombie its stopped parent cannot reap, or gone). */
+function isStopped(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return 'TtZX'.includes(stat[stat.lastIndexOf(')') + 2]!);
+  } catch {
+    return true;
   }
+}
+
+function signal(pid: number, name: 'SIGSTOP' | 'SIGCONT'): void {
+  try {
+    process.kill(pid, name);
+  } catch {
+    // Exited meanwhile.
+  }
+}
+
+/**
+ * Freezes PostgreSQL whole. The postmaster stops first and is seen stopped before its children are listed:
+ * listing them first let a backend forked in between (the pool opening a connection) escape the freeze
+ * and answer requests. Then every process under it, until /proc shows each one stopped.
+ */
+async function freezePostgres(): Promise<void> {
+  const root = postmasterPid();
+  if (root === undefined) throw new Error('PostgreSQL is not running');
+  signal(root, 'SIGSTOP');
+  for (let running = [root]; running.length > 0; running = [root, ...descendantsOf(root)].filter((pid) => !isStopped(pid))) {
+    for (const pid of running) signal(pid, 'SIGSTOP');
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
+/** Lets every PostgreSQL process run again. */
+function thawPostgres(): void {
+  const root = postmasterPid();
+  if (root === undefined) return;
+  for (const pid of [root, ...descendantsOf(root)]) signal(pid, 'SIGCONT');
 }
 
 const alive = (started: Started) => started.child.exitCode === null && started.child.signalCode === null;
@@ -271,12 +299,12 @@ describe('a database outage', () => {
   test('PostgreSQL frozen (SIGSTOP) under load and thawed: no request waits beyond the timeouts, and everything recovers', async () => {
     const running = await cluster(1);
     const operations = await queueWork(running, 'frozen');
-    signalPostgres('SIGSTOP');
+    await freezePostgres();
     try {
       await expectUnavailableAnswers(running, 4_000);
       for (const server of running.servers) expect(alive(server), server.output()).toBe(true);
     } finally {
-      signalPostgres('SIGCONT');
+      thawPostgres();
     }
     await expectRecovered(running, operations);
     await running.db.end();
@@ -285,10 +313,10 @@ describe('a database outage', () => {
   test('a start while PostgreSQL does not answer waits for it, and serves once it answers', async () => {
     const { url, db } = await newDatabase();
     await db.end();
-    signalPostgres('SIGSTOP');
+    await freezePostgres();
     let thawed = false;
     const thaw = setTimeout(() => {
-      signalPostgres('SIGCONT');
+      thawPostgres();
       thawed = true;
     }, 3_000);
     try {
@@ -301,7 +329,7 @@ describe('a database outage', () => {
       expect(started.output()).toContain('the database does not answer yet; trying again');
     } finally {
       clearTimeout(thaw);
-      signalPostgres('SIGCONT');
+      thawPostgres();
     }
   });
 
