@@ -2,6 +2,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { isInteger, parse } from 'lossless-json';
 import pg from 'pg';
 import { parseTimestamptz, TIMESTAMPTZ_OID } from './timestamps.ts';
+import { queryThroughCallbacks } from './client-queries.ts';
 import { isDatabaseUnavailable } from './unavailable.ts';
 
 export type Pool = pg.Pool;
@@ -94,7 +95,6 @@ export function createPool(
     connectionTimeoutMillis: timeouts.connectionTimeoutMs,
     statement_timeout: timeouts.statementTimeoutMs,
     idle_in_transaction_session_timeout: timeouts.idleInTransactionTimeoutMs,
-    query_timeout: timeouts.statementTimeoutMs + QUERY_TIMEOUT_MARGIN_MS,
     // A peer that vanished without closing the connection (a host gone, a network cut) is noticed.
     keepAlive: true,
     keepAliveInitialDelayMillis: 10_000,
@@ -104,7 +104,11 @@ export function createPool(
   // Nor may one in use. pg-pool listens for errors only on idle clients; on a checked-out one
   // (a transaction, the LISTEN connection), an 'error' event without a listener is an uncaught
   // exception. The query in flight fails with the error, and the pool drops the client on release.
-  pool.on('connect', (client) => client.on('error', () => {}));
+  pool.on('connect', (client) => {
+    client.on('error', () => {});
+    // pg's query_timeout is not set: the read timeout is rebuilt with the query (client-queries.ts).
+    queryThroughCallbacks(client, timeouts.statementTimeoutMs + QUERY_TIMEOUT_MARGIN_MS);
+  });
   const connect = pool.connect.bind(pool) as (...args: unknown[]) => unknown;
   const query = pool.query.bind(pool) as (...args: unknown[]) => unknown;
   pool.connect = ((...args: unknown[]) => refusedInTransaction('pool.connect') ?? connect(...args)) as Pool['connect'];
