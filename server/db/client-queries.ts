@@ -45,7 +45,13 @@ export function queryThroughCallbacks(client: pg.Client, readTimeoutMs: number):
     if (typeof (config as { submit?: unknown } | null)?.submit === 'function') return pgQuery(config, values, callback);
     if (typeof values === 'function') return run(config, undefined, values as Done);
     if (typeof callback === 'function') return run(config, values, callback as Done);
-    return new Promise((resolve, reject) => run(config, values, (error, result) => (error ? reject(error) : resolve(result))));
+    return new Promise((resolve, reject) => run(config, values, (error, result) => (error ? reject(error) : resolve(result)))).catch(
+      (error: unknown) => {
+        // As pg's promise form does: the stack then leads back to the code that awaited the query.
+        if (error instanceof Error) Error.captureStackTrace(error);
+        throw error;
+      },
+    );
   };
   client.query = query as pg.Client['query'];
 }

@@ -35,7 +35,10 @@ test('the promise, callback and prepared forms answer as pg does, values and err
       client.query('SELECT 1 AS one', (error: Error | undefined, result: pg.QueryResult) => (error ? reject(error) : resolve(result))),
     );
     expect(withoutValues.rows).toEqual([{ one: 1 }]);
-    await expect(client.query('SELEC 1')).rejects.toMatchObject({ code: '42601' });
+    const syntaxError = (await client.query('SELEC 1').catch((error: unknown) => error)) as Error & { code?: string };
+    expect(syntaxError.code).toBe('42601');
+    // Its stack leads back to the code that awaited it, as pg's own promise form makes it do.
+    expect(syntaxError.stack).toContain('client-queries.test.ts');
     // A statement PostgreSQL cancels is its error, not the read timeout.
     await expect(client.query('SELECT pg_sleep(2)')).rejects.toMatchObject({ code: '57014' });
     expect((await client.query('SELECT 2 AS two')).rows).toEqual([{ two: 2 }]);
