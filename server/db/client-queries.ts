@@ -38,7 +38,13 @@ export function queryThroughCallbacks(client: pg.Client, readTimeoutMs: number):
       settle(new Error(READ_TIMEOUT_MESSAGE));
       client.connection.stream.destroy();
     }, readTimeoutMs);
-    pgQuery(query);
+    try {
+      pgQuery(query);
+    } catch (error) {
+      // pg refused it outright (no query at all): fail it now rather than at the timeout, which
+      // would destroy a healthy connection.
+      settle(error as Error);
+    }
   };
   const query = (config: unknown, values?: unknown, callback?: unknown): unknown => {
     // Submittables (a cursor, a Query built elsewhere) keep pg's own handling.

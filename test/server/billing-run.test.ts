@@ -249,7 +249,8 @@ describe('a month of metered use, closed into an invoice', () => {
 describe('several processes on one database', () => {
   test('a finished month is invoiced exactly once, its usage counted once', async () => {
     const databaseUrl = await createTestDatabase();
-    const env = { TEST_CLOCKS: 'true', METERING_INTERVAL_MS: '50', SIM_LATENCY_MS: '0' };
+    // Errors logged, so that an unexpected answer below can show why.
+    const env = { TEST_CLOCKS: 'true', METERING_INTERVAL_MS: '50', SIM_LATENCY_MS: '0', LOG_LEVEL: 'error' };
     const first = await startServerProcess(databaseUrl, env);
     processes.push(first);
     const credentials = await readBootstrap(first.dataDir);
@@ -267,7 +268,8 @@ describe('several processes on one database', () => {
       storage_pool: 'fra1-ssd',
       network_profile: 'fra1-standard',
     });
-    expect(created.status, created.text).toBe(202);
+    // A failure here (once, in CI: a 500) says what the servers logged.
+    expect(created.status, `${created.text}\n${[first, ...others].map((started) => started.output()).join('\n----\n')}`).toBe(202);
     await eventually(async () =>
       (await api('GET', `/operations/${created.body.operation.id}`)).body.state === 'succeeded' ? true : undefined,
     );
