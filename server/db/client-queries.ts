@@ -1,9 +1,7 @@
 import pg from 'pg';
+import { READ_TIMEOUT_MESSAGE } from './unavailable.ts';
 
 type Done = (error: Error | undefined, result?: pg.QueryResult) => void;
-
-/** The message pg's own `query_timeout` gives; isDatabaseUnavailable knows it (a 503, not a 500). */
-export const READ_TIMEOUT_MESSAGE = 'Query read timeout';
 
 /**
  * Rebuilds a pooled client's `query` on pg's callback form, with a read timeout of its own in

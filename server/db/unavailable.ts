@@ -31,12 +31,15 @@ const UNAVAILABLE_SQLSTATES = new Set([
 
 const UNAVAILABLE_SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN']);
 
+/** A query that got no answer within the client's read timeout (client-queries.ts, as pg's own query_timeout words it). */
+export const READ_TIMEOUT_MESSAGE = 'Query read timeout';
+
 // pg and pg-pool report these without a code.
 const UNAVAILABLE_MESSAGES = [
   'timeout exceeded when trying to connect', // pg-pool: no connection within connectionTimeoutMillis
   'timeout expired', // pg.Client (no pool): no connection within connectionTimeoutMillis
   'Connection terminated', // the server closed the connection, or connecting timed out
-  'Query read timeout', // query_timeout: no answer at all
+  READ_TIMEOUT_MESSAGE, // no answer at all
   'Client has encountered a connection error and is not queryable',
   'Connection ended unexpectedly',
 ];

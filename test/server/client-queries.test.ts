@@ -4,9 +4,8 @@
 // in time, taking with it whatever was queued behind it rather than letting that run later.
 import type pg from 'pg';
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { READ_TIMEOUT_MESSAGE } from '../../server/db/client-queries.ts';
 import { createPool, withTransaction, type Pool } from '../../server/db/pool.ts';
-import { isDatabaseUnavailable } from '../../server/db/unavailable.ts';
+import { isDatabaseUnavailable, READ_TIMEOUT_MESSAGE } from '../../server/db/unavailable.ts';
 import { createTestDatabase } from '../support/server.ts';
 
 /** PostgreSQL cancels statements after 300 ms; the client stops waiting 1 s after that. */
