@@ -1,10 +1,11 @@
 // Serves the contract with the Prism mock: examples as responses, `Prefer: code=…` and
 // `Prefer: example=…` to choose them, and request validation. Usage:
 //   npm run mock [-- --port 4010 --host 127.0.0.1]
-// Prism itself listens on --prism-port (default: the next port); a thin proxy on --port answers invalid requests with the
-// server's own problem documents and serves any named example by `Prefer` (see mock-proxy.ts).
+// A thin proxy on --port answers invalid requests with the server's own problem documents and serves any named example by
+// `Prefer` (see mock-proxy.ts). Prism itself listens behind it on 127.0.0.1, on --prism-port or else on a port the system
+// hands it: a port probed free beforehand could be taken by another socket before Prism binds it.
 import { spawn } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { mockDocument } from './lib/mock-document.ts';
@@ -16,33 +17,49 @@ const { values } = parseArgs({
   options: {
     port: { type: 'string', default: process.env.MOCK_PORT ?? '4010' },
     host: { type: 'string', default: process.env.MOCK_HOST ?? '127.0.0.1' },
-    // Where Prism itself listens (default: the next port). Tests pass a port they found free.
-    'prism-port': { type: 'string' },
+    'prism-port': { type: 'string', default: '0' },
   },
 });
 const port = Number(values.port);
-const prismPort = values['prism-port'] ? Number(values['prism-port']) : port + 1;
 
-const documentPath = path.join(repoRoot, '.tmp', `mock-openapi-${port}.json`);
+const documentPath = path.join(repoRoot, '.tmp', `mock-openapi-${process.pid}.json`);
 mkdirSync(path.dirname(documentPath), { recursive: true });
 const document = mockDocument();
 writeFileSync(documentPath, document);
+process.on('exit', () => rmSync(documentPath, { force: true }));
 const operations = mockOperations(JSON.parse(document) as Record<string, unknown>);
 
-const prism = spawn(bin('prism'), ['mock', documentPath, '--host', '127.0.0.1', '--port', String(prismPort)], {
+const prism = spawn(bin('prism'), ['mock', documentPath, '--host', '127.0.0.1', '--port', values['prism-port']], {
   stdio: ['ignore', 'pipe', 'inherit'],
 });
+let prismAddress: string | undefined;
+let heldOutput = '';
 prism.stdout.on('data', (chunk: Buffer) => {
-  const text = chunk.toString();
-  process.stdout.write(text.replaceAll(`127.0.0.1:${prismPort}`, `${values.host}:${port}`));
-  if (text.includes('Prism is listening')) {
-    startMockProxy({ host: values.host, port, prismPort, operations }).catch((error: unknown) => {
+  if (prismAddress === undefined) {
+    // Prism lists its routes under its own address before it says it listens: held until the address is known.
+    heldOutput += chunk.toString();
+    const listening = /Prism is listening on http:\/\/(127\.0\.0\.1:(\d+))/.exec(heldOutput);
+    if (!listening) return;
+    const [, address = '', prismPort = ''] = listening;
+    prismAddress = address;
+    startMockProxy({ host: values.host, port, prismPort: Number(prismPort), operations }).catch((error: unknown) => {
       console.error(`mock: cannot listen on ${values.host}:${port}: ${String(error)}`);
       prism.kill();
     });
+    process.stdout.write(publicAddresses(heldOutput, address));
+    heldOutput = '';
+  } else {
+    process.stdout.write(publicAddresses(chunk.toString(), prismAddress));
   }
 });
+// Prism names its own address; users reach the mock through the proxy's.
+function publicAddresses(text: string, address: string): string {
+  return text.replaceAll(address, `${values.host}:${port}`);
+}
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.on(signal, () => prism.kill(signal));
 }
-prism.on('exit', (code) => process.exit(code ?? 0));
+prism.on('exit', (code) => {
+  process.stdout.write(heldOutput);
+  process.exit(code ?? 0);
+});

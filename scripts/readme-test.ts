@@ -8,11 +8,11 @@
 //   npm run readme:test [-- --file README.md] [--no-server]
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { readmeBlocks, type ReadmeBlock } from './lib/readme-blocks.ts';
+import { freePort } from './lib/processes.ts';
 import { bin, repoRoot } from './lib/run.ts';
 
 const { values } = parseArgs({
@@ -30,7 +30,7 @@ const dataDir = mkdtempSync(path.join(tmpdir(), 'readme-test-'));
 const env: NodeJS.ProcessEnv = {
   ...process.env,
   PORT: String(await freePort()),
-  MOCK_PORT: String(await freePort(2)),
+  MOCK_PORT: String(await freePort()),
   HOST: '127.0.0.1',
   DATA_DIR: dataDir,
   METRICS_PORT: '0',
@@ -198,27 +198,6 @@ async function stopGroup(child: ChildProcess): Promise<void> {
       child.kill('SIGKILL');
     }
   }
-}
-
-/** A free TCP port on 127.0.0.1 (with `span` 2, the next one is free as well, for the mock's Prism). */
-async function freePort(span = 1): Promise<number> {
-  for (;;) {
-    const port = await listenOnce(0);
-    let free = true;
-    for (let offset = 1; offset < span && free; offset += 1) free = (await listenOnce(port + offset).catch(() => 0)) !== 0;
-    if (free) return port;
-  }
-}
-
-function listenOnce(port: number): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(port, '127.0.0.1', () => {
-      const address = probe.address();
-      probe.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
-    });
-  });
 }
 
 // The run itself, after the declarations it uses.

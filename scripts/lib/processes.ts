@@ -5,14 +5,38 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 
-/** A TCP port that was free a moment ago. */
-export function freePort(): Promise<number> {
+/**
+ * A TCP port of 127.0.0.1 that was free a moment ago. It is drawn below the system's ephemeral range where there is room:
+ * every outgoing connection of the machine takes a port from that range, and one could take a port probed free there before
+ * the process it was meant for binds it. Below it, only another listener can.
+ */
+export async function freePort(): Promise<number> {
+  const [lowest, highest] = portsBelowEphemeralRange();
+  for (let attempt = 0; attempt < 50 && highest > lowest; attempt++) {
+    const port = await listenOnce(lowest + Math.floor(Math.random() * (highest - lowest)));
+    if (port) return port;
+  }
+  return listenOnce(0);
+}
+
+function portsBelowEphemeralRange(): [number, number] {
+  let ephemeralStart = 32768;
+  try {
+    ephemeralStart = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]);
+  } catch {
+    // Not Linux: Linux's default is a fair guess (macOS starts at 49152).
+  }
+  return [10_000, Math.min(ephemeralStart, 65_536)];
+}
+
+/** Binds and releases `port` (0: one the system picks); the port bound, or 0 when it was taken. */
+function listenOnce(port: number): Promise<number> {
   return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
+    const probe = createServer();
+    probe.once('error', (error: NodeJS.ErrnoException) => (error.code === 'EADDRINUSE' ? resolve(0) : reject(error)));
+    probe.listen(port, '127.0.0.1', () => {
+      const address = probe.address();
+      probe.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
     });
   });
 }

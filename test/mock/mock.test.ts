@@ -2,7 +2,10 @@
 // examples, lets a caller choose them with `Prefer`, and refuses invalid requests.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { loadBundle } from '../support/contract.ts';
-import { startMock, type Started } from '../support/processes.ts';
+import { createServer } from 'node:net';
+import path from 'node:path';
+import { freePort, startMock, startProcess, waitForHttp, type Started } from '../support/processes.ts';
+import { bin, repoRoot } from '../../scripts/lib/run.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 
 const org = '3f6c1a2e-9b4d-4c7a-8e21-5d0b7f9a1c34';
@@ -233,5 +236,28 @@ describe("invalid requests get the server's own problem documents", () => {
       expect(mock.problem.errors.map((error: { pointer: string }) => error.pointer)).toEqual(
         real.problem.errors.map((error: { pointer: string }) => error.pointer),
       );
+  });
+});
+
+describe('npm run mock on a busy machine', () => {
+  test('starts when the port after its own is taken, and prints only its own address', async () => {
+    // Prism once listened on the port after the mock's: a user with something there could not start the mock at all.
+    const port = await freePort();
+    const neighbour = createServer();
+    await new Promise<void>((resolve, reject) => {
+      neighbour.once('error', reject);
+      neighbour.listen(port + 1, '127.0.0.1', resolve);
+    });
+    const started = startProcess(bin('tsx'), [path.join(repoRoot, 'scripts', 'mock.ts'), '--port', String(port)]);
+    try {
+      await waitForHttp(`http://127.0.0.1:${port}/v1/orgs/${org}/billing`, started);
+      const answer = await fetch(`http://127.0.0.1:${port}/v1/orgs/${org}/billing`, { headers: auth });
+      expect(answer.status).toBe(200);
+      const addresses = new Set(started.output().match(/127\.0\.0\.1:\d+/g));
+      expect([...addresses]).toEqual([`127.0.0.1:${port}`]);
+    } finally {
+      await started.stop();
+      neighbour.close();
+    }
   });
 });

@@ -5,20 +5,15 @@ import { bin, repoRoot } from '../../scripts/lib/run.ts';
 export { descendantsOf, freePort, startProcess, waitForHttp, type Started };
 
 /**
- * Starts the mock (`scripts/mock.ts`) on ports found free, and waits until `readyPath` answers.
+ * Starts the mock (`scripts/mock.ts`) on a port found free, and waits until `readyPath` answers.
  * A port found free can be taken by another socket before the mock binds it (the ephemeral range
- * is shared with every outgoing connection of the machine): such a start is retried on new ports.
+ * is shared with every outgoing connection of the machine): such a start is retried on a new port.
+ * Prism, behind the mock, binds a port the system hands it, which cannot collide.
  */
 export async function startMock(readyPath = '/healthz', attempts = 3): Promise<{ mock: Started; baseUrl: string }> {
   for (let attempt = 1; ; attempt++) {
-    const [port, prismPort] = [await freePort(), await freePort()];
-    const mock = startProcess(bin('tsx'), [
-      path.join(repoRoot, 'scripts', 'mock.ts'),
-      '--port',
-      String(port),
-      '--prism-port',
-      String(prismPort),
-    ]);
+    const port = await freePort();
+    const mock = startProcess(bin('tsx'), [path.join(repoRoot, 'scripts', 'mock.ts'), '--port', String(port)]);
     const baseUrl = `http://127.0.0.1:${port}`;
     try {
       await waitForHttp(`${baseUrl}${readyPath}`, mock);
