@@ -1,20 +1,8 @@
 import pg from 'pg';
+import { digitsAt, isDigitAt } from '../core/digits.ts';
 
 export const TIMESTAMPTZ_OID = 1184;
 const defaultTimestampParser = pg.types.getTypeParser(TIMESTAMPTZ_OID, 'text') as (text: string) => Date | number | null;
-
-const ZERO = 48;
-
-/** The number the digits at [from, to) of `text` spell; NaN at any other character. */
-function digitsAt(text: string, from: number, to: number): number {
-  let value = 0;
-  for (let index = from; index < to; index++) {
-    const digit = text.charCodeAt(index) - ZERO;
-    if (digit < 0 || digit > 9) return Number.NaN;
-    value = value * 10 + digit;
-  }
-  return value;
-}
 
 /**
  * A `timestamptz` as PostgreSQL writes it in its default ISO style (`2026-11-24 01:35:15.123456+00`,
@@ -44,7 +32,7 @@ function instantOf(text: string): number | undefined {
   let milliseconds = 0;
   if (text.charCodeAt(at) === 46) {
     const fractionStart = ++at;
-    while (at < text.length && text.charCodeAt(at) >= ZERO && text.charCodeAt(at) <= ZERO + 9) at++;
+    while (at < text.length && isDigitAt(text, at)) at++;
     const digits = at - fractionStart;
     if (digits === 0) return undefined;
     milliseconds = digitsAt(text, fractionStart, fractionStart + Math.min(digits, 3)) * 10 ** (3 - Math.min(digits, 3));

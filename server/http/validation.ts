@@ -4,10 +4,10 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import express, { type ErrorRequestHandler, type RequestHandler } from 'express';
-import { fullFormats } from 'ajv-formats/dist/formats.js';
 import * as OpenApiValidator from 'express-openapi-validator';
 import { ApiError } from './errors.ts';
 import { stateOf } from './request-state.ts';
+import { isStorableDateTime } from '../core/date-time-format.ts';
 import { validationFailed, type FieldError } from '../core/errors.ts';
 
 const bundlePath = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'generated', 'openapi.json');
@@ -120,16 +120,6 @@ export async function warmUpContractValidator(middlewares: RequestHandler[]): Pr
   } finally {
     server?.close();
   }
-}
-
-const rfc3339DateTime = fullFormats['date-time'] as { validate: (value: string) => boolean };
-
-/**
- * An RFC 3339 date-time that PostgreSQL's timestamptz holds: year 0000 is valid RFC 3339 but not a
- * date PostgreSQL accepts, and would otherwise fail in the database as a 500.
- */
-function isStorableDateTime(value: string): boolean {
-  return rfc3339DateTime.validate(value) && !value.startsWith('0000-');
 }
 
 interface ValidatorError {
