@@ -1,5 +1,5 @@
 import { fullFormats } from 'ajv-formats/dist/formats.js';
-import { digitsAt, isDigitAt } from './digits.ts';
+import { digitsAt, isDigitAt } from '../db/timestamps.ts';
 
 const rfc3339DateTime = fullFormats['date-time'] as { validate: (value: string) => boolean };
 
