@@ -29,9 +29,24 @@ function sendPrepared(this: Response, body: unknown): Response {
   const type = this.get('Content-Type');
   if (type !== undefined && !/;\s*charset=/i.test(type)) this.set('Content-Type', `${type}; charset=utf-8`);
   this.set('Content-Length', String(Buffer.byteLength(text)));
+  const socket = this.socket;
+  if (text.length < SEPARATE_HEAD_FROM_CHARS || !socket) {
+    this.end(text);
+    return this;
+  }
+  // Node writes the head and a string body in one piece by concatenating them: a copy of the whole
+  // body in V8's young generation (flattened when written), a tenth of what a list of 100 allocated.
+  // With the socket corked, the head is flushed on its own and the body follows: the two strings go
+  // out in one writev, copied once, outside V8's heap.
+  socket.cork();
+  this.flushHeaders();
   this.end(text);
+  socket.uncork();
   return this;
 }
+
+/** Below this, the concatenated copy is small and one write of one string is cheapest. */
+const SEPARATE_HEAD_FROM_CHARS = 16 * 1024;
 
 /**
  * Sends a JSON body with exact integers: a bigint (the spend budget up to 2^63-1) is written as

@@ -40,4 +40,23 @@ describe('JSON answers', () => {
     const listed = (JSON.parse(all.bytes.toString('utf8')) as { items: Array<{ name: string }> }).items.map((token) => token.name);
     for (const name of names) expect(listed).toContain(name);
   });
+
+  test('a large answer, whose head the server writes apart from its body, arrives whole, and the connection serves the next', async () => {
+    const count = (await raw('/api-tokens?limit=100')).bytes.length;
+    for (let index = 0; index < 100; index++) {
+      const name = `large ${index} ${'ß'.repeat(50)} 🚀`;
+      expect((await org.call('POST', '/api-tokens', { body: { name, scopes: ['read'] } })).status).toBe(201);
+    }
+    // Twice in a row on the same keep-alive connection: a head or body left over would garble the second.
+    for (const round of [1, 2]) {
+      const large = await raw('/api-tokens?limit=100');
+      expect(large.status, `round ${round}`).toBe(200);
+      expect(large.type).toBe('application/json; charset=utf-8');
+      expect(large.length).toBe(large.bytes.length);
+      const text = large.bytes.toString('utf8');
+      expect(text.length).toBeGreaterThan(16 * 1024);
+      expect(large.bytes.length).toBeGreaterThan(count);
+      expect((JSON.parse(text) as { items: unknown[] }).items).toHaveLength(100);
+    }
+  });
 });
