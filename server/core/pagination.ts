@@ -96,6 +96,8 @@ export interface KeysetList {
   name: string;
   /** For example `api_tokens WHERE org_id = $1`. */
   from: string;
+  /** The columns read (default: all of them). */
+  columns?: string;
   params: readonly unknown[];
   /** The timestamp column the list is sorted by; `id` breaks ties. */
   sortColumn: string;
@@ -128,7 +130,7 @@ export async function keysetPage<Row extends { id: string }, Item>(
   }
   params.push(limit + 1);
   const { rows } = await db.query<Row & { sort_key: string }>(
-    `SELECT *, ${sortKeySql(list.sortColumn)} AS sort_key FROM ${list.from}${position}
+    `SELECT ${list.columns ?? '*'}, ${sortKeySql(list.sortColumn)} AS sort_key FROM ${list.from}${position}
      ORDER BY ${list.sortColumn} ${direction}, id ${direction} LIMIT $${params.length}`,
     params,
   );

@@ -5,7 +5,7 @@ import { compare } from './catalogue.ts';
 import type { PublicIpRow } from './public-ip-rows.ts';
 import type { ScheduleRow } from './schedule-rows.ts';
 import type { SshKeyRow } from './ssh-key-rows.ts';
-import type { VmRow } from './vms.ts';
+import { VM_ANSWER_COLUMNS, type VmAnswerRow } from './vms.ts';
 
 // The lists of the compute area: oldest first (created_at, then id) for what customers create,
 // id order for the catalogue. A cursor names its list and filters, so that a cursor of another
@@ -22,12 +22,19 @@ function oldestFirst<Row extends { id: string }, Item>(
   db: Queryable,
   name: string,
   query: { cursor?: string; limit?: number },
-  from: { table: string; where: string; params: unknown[] },
+  from: { table: string; where: string; params: unknown[]; columns?: string },
   toItem: (row: Row) => Item,
 ) {
   return keysetPage(
     db,
-    { name, from: `${from.table} WHERE ${from.where}`, params: from.params, sortColumn: 'created_at', order: 'oldest first' },
+    {
+      name,
+      from: `${from.table} WHERE ${from.where}`,
+      columns: from.columns,
+      params: from.params,
+      sortColumn: 'created_at',
+      order: 'oldest first',
+    },
     query,
     toItem,
   );
@@ -45,18 +52,19 @@ export function listVms<Item>(
   orgId: string,
   filters: VmFilters,
   query: { cursor?: string; limit?: number },
-  toItem: (row: VmRow) => Item,
+  toItem: (row: VmAnswerRow) => Item,
 ) {
   const labels = Object.fromEntries(
     filters.labels.map((label) => [label.slice(0, label.indexOf(':')), label.slice(label.indexOf(':') + 1)]),
   );
   const list = listName('vms', { region: filters.region ?? null, state: filters.state ?? null, labels: [...filters.labels].sort() });
-  return oldestFirst<VmRow, Item>(
+  return oldestFirst<VmAnswerRow, Item>(
     db,
     list,
     query,
     {
       table: 'vms',
+      columns: VM_ANSWER_COLUMNS,
       // Without label filters the containment test is left out (null), rather than `@> '{}'`,
       // which the planner might try to answer from the labels index.
       where: `org_id = $1 AND deleted_at IS NULL AND ($2::text IS NULL OR region_id = $2) AND ($3::text IS NULL OR state = $3) AND ($4::jsonb IS NULL OR labels @> $4::jsonb)`,

@@ -40,7 +40,10 @@ export interface VmRow {
   deleted_at: Date | null;
 }
 
-export function toVmOut(row: VmRow): VmOut {
+/** What an answer shows of an instance: a row without the columns only the platform reads. */
+export type VmAnswerRow = Omit<VmRow, 'protected_by' | 'firewall' | 'powered_since' | 'deleted_at'>;
+
+export function toVmOut(row: VmAnswerRow): VmOut {
   return {
     id: row.id,
     org_id: row.org_id,
@@ -71,6 +74,39 @@ export function toVmOut(row: VmRow): VmOut {
     updated_at: iso(row.updated_at),
   };
 }
+
+/**
+ * The columns of VmAnswerRow, which a list reads: a hundred rows' firewall rules (parsed as JSON),
+ * metering timestamps and the like were parsed for nothing.
+ */
+export const VM_ANSWER_COLUMNS = columnsOf<VmAnswerRow>({
+  id: true,
+  org_id: true,
+  name: true,
+  region_id: true,
+  disk_redundancy: true,
+  storage_pool_id: true,
+  network_profile_id: true,
+  image_id: true,
+  image_name: true,
+  vcpus: true,
+  memory_mb: true,
+  disk_gb: true,
+  state: true,
+  desired_state: true,
+  workload_type: true,
+  protected: true,
+  ssh_keys: true,
+  user_data_present: true,
+  labels: true,
+  observed_status: true,
+  observed_addresses: true,
+  observed_at: true,
+  error_class: true,
+  error_detail: true,
+  created_at: true,
+  updated_at: true,
+});
 
 /** Every column of a row of vms, for the prepared statements that read one. */
 export const VM_COLUMNS = columnsOf<VmRow>({
