@@ -174,11 +174,16 @@ function portIsFree(port: number): Promise<boolean> {
   });
 }
 
-/** A port in 54320-54819 that is free now: a few draws, then the last one drawn (PostgreSQL will say if it is taken). */
+/**
+ * A port in 25432-25931 that is free now: a few draws, then the last one drawn (PostgreSQL will say
+ * if it is taken). Below the ephemeral ranges (Linux from 32768, macOS and Windows from 49152): a port
+ * there can be taken by any outgoing connection of the machine between this draw and PostgreSQL's
+ * bind, as the mock's Prism port once was in CI; here only another listener can take it.
+ */
 async function freeEmbeddedPort(): Promise<number> {
   let port = 0;
   for (let draw = 0; draw < 20; draw++) {
-    port = 54_320 + Math.floor(Math.random() * 500);
+    port = 25_432 + Math.floor(Math.random() * 500);
     if (await portIsFree(port)) return port;
   }
   return port;
