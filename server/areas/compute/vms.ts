@@ -75,11 +75,8 @@ export function toVmOut(row: VmAnswerRow): VmOut {
   };
 }
 
-/**
- * The columns of VmAnswerRow, which a list reads: a hundred rows' firewall rules (parsed as JSON),
- * metering timestamps and the like were parsed for nothing.
- */
-export const VM_ANSWER_COLUMNS = columnsOf<VmAnswerRow>({
+/** The columns of VmAnswerRow. */
+const ANSWER_FIELDS: Record<keyof VmAnswerRow, true> = {
   id: true,
   org_id: true,
   name: true,
@@ -106,39 +103,20 @@ export const VM_ANSWER_COLUMNS = columnsOf<VmAnswerRow>({
   error_detail: true,
   created_at: true,
   updated_at: true,
-});
+};
+
+/**
+ * What a list reads: a hundred rows' firewall rules (parsed as JSON), metering timestamps and the
+ * like were parsed for nothing.
+ */
+export const VM_ANSWER_COLUMNS = columnsOf<VmAnswerRow>(ANSWER_FIELDS);
 
 /** Every column of a row of vms, for the prepared statements that read one. */
 export const VM_COLUMNS = columnsOf<VmRow>({
-  id: true,
-  org_id: true,
-  name: true,
-  region_id: true,
-  disk_redundancy: true,
-  storage_pool_id: true,
-  network_profile_id: true,
-  image_id: true,
-  image_name: true,
-  vcpus: true,
-  memory_mb: true,
-  disk_gb: true,
-  state: true,
-  desired_state: true,
-  workload_type: true,
-  protected: true,
+  ...ANSWER_FIELDS,
   protected_by: true,
-  ssh_keys: true,
-  user_data_present: true,
-  labels: true,
   firewall: true,
-  observed_status: true,
-  observed_addresses: true,
-  observed_at: true,
-  error_class: true,
-  error_detail: true,
   powered_since: true,
-  created_at: true,
-  updated_at: true,
   deleted_at: true,
 });
 
