@@ -7,7 +7,7 @@ import { createApp } from './app.ts';
 import type { Area, AreaDependencies } from './areas/area.ts';
 import { apiTokensArea } from './areas/api-tokens/area.ts';
 import { auditArea } from './areas/audit/area.ts';
-import { billingArea, createBudgetGuard } from './areas/billing/area.ts';
+import { billingArea, createBillingCache, createBudgetGuard } from './areas/billing/area.ts';
 import { computeArea } from './areas/compute/area.ts';
 import { healthArea } from './areas/health/area.ts';
 import { operationsArea } from './areas/operations/area.ts';
@@ -215,6 +215,8 @@ async function composePlatform(
     usageSources: [compute.usage, storage.usage].filter((source) => source !== undefined),
     prices,
     links: invoiceLinks,
+    // Emptied on every change of an account or its usage a process announces (LISTEN/NOTIFY).
+    cache: createBillingCache(listener),
   });
   const audit = auditArea(dependencies);
   // Typed as the whole registry: an operation type of the contract without an executor does not compile.

@@ -2,6 +2,8 @@ import type { components } from '../../../generated/openapi.ts';
 import { iso } from '../../core/clock.ts';
 import { notFound, spendBudgetExceeded } from '../../core/errors.ts';
 import type { OrganizationClock } from '../../core/test-clocks.ts';
+import { AnnouncedCache } from '../../db/announced-cache.ts';
+import type { DatabaseListener } from '../../db/listener.ts';
 import type { Queryable } from '../../db/pool.ts';
 import { prepared, runPrepared } from '../../db/statements.ts';
 import type { BudgetGuard } from '../area.ts';
@@ -36,22 +38,49 @@ const BILLING_OF = prepared(
 );
 const SPEND_BUDGET = prepared('billing_spend_budget', 'SELECT spend_budget_cents FROM billing_accounts WHERE org_id = $1');
 
-export async function billingOf(db: Queryable, prices: PriceList, orgId: string, now: Date): Promise<BillingOut> {
-  const { rows } = await runPrepared<AccountRow & { usage: Array<[meter: string, quantity: string]> }>(db, BILLING_OF, [
-    orgId,
-    monthOf(now),
-  ]);
-  const account = rows[0];
-  if (!account) throw notFound();
+/** What an organization's billing answer holds for a month, apart from the price list and the month's end. */
+type BillingFigures = Pick<BillingOut, 'state' | 'billing_exempt' | 'month_to_date' | 'spend_budget_cents'>;
+
+/**
+ * Each organization's billing figures of a month, as read last: GET /billing is read on every
+ * dashboard load, and its figures change only when metering runs or the account changes. Every
+ * such change is announced by the database (migration 0940_billing_changes.sql), whoever makes it.
+ */
+export type BillingCache = AnnouncedCache<BillingFigures>;
+
+export function createBillingCache(listener: DatabaseListener): BillingCache {
+  return new AnnouncedCache<BillingFigures>(listener, { changed: 'billing_changed', synced: 'billing_synced' });
+}
+
+/** The billing answer in the month of `now`; from `cache` when it holds the figures. */
+export async function billingOf(db: Queryable, prices: PriceList, orgId: string, now: Date, cache?: BillingCache): Promise<BillingOut> {
+  const month = monthOf(now);
+  const figures = cache?.lookup(`${orgId}/${month}`) ?? (await readFigures(db, prices, orgId, month, cache));
   return {
-    state: account.state,
-    billing_exempt: account.billing_exempt,
-    month_to_date: monthToDateOf(prices, new Map(account.usage)),
+    state: figures.state,
+    billing_exempt: figures.billing_exempt,
+    // A copy: the answer is the caller's, the cached figures are shared.
+    month_to_date: { ...figures.month_to_date },
     prices: prices.prices.map(({ meter, unit, unit_amount_micro_eur }) => ({ meter, unit, unit_amount_micro_eur })),
     plan: { ...prices.plan },
     current_period_end: iso(startOfMonth(now, 1)),
+    spend_budget_cents: figures.spend_budget_cents,
+  };
+}
+
+async function readFigures(db: Queryable, prices: PriceList, orgId: string, month: string, cache?: BillingCache): Promise<BillingFigures> {
+  const ticket = cache?.ticket() ?? 0;
+  const { rows } = await runPrepared<AccountRow & { usage: Array<[meter: string, quantity: string]> }>(db, BILLING_OF, [orgId, month]);
+  const account = rows[0];
+  if (!account) throw notFound();
+  const figures: BillingFigures = {
+    state: account.state,
+    billing_exempt: account.billing_exempt,
+    month_to_date: monthToDateOf(prices, new Map(account.usage)),
     spend_budget_cents: account.spend_budget_cents,
   };
+  cache?.store(ticket, `${orgId}/${month}`, figures);
+  return figures;
 }
 
 export function createBudgetGuard(orgClock: OrganizationClock, prices: PriceList): BudgetGuard {

@@ -1,13 +1,13 @@
 import { notFound } from '../../core/errors.ts';
 import { performWrite } from '../../core/write.ts';
 import type { Area, AreaDependencies, BackgroundTask, UsageSource } from '../area.ts';
-import { billingOf, setSpendBudget } from './account.ts';
+import { billingOf, setSpendBudget, type BillingCache } from './account.ts';
 import { createBillingRun, type BillingRun } from './billing-run.ts';
 import type { InvoiceLinks } from './invoice-links.ts';
 import { findInvoice, invoicesPage, toInvoiceOut } from './invoices.ts';
 import type { PriceList } from './prices.ts';
 
-export { createBudgetGuard } from './account.ts';
+export { createBillingCache, createBudgetGuard } from './account.ts';
 
 /**
  * Billing: the account and its spend budget, the price list (configuration), month-to-date usage
@@ -16,10 +16,10 @@ export { createBudgetGuard } from './account.ts';
  */
 export function billingArea(
   deps: AreaDependencies,
-  options: { usageSources: UsageSource[]; prices: PriceList; links: () => Promise<InvoiceLinks> },
+  options: { usageSources: UsageSource[]; prices: PriceList; links: () => Promise<InvoiceLinks>; cache?: BillingCache },
 ): Area<'getBilling' | 'setBillingBudget' | 'listInvoices' | 'getInvoice'> & { billingRun: BillingRun } {
   const { pool, orgClock, drivers, config, log } = deps;
-  const { prices, links } = options;
+  const { prices, links, cache } = options;
   const billingRun = createBillingRun({ pool, orgClock, provider: drivers.billing, prices, sources: options.usageSources, log });
 
   const metering: BackgroundTask = {
@@ -35,7 +35,7 @@ export function billingArea(
     handlers: {
       async getBilling(_request, context) {
         const orgId = context.principal.orgId;
-        return { status: 200, body: await billingOf(pool, prices, orgId, await orgClock.now(pool, orgId)) };
+        return { status: 200, body: await billingOf(pool, prices, orgId, await orgClock.now(pool, orgId), cache) };
       },
 
       async setBillingBudget(request, context) {
@@ -46,6 +46,8 @@ export function billingArea(
           return {
             response: { status: 200 as const, body: await billingOf(tx, prices, orgId, await orgClock.now(tx, orgId)) },
             audit: { resourceId: orgId, before: { spend_budget_cents: before }, after: { spend_budget_cents: budget } },
+            // Answered once no process serves the budget it had before.
+            afterCommit: async () => cache?.changed(),
           };
         });
       },

@@ -1,0 +1,166 @@
+import { randomUUID } from 'node:crypto';
+import { LISTENER_APPLICATION, type DatabaseListener } from './listener.ts';
+
+/** The channels of one announced cache: where the database announces a change, and where caches answer a sync. */
+export interface AnnouncedChannels {
+  /** Announced (by a trigger) when what the cache holds changes; also carries this process's syncs. */
+  changed: string;
+  /** Where each cache answers a sync, with its token. */
+  synced: string;
+}
+
+/** On the `changed` channel: a process that changed something asks every cache to say it has forgotten. */
+const SYNC_PREFIX = 'sync:';
+/** Entries kept at most; past that the oldest go (an entry in use comes back with one query). */
+const MAX_ENTRIES = 10_000;
+/** The longest a change waits for every cache's answer (a stuck process must not hold a request). */
+const SYNC_WAIT_MS = 1_000;
+
+interface SyncWaiter {
+  /** Answers needed: the processes' LISTEN connections counted when the sync was sent (this one's included). */
+  expected: number;
+  answers: number;
+  readonly done: () => void;
+}
+
+interface Entry<V> {
+  value: V;
+  /** When the entry stops being valid (ms since the epoch); undefined when it does not. */
+  expiresAt: number | undefined;
+}
+
+/**
+ * What a process read from the database and keeps, so that a request need not ask again, while
+ * every change is seen at once in every process: the database announces a change (NOTIFY, from
+ * a trigger) when it commits, and each process empties its cache on the announcement. The cache
+ * is used only while the process's listener (listener.ts) LISTENs: before the first LISTEN and
+ * after a lost connection, every read asks the database, and the cache starts empty again once
+ * listening resumes (announcements may have been missed).
+ *
+ * A read that fills the cache takes a `ticket` before asking the database: its answer is kept
+ * only if no announcement came in meanwhile (the answer may predate the change).
+ */
+export class AnnouncedCache<V> {
+  private readonly entries = new Map<string, Entry<V>>();
+  private readonly listener: DatabaseListener;
+  private readonly channels: AnnouncedChannels;
+  /** Bumped by every invalidation: a lookup begun before one does not fill the cache. */
+  private generation = 0;
+  private listening = false;
+  /** Changes made by this process waiting for every cache's answer, by the token of their sync. */
+  private readonly syncWaiters = new Map<string, SyncWaiter>();
+
+  /** Subscribes to the process's listener: the cache works while that listens (once it is started). */
+  constructor(listener: DatabaseListener, channels: AnnouncedChannels) {
+    this.listener = listener;
+    this.channels = channels;
+    listener.subscribe({
+      channels: [channels.changed, channels.synced],
+      notified: (channel, payload) => this.notified(channel, payload),
+      listening: () => {
+        // Whatever changed while nobody listened was not announced.
+        this.invalidate();
+        this.listening = true;
+      },
+      lost: () => this.disable(),
+    });
+  }
+
+  /** The entry of `name`, if any, still valid and the cache listening. */
+  lookup(name: string, now = Date.now()): V | undefined {
+    if (!this.listening) return undefined;
+    const entry = this.entries.get(name);
+    if (!entry) return undefined;
+    if (entry.expiresAt !== undefined && entry.expiresAt <= now) {
+      this.entries.delete(name);
+      return undefined;
+    }
+    return entry.value;
+  }
+
+  /** A token for `store`: the cache state before the database was asked. */
+  ticket(): number {
+    return this.generation;
+  }
+
+  /**
+   * Keeps what the database just answered, unless an invalidation came in since `ticket` was
+   * taken or the cache is not listening. `expiresAt`: when it stops being valid on its own.
+   */
+  store(ticket: number, name: string, value: V, expiresAt?: number): void {
+    if (!this.listening || ticket !== this.generation) return;
+    if (this.entries.size >= MAX_ENTRIES) this.entries.delete(this.entries.keys().next().value!);
+    this.entries.set(name, { value, expiresAt });
+  }
+
+  /**
+   * A change this process just committed: forgets everything at once, then waits (at most
+   * SYNC_WAIT_MS) until every process's cache has said it forgot everything too, so that once the
+   * change is answered no process serves the old entry. The database's own announcement is not
+   * enough: it reaches each process when that process's connection and event loop get to it, and
+   * a request that came in meanwhile was served from the cache (a CI run saw it). So the change
+   * counts the processes' LISTEN connections, then announces a sync on the same channel; each
+   * cache answers it once read, and it is read after the change's announcement (one session reads
+   * notifications in commit order). A process whose connection is lost caches nothing until it
+   * listens again, and one that started listening later started with an empty cache.
+   */
+  async changed(): Promise<void> {
+    this.invalidate();
+    if (!this.listening) return;
+    const token = randomUUID();
+    await new Promise<void>((resolve) => {
+      const waiter: SyncWaiter = {
+        expected: Infinity,
+        answers: 0,
+        done: () => {
+          clearTimeout(timer);
+          this.syncWaiters.delete(token);
+          resolve();
+        },
+      };
+      const timer = setTimeout(waiter.done, SYNC_WAIT_MS);
+      this.syncWaiters.set(token, waiter);
+      this.listener
+        .query<{ listeners: number }>(
+          'SELECT count(*)::int AS listeners FROM pg_stat_activity WHERE application_name = $1 AND datname = current_database()',
+          [LISTENER_APPLICATION],
+        )
+        .then(({ rows }) => {
+          waiter.expected = rows[0]!.listeners;
+          if (waiter.answers >= waiter.expected) waiter.done();
+          return this.listener.query('SELECT pg_notify($1, $2)', [this.channels.changed, `${SYNC_PREFIX}${token}`]);
+        })
+        // The connection is lost: disable() ends the wait, and nothing is cached until it is back.
+        .catch(() => {});
+    });
+  }
+
+  /** A cache's answer to a sync: the change that sent it is done once every cache has answered. */
+  private answered(token: string): void {
+    const waiter = this.syncWaiters.get(token);
+    if (!waiter) return;
+    waiter.answers++;
+    if (waiter.answers >= waiter.expected) waiter.done();
+  }
+
+  /** Forgets everything (also when this process changed something itself, before it waits for the other caches). */
+  invalidate(): void {
+    this.generation++;
+    this.entries.clear();
+  }
+
+  private disable(): void {
+    this.listening = false;
+    this.invalidate();
+    // No answer comes on a lost connection; nothing is cached until it is back.
+    for (const waiter of [...this.syncWaiters.values()]) waiter.done();
+  }
+
+  private notified(channel: string, payload: string): void {
+    if (channel === this.channels.synced) return this.answered(payload);
+    this.invalidate();
+    // Forgotten (above, at once): says so to the process that asked.
+    if (payload.startsWith(SYNC_PREFIX))
+      this.listener.query('SELECT pg_notify($1, $2)', [this.channels.synced, payload.slice(SYNC_PREFIX.length)]).catch(() => {});
+  }
+}
