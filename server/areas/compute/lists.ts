@@ -5,7 +5,7 @@ import { compare } from './catalogue.ts';
 import type { PublicIpRow } from './public-ip-rows.ts';
 import type { ScheduleRow } from './schedule-rows.ts';
 import type { SshKeyRow } from './ssh-key-rows.ts';
-import { VM_ANSWER_COLUMNS, type VmAnswerRow } from './vms.ts';
+import type { VmVersion } from './vm-answers.ts';
 
 // The lists of the compute area: oldest first (created_at, then id) for what customers create,
 // id order for the catalogue. A cursor names its list and filters, so that a cursor of another
@@ -47,30 +47,25 @@ export interface VmFilters {
   labels: string[];
 }
 
-export function listVms<Item>(
-  db: Queryable,
-  orgId: string,
-  filters: VmFilters,
-  query: { cursor?: string; limit?: number },
-  toItem: (row: VmAnswerRow) => Item,
-) {
+/** A page of the organization's instances: each one's id and row version (see VmAnswers for their answers). */
+export function listVms(db: Queryable, orgId: string, filters: VmFilters, query: { cursor?: string; limit?: number }) {
   const labels = Object.fromEntries(
     filters.labels.map((label) => [label.slice(0, label.indexOf(':')), label.slice(label.indexOf(':') + 1)]),
   );
   const list = listName('vms', { region: filters.region ?? null, state: filters.state ?? null, labels: [...filters.labels].sort() });
-  return oldestFirst<VmAnswerRow, Item>(
+  return oldestFirst<VmVersion, VmVersion>(
     db,
     list,
     query,
     {
       table: 'vms',
-      columns: VM_ANSWER_COLUMNS,
+      columns: 'id, xmin::text AS version',
       // Without label filters the containment test is left out (null), rather than `@> '{}'`,
       // which the planner might try to answer from the labels index.
       where: `org_id = $1 AND deleted_at IS NULL AND ($2::text IS NULL OR region_id = $2) AND ($3::text IS NULL OR state = $3) AND ($4::jsonb IS NULL OR labels @> $4::jsonb)`,
       params: [orgId, filters.region ?? null, filters.state ?? null, filters.labels.length > 0 ? JSON.stringify(labels) : null],
     },
-    toItem,
+    ({ id, version }) => ({ id, version }),
   );
 }
 

@@ -8,6 +8,7 @@ import { forbidden } from '../../core/errors.ts';
 import { collectConsole, webSocketBase } from './console.ts';
 import { vmNotFound } from './errors.ts';
 import { listVms } from './lists.ts';
+import { VmAnswers } from './vm-answers.ts';
 import type { VmChange, VmService } from './vm-service.ts';
 import { findLiveVm, toVmOut } from './vms.ts';
 
@@ -62,14 +63,16 @@ export function vmHandlers({
   vms: VmService;
 }): Pick<OperationHandlers<RequestContext>, VmOperations> {
   const orgOf = (context: RequestContext) => context.principal.orgId;
+  // The answers of the instances this process listed, by row version.
+  const answers = new VmAnswers();
 
   return {
     createVm: (request, context) => performWrite(pool, context, async (tx) => accepted(await vms.create(tx, orgOf(context), request.body))),
 
     async listVms(request, context) {
       const { region, state, label, limit, cursor } = request.query;
-      const body = await listVms(pool, orgOf(context), { region, state, labels: many(label) }, { limit, cursor }, toVmOut);
-      return { status: 200, body };
+      const listed = await listVms(pool, orgOf(context), { region, state, labels: many(label) }, { limit, cursor });
+      return { status: 200, body: { items: await answers.of(pool, orgOf(context), listed.items), next_cursor: listed.next_cursor } };
     },
 
     async getVm(request, context) {
