@@ -96,7 +96,7 @@ export interface KeysetList {
   name: string;
   /** For example `api_tokens WHERE org_id = $1`. */
   from: string;
-  /** The columns read (default: all of them). */
+  /** The columns read (default: all of them); they include `id` and the sort column. */
   columns?: string;
   params: readonly unknown[];
   /** The timestamp column the list is sorted by; `id` breaks ties. */
@@ -129,9 +129,14 @@ export async function keysetPage<Row extends { id: string }, Item>(
     position = ` AND (${list.sortColumn}, id) ${comparison} ($${params.length - 1}::timestamptz, $${params.length}::${idKind})`;
   }
   params.push(limit + 1);
+  // The cursor key is written after the LIMIT, for the page's rows only: where the plan sorts
+  // (a label filter read through its index), a key written in the scan was written for every
+  // matching row before the sort kept a page of them (1,000 of them for a label on 1%).
   const { rows } = await db.query<Row & { sort_key: string }>(
-    `SELECT ${list.columns ?? '*'}, ${sortKeySql(list.sortColumn)} AS sort_key FROM ${list.from}${position}
-     ORDER BY ${list.sortColumn} ${direction}, id ${direction} LIMIT $${params.length}`,
+    `SELECT page.*, ${sortKeySql(`page.${list.sortColumn}`)} AS sort_key
+     FROM (SELECT ${list.columns ?? '*'} FROM ${list.from}${position}
+           ORDER BY ${list.sortColumn} ${direction}, id ${direction} LIMIT $${params.length}) page
+     ORDER BY page.${list.sortColumn} ${direction}, page.id ${direction}`,
     params,
   );
   return page(list.name, rows, limit, (row) => ({ key: row.sort_key, id: row.id }), toItem);

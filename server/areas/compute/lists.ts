@@ -59,7 +59,7 @@ export function listVms(db: Queryable, orgId: string, filters: VmFilters, query:
     query,
     {
       table: 'vms',
-      columns: 'id, xmin::text AS version',
+      columns: 'id, xmin::text AS version, created_at',
       // Without label filters the containment test is left out (null), rather than `@> '{}'`,
       // which the planner might try to answer from the labels index.
       where: `org_id = $1 AND deleted_at IS NULL AND ($2::text IS NULL OR region_id = $2) AND ($3::text IS NULL OR state = $3) AND ($4::jsonb IS NULL OR labels @> $4::jsonb)`,
