@@ -1,7 +1,9 @@
 // Versioned migrations run at start under an advisory lock: several processes starting at once
 // apply each migration once. The simulated backends' tables come with the simulators only.
+import { randomBytes } from 'node:crypto';
 import { readdirSync } from 'node:fs';
 import path from 'node:path';
+import pg from 'pg';
 import { expect, test } from 'vitest';
 import { migrate, pendingMigrations } from '../../server/db/migrate.ts';
 import { createPool } from '../../server/db/pool.ts';
@@ -52,4 +54,28 @@ test("without a simulator chosen, none of the simulators' tables exist; choosing
 test("the simulators' migrations and the platform's share no name (a name is what a database records)", () => {
   expect(simulatorFiles.length).toBeGreaterThan(0);
   expect(simulatorFiles.filter((name) => platformFiles.includes(name))).toEqual([]);
+});
+
+test('a database owner who is not a superuser can apply every migration (an operator-provided DATABASE_URL)', async () => {
+  const adminUrl = await createTestDatabase();
+  const owner = `owner_${randomBytes(4).toString('hex')}`;
+  const database = `d_${owner}`;
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  try {
+    await admin.query(`CREATE ROLE ${owner} LOGIN PASSWORD 'owner-password' NOSUPERUSER`);
+    await admin.query(`CREATE DATABASE ${database} OWNER ${owner}`);
+  } finally {
+    await admin.end();
+  }
+  const url = new URL(adminUrl);
+  url.username = owner;
+  url.password = 'owner-password';
+  url.pathname = `/${database}`;
+  const pool = createPool(url.toString(), 2);
+  try {
+    expect(await migrate(pool, simulators)).toEqual([...platformFiles, ...simulatorFiles].sort());
+  } finally {
+    await pool.end();
+  }
 });
