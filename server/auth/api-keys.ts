@@ -1,4 +1,4 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
 
 /** The fixed prefix of our API keys: recognisable by people and by secret scanners. */
 export const API_KEY_PREFIX = 'cpk_';
@@ -15,7 +15,8 @@ export function generateApiKey(): { secret: string; hash: Buffer } {
  * nothing for a slow password hash to protect, and lookups stay cheap.
  */
 export function hashApiKey(secret: string): Buffer {
-  return createHash('sha256').update(secret, 'utf8').digest();
+  // The one-shot form: no Hash object (a stream) made and dropped on every request.
+  return hash('sha256', secret, 'buffer');
 }
 
 export function looksLikeApiKey(credential: string): boolean {
