@@ -56,16 +56,34 @@ export function createBillingCache(listener: DatabaseListener): BillingCache {
 export async function billingOf(db: Queryable, prices: PriceList, orgId: string, now: Date, cache?: BillingCache): Promise<BillingOut> {
   const month = monthOf(now);
   const figures = cache?.lookup(`${orgId}/${month}`) ?? (await readFigures(db, prices, orgId, month, cache));
+  const shown = priceListShown(prices);
   return {
     state: figures.state,
     billing_exempt: figures.billing_exempt,
-    // A copy: the answer is the caller's, the cached figures are shared.
-    month_to_date: { ...figures.month_to_date },
-    prices: prices.prices.map(({ meter, unit, unit_amount_micro_eur }) => ({ meter, unit, unit_amount_micro_eur })),
-    plan: { ...prices.plan },
+    // Shared with every answer of the same figures, and frozen: an answer is only ever serialized.
+    month_to_date: figures.month_to_date,
+    prices: shown.prices,
+    plan: shown.plan,
     current_period_end: iso(startOfMonth(now, 1)),
     spend_budget_cents: figures.spend_budget_cents,
   };
+}
+
+/** The price list as an answer shows it: built once per list, frozen, and shared by every answer. */
+const shownPriceLists = new WeakMap<PriceList, Pick<BillingOut, 'prices' | 'plan'>>();
+
+function priceListShown(prices: PriceList): Pick<BillingOut, 'prices' | 'plan'> {
+  let shown = shownPriceLists.get(prices);
+  if (!shown) {
+    shown = {
+      prices: Object.freeze(
+        prices.prices.map(({ meter, unit, unit_amount_micro_eur }) => Object.freeze({ meter, unit, unit_amount_micro_eur })),
+      ) as BillingOut['prices'],
+      plan: Object.freeze({ ...prices.plan }),
+    };
+    shownPriceLists.set(prices, shown);
+  }
+  return shown;
 }
 
 async function readFigures(db: Queryable, prices: PriceList, orgId: string, month: string, cache?: BillingCache): Promise<BillingFigures> {
@@ -76,7 +94,7 @@ async function readFigures(db: Queryable, prices: PriceList, orgId: string, mont
   const figures: BillingFigures = {
     state: account.state,
     billing_exempt: account.billing_exempt,
-    month_to_date: monthToDateOf(prices, new Map(account.usage)),
+    month_to_date: Object.freeze(monthToDateOf(prices, new Map(account.usage))),
     spend_budget_cents: account.spend_budget_cents,
   };
   cache?.store(ticket, `${orgId}/${month}`, figures);
