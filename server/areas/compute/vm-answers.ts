@@ -29,16 +29,28 @@ const VMS_BY_ID = prepared(
   `SELECT ${VM_ANSWER_COLUMNS}, xmin::text AS version FROM vms WHERE org_id = $1 AND id = ANY($2::uuid[])`,
 );
 
+const LIVE_VM_VERSION = prepared(
+  'vm_live_version',
+  'SELECT id, xmin::text AS version FROM vms WHERE org_id = $1 AND id = $2 AND deleted_at IS NULL',
+);
+
 /**
- * The answers of the instances this process listed last, by the version of their rows: a list
- * reads only each instance's id and version, and the rows of those whose answer is not already
- * here. Most pages of a dashboard's list are the instances it showed a moment ago, unchanged, and
- * their hundred rows of 26 columns were most of a list's CPU (reading, parsing and mapping them).
+ * The answers of the instances this process read last, by the version of their rows: a list
+ * (or a read of one instance) reads only each instance's id and version, and the rows of those whose
+ * answer is not already here. Most pages of a dashboard's list are the instances it showed a moment
+ * ago, unchanged, and their hundred rows of 26 columns were most of a list's CPU (reading, parsing
+ * and mapping them); a client polling one instance reads the same answer until the instance changes.
  * Nothing needs announcing: a changed row has a new version, whichever process changed it. The
  * answers are frozen, since every list that shows an instance shares its answer.
  */
 export class VmAnswers {
   private readonly entries = new Map<string, Entry>();
+
+  /** The answer of one live instance of the organization; undefined when it has none. */
+  async one(db: Queryable, orgId: string, vmId: string): Promise<VmOut | undefined> {
+    const { rows } = await runPrepared<VmVersion>(db, LIVE_VM_VERSION, [orgId, vmId]);
+    return rows.length === 0 ? undefined : (await this.of(db, orgId, rows))[0];
+  }
 
   /** The answers of `listed`, in its order; an instance gone meanwhile is left out. */
   async of(db: Queryable, orgId: string, listed: readonly VmVersion[], now = Date.now()): Promise<VmOut[]> {

@@ -63,7 +63,7 @@ export function vmHandlers({
   vms: VmService;
 }): Pick<OperationHandlers<RequestContext>, VmOperations> {
   const orgOf = (context: RequestContext) => context.principal.orgId;
-  // The answers of the instances this process listed, by row version.
+  // The answers of the instances this process read, by row version.
   const answers = new VmAnswers();
 
   return {
@@ -76,9 +76,9 @@ export function vmHandlers({
     },
 
     async getVm(request, context) {
-      const vm = await findLiveVm(pool, orgOf(context), request.path.vm_id);
+      const vm = await answers.one(pool, orgOf(context), request.path.vm_id);
       if (!vm) throw vmNotFound(request.path.vm_id);
-      return { status: 200, body: toVmOut(vm) };
+      return { status: 200, body: vm };
     },
 
     deleteVm: (request, context) =>

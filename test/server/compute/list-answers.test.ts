@@ -1,5 +1,5 @@
-// A list of instances reads each row's version and keeps the answers of unchanged instances
-// (areas/compute/vm-answers.ts): whatever changed an instance, however, the next list shows it.
+// A list of instances, and a read of one, read each row's version and keep the answers of unchanged
+// instances (areas/compute/vm-answers.ts): whatever changed an instance, the next read shows it.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { startTestServer, type TestOrg, type TestServer } from '../../support/server.ts';
 import { act, runningVm, type VmOut } from './fixtures.ts';
@@ -54,5 +54,19 @@ describe('a list of instances', () => {
     expect(second.body.items).toEqual([all[1]]);
     expect(second.body.next_cursor).toBeNull();
     expect(await listed('&state=stopped')).toEqual([all[0]]);
+  });
+
+  test('a read of one instance shows at once a change made in the database directly, and a deleted one is gone', async () => {
+    const vm = vms[1]!;
+    const read = async () => org.call('GET', `/compute/vms/${vm.id}`);
+    expect((await read()).status).toBe(200);
+    await server.pool.query(`UPDATE vms SET labels = '{"tier": "read-one"}' WHERE id = $1`, [vm.id]);
+    const changed = await read();
+    expect(changed.body.labels).toEqual({ tier: 'read-one' });
+    expect(settled(changed.body)).toEqual(settled((await listed()).find((item) => item.id === vm.id)!));
+    await server.pool.query('UPDATE vms SET deleted_at = now() WHERE id = $1', [vm.id]);
+    const gone = await read();
+    expect(gone.status).toBe(404);
+    expect(gone.body.code).toBe('not_found');
   });
 });
