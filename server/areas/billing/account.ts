@@ -48,6 +48,9 @@ type BillingFigures = Pick<BillingOut, 'state' | 'billing_exempt' | 'month_to_da
  */
 export type BillingCache = AnnouncedCache<BillingFigures>;
 
+/** Where the cache keeps an organization's figures of a month. */
+const figuresKey = (orgId: string, month: string) => `${orgId}/${month}`;
+
 export function createBillingCache(listener: DatabaseListener): BillingCache {
   return new AnnouncedCache<BillingFigures>(listener, { changed: 'billing_changed', synced: 'billing_synced' });
 }
@@ -55,7 +58,7 @@ export function createBillingCache(listener: DatabaseListener): BillingCache {
 /** The billing answer in the month of `now`; from `cache` when it holds the figures. */
 export async function billingOf(db: Queryable, prices: PriceList, orgId: string, now: Date, cache?: BillingCache): Promise<BillingOut> {
   const month = monthOf(now);
-  const figures = cache?.lookup(`${orgId}/${month}`) ?? (await readFigures(db, prices, orgId, month, cache));
+  const figures = cache?.lookup(figuresKey(orgId, month)) ?? (await readFigures(db, prices, orgId, month, cache));
   const shown = priceListShown(prices);
   return {
     state: figures.state,
@@ -97,7 +100,7 @@ async function readFigures(db: Queryable, prices: PriceList, orgId: string, mont
     month_to_date: Object.freeze(monthToDateOf(prices, new Map(account.usage))),
     spend_budget_cents: account.spend_budget_cents,
   };
-  cache?.store(ticket, `${orgId}/${month}`, figures);
+  cache?.store(ticket, figuresKey(orgId, month), figures);
   return figures;
 }
 

@@ -106,8 +106,8 @@ const ANSWER_FIELDS: Record<keyof VmAnswerRow, true> = {
 };
 
 /**
- * What a list reads: a hundred rows' firewall rules (parsed as JSON), metering timestamps and the
- * like were parsed for nothing.
+ * What an answer reads (vm-answers.ts, for lists and for one instance): a hundred rows' firewall
+ * rules (parsed as JSON), metering timestamps and the like were parsed for nothing.
  */
 export const VM_ANSWER_COLUMNS = columnsOf<VmAnswerRow>(ANSWER_FIELDS);
 
