@@ -40,6 +40,7 @@ import { createDrivers, driverMigrations, type DriverSet } from './drivers/selec
 import { OperationEngine } from './engine/engine.ts';
 import { answerClientErrors } from './http/client-errors.ts';
 import { createRateLimits } from './http/rate-limit.ts';
+import { bearerCredential } from './http/authentication.ts';
 import type { ExecutorRegistry } from './engine/executor.ts';
 import type { Logger } from './logging.ts';
 import { Metrics } from './metrics.ts';
@@ -249,7 +250,10 @@ async function composePlatform(
   metrics.watchPool('api', pool);
   metrics.watchPool('backends', backendPool);
   metrics.watchOperations(pool);
-  const rateLimits = createRateLimits(config.rateLimit);
+  const rateLimits = createRateLimits(config.rateLimit, (req) => {
+    const credential = bearerCredential(req);
+    return credential !== undefined && identity.isKnownApiKey(credential);
+  });
   const app = createApp({
     config,
     pool,

@@ -33,6 +33,14 @@ export class IdentityResolver {
     return undefined;
   }
 
+  /**
+   * Whether `credential` is an API key this process has verified and still holds as valid: a
+   * hash and a lookup, never the database (a revocation is forgotten at once, as for `resolve`).
+   */
+  isKnownApiKey(credential: string): boolean {
+    return looksLikeApiKey(credential) && this.cache?.get(hashApiKey(credential).toString('base64')) !== undefined;
+  }
+
   private async fromApiKey(secret: string): Promise<Principal | undefined> {
     const hash = hashApiKey(secret);
     const cacheKey = hash.toString('base64');

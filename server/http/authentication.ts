@@ -5,14 +5,19 @@ import { RequestAudit } from '../core/request-audit.ts';
 import { unauthenticated } from './errors.ts';
 import { stateOf } from './request-state.ts';
 
+/** The credential of a `Bearer` Authorization header, however spaced and cased; undefined for any other. */
+export function bearerCredential(req: Request): string | undefined {
+  return /^Bearer\s+(\S+)\s*$/i.exec(req.get('Authorization') ?? '')?.[1];
+}
+
 /** Bearer credential → principal, or 401. Operations that take no credential (health probes) pass. */
 export function authenticate(identity: IdentityResolver) {
   return async (req: Request, res: Response, next: NextFunction): Promise<void> => {
     const state = stateOf(res);
     if (state.route!.route.scope === 'none') return next();
-    const match = /^Bearer\s+(\S+)\s*$/i.exec(req.get('Authorization') ?? '');
-    if (!match) throw unauthenticated();
-    const principal = await identity.resolve(match[1]!, state.route?.params.org);
+    const credential = bearerCredential(req);
+    if (credential === undefined) throw unauthenticated();
+    const principal = await identity.resolve(credential, state.route?.params.org);
     if (principal === undefined) throw unauthenticated('The credential is not valid: unknown, malformed, expired or revoked.');
     if (principal === 'no_membership') throw forbidden('This credential has no access to this organization.');
     state.principal = principal;

@@ -56,7 +56,8 @@ class WindowCounter {
  * `byAddress` runs before anything else reads the request: every request counts against its
  * client address, so requests without a valid credential (junk or guessed keys, unknown routes)
  * are limited per address, whatever their Authorization header says, and cost no database work
- * once the address is over its budget.
+ * once the address is over its budget; only a credential this process already verified passes
+ * then (`isKnownCredential`).
  *
  * `byCredential` runs once the credential is verified: the request is taken back from the
  * address and counted against the credential itself (the API key's id, or the token's issuer
@@ -67,7 +68,16 @@ class WindowCounter {
  */
 export type RateLimits = ReturnType<typeof createRateLimits>;
 
-export function createRateLimits(options: RateLimitOptions) {
+export function createRateLimits(
+  options: RateLimitOptions,
+  /**
+   * Whether the request carries a credential already verified, at no database cost: such a request
+   * passes an address over its budget, to be counted against its credential instead. Clients
+   * sharing an address (behind a NAT, on a CI runner) that guess keys or call without one then
+   * cannot lock out a valid key, while a guessed or unknown key is still refused before any lookup.
+   */
+  isKnownCredential: (req: Request) => boolean = () => false,
+) {
   const windowMs = options.windowSeconds * 1000;
   const addresses = new WindowCounter(windowMs);
   const credentials = new WindowCounter(windowMs);
@@ -84,7 +94,10 @@ export function createRateLimits(options: RateLimitOptions) {
 
   return {
     byAddress: (req: Request, res: Response, next: NextFunction): void => {
-      apply(res, options.anonymousLimit, addresses.hit(addressOf(req)));
+      const counted = addresses.hit(addressOf(req));
+      // byCredential takes it back from the address and counts it, with its headers.
+      if (counted.count > options.anonymousLimit && isKnownCredential(req)) return next();
+      apply(res, options.anonymousLimit, counted);
       next();
     },
 

@@ -72,6 +72,46 @@ describe('one server process', () => {
   });
 });
 
+describe('an address over its budget', () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer({
+      RATE_LIMIT: '50',
+      RATE_LIMIT_ANONYMOUS: '4',
+      RATE_LIMIT_WINDOW_SECONDS: '60',
+      BACKGROUND_WORK: 'false',
+    });
+  });
+  afterAll(() => server?.close());
+
+  test('still lets through a key this process has verified, counted against the key; an unseen or revoked key is refused unread', async () => {
+    const { org } = server;
+    const second = (await org.call('POST', '/api-tokens', { body: { name: 'used before the guessing' } })).body;
+    expect((await org.call('GET', '/billing', { key: second.secret })).status).toBe(200);
+    const unseen = await server.createOrg('Never called before');
+
+    // Someone else at the same address guesses keys until it is refused.
+    const guesses = [];
+    for (let attempt = 0; attempt < 5; attempt++)
+      guesses.push((await call(server.url, 'GET', `/v1/orgs/${org.orgId}/billing`, { key: `cpk_${String(attempt).repeat(43)}` })).status);
+    expect(guesses).toEqual([401, 401, 401, 401, 429]);
+
+    for (const key of [org.ownerKey, second.secret]) {
+      const answer = await org.call('GET', '/billing', { key });
+      expect(answer.status, answer.text).toBe(200);
+      // Counted against the key's own budget, which its headers show.
+      expect(answer.headers.get('ratelimit-limit')).toBe('50');
+    }
+    expectLimited(await unseen.call('GET', '/billing'));
+
+    // A revoked key is forgotten at once: it is refused like any unknown one.
+    const revoked = await org.call('DELETE', `/api-tokens/${second.token.id}`);
+    expect(revoked.status, revoked.text).toBe(200);
+    expectLimited(await org.call('GET', '/billing', { key: second.secret }));
+    expectLimited(await call(server.url, 'GET', '/v1/nothing-here'));
+  });
+});
+
 describe('several server processes on one database', () => {
   test('each process counts its own requests: a credential has the limit at each of them', async () => {
     const databaseUrl = await createTestDatabase();
