@@ -15,6 +15,19 @@ export function isDatabaseUnavailable(error: unknown, depth = 0): boolean {
   return isDatabaseUnavailable(cause, depth + 1);
 }
 
+/**
+ * Whether PostgreSQL rolled the transaction back because it collided with a concurrent one: a
+ * deadlock it broke (40P01), or a serialization failure (40001). Nothing of the transaction was
+ * kept, and the same work tried again a moment later normally succeeds.
+ */
+export function isConcurrencyConflict(error: unknown): boolean {
+  const code = typeof error === 'object' && error !== null ? (error as { code?: unknown }).code : undefined;
+  return code === '40P01' || code === '40001';
+}
+
+/** How long a client should wait before retrying a request that collided with a concurrent one. */
+export const CONFLICT_RETRY_AFTER_SECONDS = 1;
+
 /** How long a client should wait before retrying a request the database could not serve. */
 export const DATABASE_RETRY_AFTER_SECONDS = 5;
 

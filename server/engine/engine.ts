@@ -2,7 +2,7 @@ import type { EngineConfig } from '../config.ts';
 import { DatabaseListener } from '../db/listener.ts';
 import { withTransaction, type Pool, type PoolClient } from '../db/pool.ts';
 import { prepared, runPrepared } from '../db/statements.ts';
-import { isDatabaseUnavailable } from '../db/unavailable.ts';
+import { isConcurrencyConflict, isDatabaseUnavailable } from '../db/unavailable.ts';
 import { PermanentBackendError, TransientBackendError } from '../drivers/errors.ts';
 import type { Logger } from '../logging.ts';
 import type { AfterCommit } from '../core/write.ts';
@@ -322,6 +322,11 @@ export class OperationEngine {
       log.warn({ reason: (error as Error).message }, 'the database was unavailable during the attempt; retrying');
       return { kind: 'retry', refundAttempt: true };
     }
+    if (isConcurrencyConflict(error)) {
+      // Nor is a collision with our own concurrent work (a deadlock PostgreSQL broke).
+      log.warn({ reason: (error as Error).message }, 'the attempt collided with a concurrent transaction; retrying');
+      return { kind: 'retry', refundAttempt: true };
+    }
     if (error instanceof PermanentBackendError) {
       log.warn({ reason: error.message }, 'backend refused the operation');
       return {
@@ -483,6 +488,7 @@ export class OperationEngine {
 
   private logFailure(log: Logger, error: unknown, message: string): void {
     if (isDatabaseUnavailable(error)) log.warn({ reason: (error as Error).message }, `${message} (the database is unavailable)`);
+    else if (isConcurrencyConflict(error)) log.warn({ reason: (error as Error).message }, `${message} (a concurrent transaction collided)`);
     else log.error({ err: error }, message);
   }
 

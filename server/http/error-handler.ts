@@ -2,7 +2,13 @@ import type { NextFunction, Request, Response } from 'express';
 import type { Pool } from '../db/pool.ts';
 import { DomainError } from '../core/errors.ts';
 import { completeKey, releaseKey } from '../core/idempotency.ts';
-import { DATABASE_RETRY_AFTER_SECONDS, isDatabaseUnavailable, withinMs } from '../db/unavailable.ts';
+import {
+  CONFLICT_RETRY_AFTER_SECONDS,
+  DATABASE_RETRY_AFTER_SECONDS,
+  isConcurrencyConflict,
+  isDatabaseUnavailable,
+  withinMs,
+} from '../db/unavailable.ts';
 import { PermanentBackendError, TransientBackendError } from '../drivers/errors.ts';
 import { ApiError, internalError, problemOf, serviceUnavailable } from './errors.ts';
 import { stateOf } from './request-state.ts';
@@ -34,6 +40,12 @@ export function errorHandler(pool: Pool) {
       apiError = serviceUnavailable(
         5,
         `The ${error.backend} could not be reached; nothing was changed. Retry after the Retry-After delay.`,
+      );
+    } else if (isConcurrencyConflict(error)) {
+      log?.warn({ reason: (error as Error).message }, 'the request collided with a concurrent transaction; answered 503');
+      apiError = serviceUnavailable(
+        CONFLICT_RETRY_AFTER_SECONDS,
+        'The request collided with a concurrent change and was rolled back; nothing was changed. Retry after the Retry-After delay.',
       );
     } else if (isDatabaseUnavailable(error)) {
       log?.warn({ reason: (error as Error).message }, 'the database is unavailable; answered 503');

@@ -1,0 +1,60 @@
+// A request whose transaction PostgreSQL rolls back to break a deadlock with a concurrent one is
+// answered as the contract answers anything transient: 503 service_unavailable with Retry-After,
+// nothing changed, and its Idempotency-Key free for the retry. Never a 500.
+import pg from 'pg';
+import { afterAll, beforeAll, expect, test } from 'vitest';
+import { startTestServer, type TestServer } from '../../support/server.ts';
+import { eventually } from '../../support/eventually.ts';
+import { runningVm } from './fixtures.ts';
+
+let server: TestServer;
+let other: pg.Client;
+beforeAll(async () => {
+  server = await startTestServer({ RATE_LIMIT: '100000' });
+  other = new pg.Client({ connectionString: server.databaseUrl });
+  await other.connect();
+});
+afterAll(async () => {
+  await other?.end();
+  await server?.close();
+});
+
+test('a request chosen as the victim of a deadlock answers 503 with Retry-After, changes nothing, and runs again when retried', async () => {
+  const { org } = server;
+  const vm = await runningVm(server, org);
+
+  // Another transaction holds the lock under which the instance's operations take their place in
+  // line; the stop locks the instance's row, then waits for that lock.
+  await other.query('BEGIN');
+  await other.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`operations:${org.orgId}:vm:${vm.id}`]);
+  const stop = org.call('POST', `/compute/vms/${vm.id}/stop`, { headers: { 'Idempotency-Key': 'stop-after-deadlock' } });
+  await eventually(async () => {
+    const { rows } = await other.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`,
+    );
+    return rows[0]!.n === 1 ? true : undefined;
+  }, 'the stop waiting for the lock');
+  // The other transaction now asks for the instance's row: each waits for the other. PostgreSQL
+  // breaks the cycle after deadlock_timeout (1 s) by failing the one that waited first, the stop.
+  const rowLocked = other.query('SELECT id FROM vms WHERE id = $1 FOR UPDATE', [vm.id]);
+
+  const answer = await stop;
+  await rowLocked;
+  await other.query('ROLLBACK');
+  expect(answer.status, answer.text).toBe(503);
+  expect(answer.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+  expect(answer.headers.get('retry-after')).toBe('1');
+  expect(answer.body).toMatchObject({ status: 503, code: 'service_unavailable' });
+  expect(answer.body.detail).toMatch(/concurrent change/);
+
+  // Nothing was changed: the instance still runs and no stop was queued.
+  const after = await org.call('GET', `/compute/vms/${vm.id}`);
+  expect(after.body).toMatchObject({ state: 'running', desired_state: 'running' });
+  const operations = await org.call('GET', '/operations?resource=vm&limit=100');
+  expect(operations.body.items.filter((operation: { type: string }) => operation.type === 'vm.stop')).toEqual([]);
+
+  // The key was released with the 503: the retry runs, and is accepted.
+  const retried = await org.call('POST', `/compute/vms/${vm.id}/stop`, { headers: { 'Idempotency-Key': 'stop-after-deadlock' } });
+  expect(retried.status, retried.text).toBe(202);
+  expect(retried.body.operation.type).toBe('vm.stop');
+});
