@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 // Snapshots are JSON with exact integers: the spend budget's 2^63-1 stays exact.
 import { stringify } from 'lossless-json';
+import type { QueryConfig } from 'pg';
 import type { Queryable } from '../db/pool.ts';
 import type { components } from '../../generated/openapi.ts';
 import type { Actor } from './principal.ts';
@@ -47,12 +48,13 @@ const AUDIT_INSERT_COMPLETING_KEY = `WITH completed AS (
      ${AUDIT_INSERT}`;
 
 /**
- * Writes an audit event; with `completing`, also completes that Idempotency-Key of the event's
- * organization in the same statement. Named statements: parsed and planned once per connection.
- * (Only statements without `*` in their result are named: a column a later migration adds would
- * change a prepared statement's result type, which fails it in every process still running.)
+ * The statement that writes an audit event; with `completing`, it also completes that
+ * Idempotency-Key of the event's organization. Named statements: parsed and planned once per
+ * connection. (Only statements without `*` in their result are named: a column a later migration
+ * adds would change a prepared statement's result type, which fails it in every process still
+ * running.)
  */
-export async function recordAudit(db: Queryable, record: AuditRecord, completing?: KeyCompletion): Promise<void> {
+export function auditStatement(record: AuditRecord, completing?: KeyCompletion): QueryConfig {
   const values: unknown[] = [
     randomUUID(),
     record.orgId,
@@ -69,15 +71,18 @@ export async function recordAudit(db: Queryable, record: AuditRecord, completing
     reasonOf(record.reason),
     record.requestId ?? null,
   ];
-  await db.query(
-    completing
-      ? {
-          name: 'audit-insert-completing-key',
-          text: AUDIT_INSERT_COMPLETING_KEY,
-          values: [...values, completing.key, completing.status, completing.body],
-        }
-      : { name: 'audit-insert', text: AUDIT_INSERT, values },
-  );
+  return completing
+    ? {
+        name: 'audit-insert-completing-key',
+        text: AUDIT_INSERT_COMPLETING_KEY,
+        values: [...values, completing.key, completing.status, completing.body],
+      }
+    : { name: 'audit-insert', text: AUDIT_INSERT, values };
+}
+
+/** Writes an audit event (and completes an Idempotency-Key with it): `auditStatement`, run. */
+export async function recordAudit(db: Queryable, record: AuditRecord, completing?: KeyCompletion): Promise<void> {
+  await db.query(auditStatement(record, completing));
 }
 
 /** The contract's form of a resource id; a path segment that is none (`%00`, a long string) names no resource. */

@@ -1,6 +1,7 @@
+import type { QueryConfig } from 'pg';
 import type { OperationId } from '../../generated/operations.ts';
 import type { Queryable } from '../db/pool.ts';
-import { recordAudit, type KeyCompletion } from './audit.ts';
+import { auditStatement, recordAudit, type KeyCompletion } from './audit.ts';
 import { auditNames } from './audit-names.ts';
 import { actorOf, type Principal } from './principal.ts';
 
@@ -45,10 +46,14 @@ export class RequestAudit {
    * Idempotency-Key in the same statement, when given). Call `committed` once it commits.
    */
   async succeeded(tx: Queryable, change: AuditedChange, completing?: KeyCompletion): Promise<void> {
+    await tx.query(this.successStatement(change, completing));
+  }
+
+  /** The statement `succeeded` runs, for a transaction that sends it with its COMMIT. */
+  successStatement(change: AuditedChange, completing?: KeyCompletion): QueryConfig {
     const names = auditNames[this.operationId];
     if (!names) throw new Error(`operation ${this.operationId} has no audit names (core/audit-names.ts)`);
-    await recordAudit(
-      tx,
+    return auditStatement(
       { action: names.action, resourceType: names.resourceType, ...change, ...this.who(), result: 'succeeded' },
       completing,
     );

@@ -20,6 +20,11 @@ export interface WriteOutcome<Response extends { status: number; body?: unknown 
   afterCommit?: AfterCommit;
 }
 
+/** The body an idempotent replay of the request returns. */
+function replayBodyOf(outcome: WriteOutcome<{ status: number; body?: unknown }>): unknown {
+  return 'replayBody' in outcome ? outcome.replayBody : outcome.response.body;
+}
+
 /**
  * Runs a change of an API request as one transaction with everything that goes with it: the
  * audit event, the operation record (queued by `work`), and the completion of the request's
@@ -30,17 +35,15 @@ export async function performWrite<Response extends { status: number; body?: unk
   context: RequestContext,
   work: (tx: PoolClient) => Promise<WriteOutcome<Response>>,
 ): Promise<Response> {
-  const outcome = await withTransaction(pool, async (tx) => {
-    const result = await work(tx);
-    const replayBody = 'replayBody' in result ? result.replayBody : result.response.body;
-    // The event and the key's stored response: one statement.
-    await context.audit.succeeded(
-      tx,
+  // The event and the key's stored response are one statement, sent with the COMMIT.
+  const outcome = await withTransaction(pool, work, (result) =>
+    context.audit.successStatement(
       result.audit,
-      context.idempotency ? { key: context.idempotency.key, status: result.response.status, body: storedBody(replayBody) } : undefined,
-    );
-    return result;
-  });
+      context.idempotency
+        ? { key: context.idempotency.key, status: result.response.status, body: storedBody(replayBodyOf(result)) }
+        : undefined,
+    ),
+  );
   context.audit.committed();
   if (outcome.afterCommit) {
     await outcome

@@ -1,7 +1,8 @@
 // The pool's clients run every query through pg's callback form with a read timeout of their own
 // (server/db/client-queries.ts) instead of pg's query_timeout. Every form of `query` the code and
 // pg-pool use must still answer as pg answers, and a query the server does not answer must fail
-// in time, taking with it whatever was queued behind it rather than letting that run later.
+// in time, taking with it whatever was sent behind it in its transaction rather than letting that
+// take effect later.
 import type pg from 'pg';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { createPool, withTransaction, type Pool } from '../../server/db/pool.ts';
@@ -48,17 +49,23 @@ test('the promise, callback and prepared forms answer as pg does, values and err
   expect((await pool.query('SELECT id FROM marks')).rows).toEqual([{ id: 1 }]);
 });
 
-test('a query the server does not answer fails at the read timeout; what was queued behind it fails too and never runs', async () => {
+test('a query the server does not answer fails at the read timeout; what its transaction sent behind it fails too and never takes effect', async () => {
   const client = await pool.connect();
   // PostgreSQL would wait 3 s: nothing cancels the statement, as when the server is frozen.
   await client.query('SET statement_timeout = 0');
+  await client.query('BEGIN');
   const started = Date.now();
   const stuck = client.query('SELECT pg_sleep(3)').then(
     () => 'answered',
     (error: Error) => error,
   );
+  // Sent at once behind it (the pool's connections pipeline), with the COMMIT.
   const queued = client.query('INSERT INTO marks VALUES (2)').then(
     () => 'inserted',
+    (error: Error) => error,
+  );
+  const committed = client.query('COMMIT').then(
+    () => 'committed',
     (error: Error) => error,
   );
   const stuckError = await stuck;
@@ -69,9 +76,11 @@ test('a query the server does not answer fails at the read timeout; what was que
   expect(waited).toBeGreaterThanOrEqual(READ_TIMEOUT_MS - 50);
   expect(waited).toBeLessThan(2_500);
   expect(await queued).toBeInstanceOf(Error);
+  expect(await committed).toBeInstanceOf(Error);
   client.release(stuckError as Error);
 
-  // Past the sleep, the insert has still not happened, and the pool serves on new connections.
+  // Past the sleep, the insert has still not taken effect (the connection closed with its
+  // transaction open, and PostgreSQL rolled it back), and the pool serves on new connections.
   await new Promise((resolve) => setTimeout(resolve, 3_500 - (Date.now() - started)));
   expect((await pool.query('SELECT id FROM marks ORDER BY id')).rows).toEqual([{ id: 1 }]);
 });

@@ -59,3 +59,48 @@ describe('inside a transaction', () => {
     expect(pool.totalCount).toBeLessThanOrEqual(2);
   });
 });
+
+describe('statements sent together', () => {
+  const notes = async () => (await pool.query<{ note: string }>('SELECT note FROM together ORDER BY note')).rows.map((row) => row.note);
+  beforeAll(() => pool.query('CREATE TABLE together (note text NOT NULL)'));
+
+  test('the final statement goes with the COMMIT, and both the work and it are kept', async () => {
+    const result = await withTransaction(
+      pool,
+      async (tx) => {
+        await tx.query("INSERT INTO together VALUES ('work')");
+        return 'final';
+      },
+      (note) => ({ text: 'INSERT INTO together VALUES ($1)', values: [note] }),
+    );
+    expect(result).toBe('final');
+    expect(await notes()).toEqual(['final', 'work']);
+  });
+
+  test('a final statement that fails keeps nothing of the transaction, throws its own error, and leaves the connection usable', async () => {
+    const attempt = withTransaction(
+      pool,
+      async (tx) => void (await tx.query("INSERT INTO together VALUES ('lost with the final statement')")),
+      () => ({ text: 'INSERT INTO together VALUES (NULL)' }),
+    );
+    await expect(attempt).rejects.toMatchObject({ code: '23502' });
+    expect(await notes()).toEqual(['final', 'work']);
+    // Both connections serve the next transactions: neither was left inside the failed one.
+    await Promise.all(
+      ['again 1', 'again 2'].map((note) =>
+        withTransaction(pool, async (tx) => void (await tx.query('INSERT INTO together SELECT $1 FROM pg_sleep(0.05)', [note]))),
+      ),
+    );
+    expect(await notes()).toEqual(['again 1', 'again 2', 'final', 'work']);
+  });
+
+  test('a statement sent without waiting for it fails the transaction when it fails: what came before it is not committed', async () => {
+    const attempt = withTransaction(pool, async (tx) => {
+      await tx.query("INSERT INTO together VALUES ('before the unwatched failure')");
+      // Its failure is caught and never looked at; the work returns before it is even answered.
+      tx.query('INSERT INTO together VALUES (NULL)').catch(() => {});
+    });
+    await expect(attempt).rejects.toThrow(/the transaction was rolled back/);
+    expect(await notes()).not.toContain('before the unwatched failure');
+  });
+});

@@ -143,6 +143,7 @@ export function vmExecutors(
 
   const create: Executor<ServerReport> = {
     perform: async (operation) => hypervisor.createServer(specOf(await loadVm(pool, operation))),
+    succeedsInOneStatement: true,
     async succeeded(tx, operation, report) {
       // One UPDATE, which takes the row's lock itself: no separate lockVm, updateVm and recordObservation.
       if (!(await markCreated(tx, operation.resource_id, report))) {

@@ -95,8 +95,11 @@ export function createVmService({ catalogue, budget, maxAttempts }: VmServiceDep
     changes: Parameters<typeof updateVm>[2],
     payload: Record<string, unknown> = {},
   ): Promise<VmChange> {
-    const vm = Object.keys(changes).length > 0 ? await updateVm(tx, before.id, changes) : before;
-    const operation = await queue(tx, maxAttempts, before.org_id, type, { type: 'vm', id: before.id }, payload);
+    // Neither statement needs the other's answer: sent together, one round trip.
+    const [vm, operation] = await Promise.all([
+      Object.keys(changes).length > 0 ? updateVm(tx, before.id, changes) : before,
+      queue(tx, maxAttempts, before.org_id, type, { type: 'vm', id: before.id }, payload),
+    ]);
     return { vm, operation, before };
   }
 
@@ -209,8 +212,11 @@ export function createVmService({ catalogue, budget, maxAttempts }: VmServiceDep
         throw error;
       }
       if (!vm) throw vmNameTaken(request.name, region!.id);
-      await budget.assertCanCreateBillable(tx, orgId);
-      const operation = await queue(tx, maxAttempts, orgId, 'vm.create', { type: 'vm', id });
+      // Sent together (one round trip): should the budget refuse, the operation goes with the rollback.
+      const [, operation] = await Promise.all([
+        budget.assertCanCreateBillable(tx, orgId),
+        queue(tx, maxAttempts, orgId, 'vm.create', { type: 'vm', id }),
+      ]);
       return { vm, operation, before: vm };
     },
 
