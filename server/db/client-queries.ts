@@ -5,7 +5,7 @@ type Done = (error: Error | undefined, result?: pg.QueryResult) => void;
 
 /**
  * Rebuilds a pooled client's `query` on pg's callback form, with a read timeout of its own in
- * place of pg's `query_timeout`.
+ * place of pg's `query_timeout`, and the statements of one turn of the event loop in one write.
  *
  * pg sets a query's callback after constructing the query in two places: the promise form of
  * `query` (the form this code uses everywhere) and `query_timeout` (which wraps whatever callback
@@ -22,7 +22,23 @@ type Done = (error: Error | undefined, result?: pg.QueryResult) => void;
  */
 export function queryThroughCallbacks(client: pg.Client, readTimeoutMs: number): void {
   const pgQuery = client.query.bind(client) as (config: unknown, values?: unknown, callback?: unknown) => unknown;
+  // The statements a transaction sends in one turn of the event loop (its pipelined statements:
+  // pool.ts) leave in one write. pg writes each statement on its own; each write wakes the
+  // backend, and on a machine with a core or two the woken backend takes the core from this
+  // thread: a statement sent with COMMIT cost two such switches, and a batch of successes one per
+  // operation. Measured alternating warm servers, 2,000 creations a round: 807-905/s against
+  // 658-825/s, Node 730-825 against 780-990 us per creation.
+  let corked = false;
+  const uncork = () => {
+    corked = false;
+    client.connection.stream.uncork();
+  };
   const run = (config: unknown, values: unknown, done: Done): void => {
+    if (!corked) {
+      corked = true;
+      client.connection.stream.cork();
+      process.nextTick(uncork);
+    }
     let settled = false;
     const settle: Done = (error, result) => {
       if (settled) return;
