@@ -183,40 +183,41 @@ export function createVmService({ catalogue, budget, maxAttempts }: VmServiceDep
       if (shortfalls.length > 0) throw imageRequirementsNotMet(`The image ${image!.id} needs ${needs(image!, shortfalls)}.`, shortfalls);
 
       // The name's check is the INSERT itself (the live-name index; a concurrent insert of the
-      // same name is waited for), and the row is read back by it: one round trip for three. The
-      // budget is checked after it, in the same transaction, so a taken name is still the answer
-      // that comes first.
+      // same name is waited for), and the row is read back by it. The budget's read and the
+      // operation go with it, in one round trip: should the name be taken or the budget refuse,
+      // the operation goes with the rollback, and a taken name is still the answer that comes first.
       const id = randomUUID();
+      const inserted = runPrepared<VmRow>(tx, INSERT_VM, [
+        id,
+        orgId,
+        request.name,
+        region!.id,
+        region!.disk_redundancy,
+        request.storage_pool,
+        request.network_profile,
+        image!.id,
+        image!.name,
+        request.vcpus,
+        request.memory_mb,
+        request.disk_gb,
+        JSON.stringify(installed),
+        JSON.stringify(request.labels ?? {}),
+      ]);
+      const budgetChecked = budget.assertCanCreateBillable(tx, orgId);
+      const queued = queue(tx, maxAttempts, orgId, 'vm.create', { type: 'vm', id });
+      // Answered after the insert's: when that refuses, theirs are not looked at.
+      budgetChecked.catch(() => {});
+      queued.catch(() => {});
       let vm: VmRow | undefined;
       try {
-        const { rows } = await runPrepared<VmRow>(tx, INSERT_VM, [
-          id,
-          orgId,
-          request.name,
-          region!.id,
-          region!.disk_redundancy,
-          request.storage_pool,
-          request.network_profile,
-          image!.id,
-          image!.name,
-          request.vcpus,
-          request.memory_mb,
-          request.disk_gb,
-          JSON.stringify(installed),
-          JSON.stringify(request.labels ?? {}),
-        ]);
-        vm = rows[0];
+        vm = (await inserted).rows[0];
       } catch (error) {
         // Two requests for one name at once: the unique index lets one through.
         if ((error as { code?: string }).code === '23505') throw vmNameTaken(request.name, region!.id);
         throw error;
       }
       if (!vm) throw vmNameTaken(request.name, region!.id);
-      // Sent together (one round trip): should the budget refuse, the operation goes with the rollback.
-      const [, operation] = await Promise.all([
-        budget.assertCanCreateBillable(tx, orgId),
-        queue(tx, maxAttempts, orgId, 'vm.create', { type: 'vm', id }),
-      ]);
+      const [, operation] = await Promise.all([budgetChecked, queued]);
       return { vm, operation, before: vm };
     },
 

@@ -33,6 +33,9 @@ describe('the spend budget', () => {
     const created = await org.call('POST', '/compute/vms', { body: vmRequest() });
     expect(created.status).toBe(409);
     expect(created.body.code).toBe('spend_budget_exceeded');
+    // A taken name is still the answer that comes first.
+    const taken = await org.call('POST', '/compute/vms', { body: vmRequest({ name: vm.name }) });
+    expect(taken.body.code).toBe('vm_name_taken');
     const allocated = await org.call('POST', '/compute/public-ips', { body: { region: 'fra1' } });
     expect(allocated.status).toBe(409);
     expect(allocated.body.code).toBe('spend_budget_exceeded');

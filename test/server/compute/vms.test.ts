@@ -184,6 +184,22 @@ describe('createVm', () => {
     expect((await other.call('POST', '/compute/vms', { body: vmRequest({ name }) })).status).toBe(202);
   });
 
+  test('of simultaneous creations with one name, one is accepted and queued; the others are 409 vm_name_taken and leave nothing', async () => {
+    const name = uniqueName('race');
+    const answers = await Promise.all(Array.from({ length: 8 }, () => org.call('POST', '/compute/vms', { body: vmRequest({ name }) })));
+    expect(answers.map((answer) => answer.status).sort()).toEqual([202, 409, 409, 409, 409, 409, 409, 409]);
+    for (const refused of answers.filter((answer) => answer.status === 409)) expect(refused.body.code).toBe('vm_name_taken');
+    const accepted = answers.find((answer) => answer.status === 202)!.body;
+    const { rows } = await server.pool.query<{ resource_id: string }>(
+      `SELECT o.resource_id FROM operations o WHERE o.org_id = $1 AND o.type = 'vm.create'
+         AND NOT EXISTS (SELECT 1 FROM vms WHERE vms.id::text = o.resource_id)`,
+      [org.orgId],
+    );
+    // No operation was queued for an instance that was not made.
+    expect(rows).toEqual([]);
+    expect((await server.waitForOperation(org, accepted.operation.id)).state).toBe('succeeded');
+  });
+
   test('ssh_keys are names of the organization keys; the instance keeps them after the key is deleted', async () => {
     const created = await org.call('POST', '/compute/ssh-keys', { body: { name: uniqueName('alice'), public_key: sshPublicKey() } });
     expect(created.status).toBe(201);
