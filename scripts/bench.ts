@@ -111,10 +111,11 @@ try {
 
   if (runs('engine')) {
     const engine = await start('engine', ENGINE_ENV);
-    await engineSection(engine, quick ? 300 : 3000);
+    const engineSettings = quick ? { seconds: 1, warmupSeconds: 1 } : { seconds: 4, warmupSeconds: 2 };
+    await engineSection(engine, engineSettings);
     await stop(engine);
     const acceptOnly = await start('engine-accept', { ...ENGINE_ENV, WORKER_CONCURRENCY: '0' });
-    await acceptOnlySection(acceptOnly, quick ? 300 : 3000);
+    await acceptOnlySection(acceptOnly, engineSettings);
     await stop(acceptOnly);
   }
 

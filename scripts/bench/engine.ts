@@ -1,18 +1,31 @@
 // Section "operations engine": instance creations accepted through the API and driven to a
 // terminal state with SIM_LATENCY_MS=1, by one server process, then by two on one DATABASE_URL.
+// The creations are sent by the bench's load generator (wrk when installed, as for the requests
+// section: on 2 cores the sender's own CPU is taken from the server's), for a fixed time.
 import pg from 'pg';
-import { call, inParallel, vmRequest, type Api } from './api.ts';
 import path from 'node:path';
+import type { Api } from './api.ts';
+import { vmRequest } from './api.ts';
+import { load, loadGenerator, NUMBER_MARK, type LoadFigures } from './load.ts';
 import { cpuOf, startRealServer } from './processes.ts';
 import { cpuMs, perSecond, record, section } from './report.ts';
 import { SERVER_ENV, type RunningServer } from './servers.ts';
 
 export const ENGINE_ENV = { SIM_LATENCY_MS: '1' };
 
-export async function engineSection(server: RunningServer, operations: number): Promise<void> {
-  section(`operations engine (${operations} instance creations, SIM_LATENCY_MS=1)`);
+/** How long creations are sent, and for how long before that, unmeasured, to warm the servers up. */
+export interface EngineSettings {
+  seconds: number;
+  warmupSeconds: number;
+}
+
+/** Creations in flight at once, over all the servers of a run (the requests section's 32). */
+const CONNECTIONS = 32;
+
+export async function engineSection(server: RunningServer, settings: EngineSettings): Promise<void> {
+  section(`operations engine (instance creations for ${settings.seconds} s, SIM_LATENCY_MS=1, ${loadGenerator()})`);
   const postgresDir = path.join(server.dataDir, 'postgres');
-  await drive('one process', [server.api], server.databaseUrl, operations, 'a', { pids: [server.child.pid], postgresDir });
+  await drive('one process', [server.api], server.databaseUrl, settings, { pids: [server.child.pid], postgresDir });
   const second = await startRealServer({
     ...SERVER_ENV,
     ...ENGINE_ENV,
@@ -20,7 +33,7 @@ export async function engineSection(server: RunningServer, operations: number): 
     DATABASE_URL: server.databaseUrl,
   });
   try {
-    await drive('two processes, one DATABASE_URL', [server.api, { ...server.api, base: second.url }], server.databaseUrl, operations, 'b', {
+    await drive('two processes, one DATABASE_URL', [server.api, { ...server.api, base: second.url }], server.databaseUrl, settings, {
       pids: [server.child.pid, second.pid],
       postgresDir,
     });
@@ -40,46 +53,67 @@ function cpuNow({ pids, postgresDir }: Measured): { node: number; postgres: numb
   return { node, postgres: cpuOf(pids[0]!, postgresDir).postgres };
 }
 
-/** `count` instance creations, 32 at a time, spread over `apis` in turn; answers how many were not 202. */
-async function postCreations(apis: Api[], count: number, namePrefix: string): Promise<number> {
-  let rejected = 0;
-  await inParallel(count, 32, async (index) => {
-    const answer = await call(apis[index % apis.length]!, 'POST', '/compute/vms', vmRequest(`${namePrefix}-${index}`));
-    if (answer.status !== 202) rejected++;
-  });
-  return rejected;
+/** Creations sent for `seconds`, the connections shared out over `apis`: how many were accepted (202), how many not. */
+async function postCreations(apis: Api[], seconds: number): Promise<{ accepted: number; refused: number }> {
+  const runs: LoadFigures[] = await Promise.all(
+    apis.map((api) =>
+      load(
+        {
+          method: 'POST',
+          url: `${api.base}/v1/orgs/${api.orgId}/compute/vms`,
+          headers: { authorization: `Bearer ${api.key}` },
+          body: JSON.stringify(vmRequest(`engine-${NUMBER_MARK}`)),
+          numberedBody: true,
+        },
+        { connections: CONNECTIONS / apis.length, seconds, warmupSeconds: 0 },
+      ),
+    ),
+  );
+  const sent = runs.reduce((sum, run) => sum + run.sent, 0);
+  const refused = runs.reduce((sum, run) => sum + run.failures, 0);
+  return { accepted: sent - refused, refused };
 }
 
-async function drive(name: string, apis: Api[], databaseUrl: string, count: number, prefix: string, measured: Measured): Promise<void> {
+/** Waits until no operation is unfinished (five minutes at most); answers how many still are. */
+async function untilAllFinished(db: pg.Client): Promise<number> {
+  const deadline = Date.now() + 300_000;
+  for (;;) {
+    const { rows } = await db.query<{ n: string }>(`SELECT count(*) AS n FROM operations WHERE finished_at IS NULL`);
+    const unfinished = Number(rows[0]!.n);
+    if (unfinished === 0 || Date.now() > deadline) return unfinished;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+async function drive(name: string, apis: Api[], databaseUrl: string, settings: EngineSettings, measured: Measured): Promise<void> {
   const db = new pg.Client({ connectionString: databaseUrl });
   await db.connect();
   try {
+    // Compiled code, the contract's validators of these operations and a pool of connections,
+    // as a server that has been serving has them; and nothing left over of the warm-up.
+    await postCreations(apis, settings.warmupSeconds);
+    await untilAllFinished(db);
+    const { rows: before } = await db.query<{ n: string }>(`SELECT count(*) AS n FROM operations`);
     const cpuBefore = cpuNow(measured);
     const started = performance.now();
-    const rejected = await postCreations(apis, count, `engine-${prefix}`);
+    const { accepted, refused } = await postCreations(apis, settings.seconds);
     const acceptedMs = performance.now() - started;
-    const deadline = Date.now() + 300_000;
-    let unfinished = Infinity;
-    while (unfinished > 0 && Date.now() < deadline) {
-      const { rows } = await db.query<{ n: string }>(`SELECT count(*) AS n FROM operations WHERE finished_at IS NULL`);
-      unfinished = Number(rows[0]!.n);
-      if (unfinished > 0) await new Promise((resolve) => setTimeout(resolve, 20));
-    }
+    const unfinished = await untilAllFinished(db);
     const finishedMs = performance.now() - started;
     const cpuAfter = cpuNow(measured);
     const { rows: states } = await db.query<{ state: string; n: string }>(
-      `SELECT state, count(*) AS n FROM operations WHERE resource_id IN (SELECT id::text FROM vms WHERE name LIKE $1) GROUP BY state`,
-      [`engine-${prefix}-%`],
+      `SELECT state, count(*) AS n FROM (SELECT state FROM operations ORDER BY seq OFFSET $1) AS measured GROUP BY state`,
+      [Number(before[0]!.n)],
     );
     const outcome = states.map((row) => `${row.n} ${row.state}`).join(', ');
     record({
       figure: `engine, ${name}`,
-      real: `${perSecond((count / acceptedMs) * 1000)} accepted, ${perSecond((count / finishedMs) * 1000)} terminal${unfinished > 0 ? ` (${unfinished} unfinished after 5 min)` : ''}${rejected ? ` (${rejected} refused)` : ''} [${outcome}]`,
+      real: `${perSecond((accepted / acceptedMs) * 1000)} accepted, ${perSecond((accepted / finishedMs) * 1000)} terminal${unfinished > 0 ? ` (${unfinished} unfinished after 5 min)` : ''}${refused ? ` (${refused} refused)` : ''} [${outcome}]`,
       goal: '≥ 1,000/s',
     });
     record({
       figure: `engine, ${name}: CPU per operation (accepted and driven)`,
-      real: `Node ${cpuMs((cpuAfter.node - cpuBefore.node) / count)}, PostgreSQL ${cpuMs((cpuAfter.postgres - cpuBefore.postgres) / count)}`,
+      real: `Node ${cpuMs((cpuAfter.node - cpuBefore.node) / accepted)}, PostgreSQL ${cpuMs((cpuAfter.postgres - cpuBefore.postgres) / accepted)}`,
       goal: 'what 1,000/s needs: well under 2 ms in all on 2 cores',
     });
   } finally {
@@ -91,16 +125,17 @@ async function drive(name: string, apis: Api[], databaseUrl: string, count: numb
  * What accepting a creation costs alone, on a server whose workers are off
  * (WORKER_CONCURRENCY=0): the engine's figures above are this and the driving together.
  */
-export async function acceptOnlySection(server: RunningServer, operations: number): Promise<void> {
+export async function acceptOnlySection(server: RunningServer, settings: EngineSettings): Promise<void> {
   const measured: Measured = { pids: [server.child.pid], postgresDir: path.join(server.dataDir, 'postgres') };
+  await postCreations([server.api], settings.warmupSeconds);
   const cpuBefore = cpuNow(measured);
   const started = performance.now();
-  const rejected = await postCreations([server.api], operations, 'accept');
+  const { accepted, refused } = await postCreations([server.api], settings.seconds);
   const acceptedMs = performance.now() - started;
   const cpuAfter = cpuNow(measured);
   record({
     figure: 'engine, accepting alone (workers off)',
-    real: `${perSecond((operations / acceptedMs) * 1000)} accepted${rejected ? ` (${rejected} refused)` : ''}; CPU per creation: Node ${cpuMs((cpuAfter.node - cpuBefore.node) / operations)}, PostgreSQL ${cpuMs((cpuAfter.postgres - cpuBefore.postgres) / operations)}`,
+    real: `${perSecond((accepted / acceptedMs) * 1000)} accepted${refused ? ` (${refused} refused)` : ''}; CPU per creation: Node ${cpuMs((cpuAfter.node - cpuBefore.node) / accepted)}, PostgreSQL ${cpuMs((cpuAfter.postgres - cpuBefore.postgres) / accepted)}`,
     goal: 'the part of the engine figure that is the API',
   });
 }

@@ -17,7 +17,15 @@ export interface LoadRequest {
   body?: string;
   /** Each request carries an Idempotency-Key of its own (creating requests). */
   freshIdempotencyKey?: boolean;
+  /**
+   * Each request's body has NUMBER_MARK replaced by a number of its own in the run (a name each
+   * creation needs unique): the run's random prefix and a counter.
+   */
+  numberedBody?: boolean;
 }
+
+/** What a numbered body's number replaces (`numberedBody`). */
+export const NUMBER_MARK = '@N@';
 
 export interface LoadFigures {
   rps: number;
@@ -65,6 +73,8 @@ function headersOf(request: LoadRequest): Record<string, string> {
 
 async function autocannonRun(request: LoadRequest, connections: number, seconds: number): Promise<LoadFigures> {
   const target = new URL(request.url);
+  const prefix = randomUUID().slice(0, 8);
+  let counter = 0;
   const result = await autocannon({
     url: target.origin,
     connections,
@@ -76,9 +86,11 @@ async function autocannonRun(request: LoadRequest, connections: number, seconds:
         path: `${target.pathname}${target.search}`,
         headers: headersOf(request),
         body: request.body,
-        ...(request.freshIdempotencyKey
-          ? { setupRequest: (built) => ({ ...built, headers: { ...built.headers, 'idempotency-key': randomUUID() } }) }
-          : {}),
+        setupRequest: (built) => ({
+          ...built,
+          ...(request.freshIdempotencyKey ? { headers: { ...built.headers, 'idempotency-key': randomUUID() } } : {}),
+          ...(request.numberedBody ? { body: request.body!.replace(NUMBER_MARK, `${prefix}-${++counter}`) } : {}),
+        }),
       },
     ],
   });
@@ -147,13 +159,15 @@ function wrkScript(request: LoadRequest): string {
     ...Object.entries(headers).map(([name, value]) => `wrk.headers[${luaString(name)}] = ${luaString(value)}`),
     ...(request.body === undefined ? [] : [`wrk.body = ${luaString(request.body)}`]),
   ];
-  if (request.freshIdempotencyKey) {
+  if (request.freshIdempotencyKey || request.numberedBody) {
+    const [bodyBefore, bodyAfter] = request.numberedBody ? request.body!.split(NUMBER_MARK) : [];
     lines.push(
-      `local prefix = ${luaString(randomUUID())}`,
+      `local prefix = ${luaString(randomUUID().slice(0, 8))}`,
       'local counter = 0',
       'request = function()',
       '  counter = counter + 1',
-      '  wrk.headers["idempotency-key"] = prefix .. "-" .. counter',
+      ...(request.freshIdempotencyKey ? ['  wrk.headers["idempotency-key"] = prefix .. "-" .. counter'] : []),
+      ...(request.numberedBody ? [`  wrk.body = ${luaString(bodyBefore!)} .. prefix .. "-" .. counter .. ${luaString(bodyAfter!)}`] : []),
       '  return wrk.format()',
       'end',
     );
