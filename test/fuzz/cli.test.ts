@@ -1,0 +1,31 @@
+// `npm run fuzz` itself (scripts/fuzz.ts): it starts its own server as `npm start` would, makes
+// its fixtures, runs a campaign over every operation of the contract and says how it went. A
+// small campaign here keeps the command working: it was once broken for weeks (its server's
+// anonymous rate limit refused every case after the hundredth) with nothing to notice.
+import { spawnSync } from 'node:child_process';
+import path from 'node:path';
+import { expect, test } from 'vitest';
+import { Campaign } from '../support/fuzz/campaign.ts';
+import { repoRoot } from '../../scripts/lib/run.ts';
+
+test('a small campaign over every operation runs against the server the command starts, and passes', () => {
+  const run = spawnSync(
+    process.execPath,
+    [
+      path.join(repoRoot, 'node_modules', 'tsx', 'dist', 'cli.mjs'),
+      path.join(repoRoot, 'scripts', 'fuzz.ts'),
+      '--seed',
+      '7',
+      '--count',
+      '3',
+    ],
+    { cwd: repoRoot, encoding: 'utf8', timeout: 150_000 },
+  );
+  const output = `${run.stdout}${run.stderr}`;
+  expect(run.status, output).toBe(0);
+  const operations = new Campaign().contract.operations;
+  expect(output).toContain(`over ${operations.length} operations, 0 failed, 0 distinct failures.`);
+  // Each operation had its cases, and none found the server unresponsive.
+  for (const operation of operations) expect(output).toMatch(new RegExp(`^  ${operation.operationId} +3 cases, +0 failed`, 'm'));
+  expect(output).not.toContain('stopped answering');
+}, 180_000);
