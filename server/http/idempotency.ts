@@ -1,4 +1,5 @@
 import type { NextFunction, Request, Response } from 'express';
+import { parse, stringify } from 'lossless-json';
 import type { Pool } from '../db/pool.ts';
 import { claimKey, fingerprintOf } from '../core/idempotency.ts';
 import { idempotencyKeyInUse, idempotencyKeyReused } from './errors.ts';
@@ -27,7 +28,11 @@ export function idempotency(pool: Pool) {
           res.end();
           return;
         }
-        res.type(claim.status >= 400 ? 'application/problem+json' : 'application/json').send(claim.body);
+        if (claim.status >= 400) {
+          res.type('application/problem+json').send(problemOfThisRequest(claim.body, state.requestId));
+          return;
+        }
+        res.type('application/json').send(claim.body);
         return;
       case 'reused':
         throw idempotencyKeyReused();
@@ -35,4 +40,13 @@ export function idempotency(pool: Pool) {
         throw idempotencyKeyInUse();
     }
   };
+}
+
+/**
+ * A stored problem document as this request answers it: the same problem, with the id of this
+ * request, which the contract has `request_id` match (the `X-Request-Id` this answer carries, and
+ * the one its log line and audit event name).
+ */
+function problemOfThisRequest(stored: string, requestId: string): string {
+  return stringify({ ...(parse(stored) as object), request_id: requestId })!;
 }
