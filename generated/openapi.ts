@@ -3850,7 +3850,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description The database or a backend the request needs cannot be reached right now (`service_unavailable`); nothing was changed. Retry after `Retry-After` seconds (the typed client does). */
+        /** @description The database or a backend the request needs cannot be reached right now, or the request collided with a concurrent change and was rolled back (`service_unavailable`); nothing was changed. Retry after `Retry-After` seconds (the typed client does). */
         ServiceUnavailable: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4928,7 +4928,8 @@ export interface components {
         /**
          * @description A key of your choice (1 to 255 printable ASCII characters; a random uuid is a good choice) that
          *     makes this `POST` safe to retry. Within 24 hours, the same key with the same body replays the
-         *     first response with `Idempotent-Replayed: true` (secrets shown once are `null` in a replay);
+         *     first response with `Idempotent-Replayed: true` (secrets shown once are `null` in a replay,
+         *     and a replayed problem document carries the replaying request's `request_id`);
          *     the same key with another body is `422 idempotency_key_reused`; the same key while the first
          *     request is still being processed is `409 idempotency_key_in_use`. Keys are per organization.
          * @example 8e1f0c52-6f7a-4f6e-9d55-3b0d8f1e2a47
@@ -5434,7 +5435,8 @@ export interface operations {
                 /**
                  * @description A key of your choice (1 to 255 printable ASCII characters; a random uuid is a good choice) that
                  *     makes this `POST` safe to retry. Within 24 hours, the same key with the same body replays the
-                 *     first response with `Idempotent-Replayed: true` (secrets shown once are `null` in a replay);
+                 *     first response with `Idempotent-Replayed: true` (secrets shown once are `null` in a replay,
+                 *     and a replayed problem document carries the replaying request's `request_id`);
                  *     the same key with another body is `422 idempotency_key_reused`; the same key while the first
                  *     request is still being processed is `409 idempotency_key_in_use`. Keys are per organization.
                  * @example 8e1f0c52-6f7a-4f6e-9d55-3b0d8f1e2a47
@@ -5584,7 +5586,8 @@ export interface operations {
                 /**
                  * @description A key of your choice (1 to 255 printable ASCII characters; a random uuid is a good choice) that
                  *     makes this `POST` safe to retry. Within 24 hours, the same key with the same body replays the
-                 *     first response with `Idempotent-Replayed: true` (secrets shown once are `null` in a replay);
+                 *     first response with `Idempotent-Replayed: true` (secrets shown once are `null` in a replay,
+                 *     and a replayed problem document carries the replaying request's `request_id`);
                  *     the same key with another body is `422 idempotency_key_reused`; the same key while the first
                  *     request is still being processed is `409 idempotency_key_in_use`. Keys are per organization.
                  * @example 8e1f0c52-6f7a-4f6e-9d55-3b0d8f1e2a47
@@ -5642,7 +5645,8 @@ export interface operations {
                 /**
                  * @description A key of your choice (1 to 255 printable ASCII characters; a random uuid is a good choice) that
                  *     makes this `POST` safe to retry. Within 24 hours, the same key with the same body replays the
-                 *     first response with `Idempotent-Replayed: true` (secrets shown once are `null` in a replay);
+                 *     first response with `Idempotent-Replayed: true` (secrets shown once are `null` in a replay,
+                 *     and a replayed problem document carries the replaying request's `request_id`);
                  *     the same key with another body is `422 idempotency_key_reused`; the same key while the first
                  *     request is still being processed is `409 idempotency_key_in_use`. Keys are per organization.
                  * @example 8e1f0c52-6f7a-4f6e-9d55-3b0d8f1e2a47
@@ -5700,7 +5704,8 @@ export interface operations {
                 /**
                  * @description A key of your choice (1 to 255 printable ASCII characters; a random uuid is a good choice) that
                  *     makes this `POST` safe to retry. Within 24 hours, the same key with the same body replays the
-                 *     first response with `Idempotent-Replayed: true` (secrets shown once are `null` in a replay);
+                 *     first response with `Idempotent-Replayed: true` (secrets shown once are `null` in a replay,
+                 *     and a replayed problem document carries the replaying request's `request_id`);
                  *     the same key with another body is `422 idempotency_key_reused`; the same key while the first
                  *     request is still being processed is `409 idempotency_key_in_use`. Keys are per organization.
                  * @example 8e1f0c52-6f7a-4f6e-9d55-3b0d8f1e2a47
@@ -5758,7 +5763,8 @@ export interface operations {
                 /**
                  * @description A key of your choice (1 to 255 printable ASCII characters; a random uuid is a good choice) that
                  *     makes this `POST` safe to retry. Within 24 hours, the same key with the same body replays the
-                 *     first response with `Idempotent-Replayed: true` (secrets shown once are `null` in a replay);
+                 *     first response with `Idempotent-Replayed: true` (secrets shown once are `null` in a replay,
+                 *     and a replayed problem document carries the replaying request's `request_id`);
                  *     the same key with another body is `422 idempotency_key_reused`; the same key while the first
                  *     request is still being processed is `409 idempotency_key_in_use`. Keys are per organization.
                  * @example 8e1f0c52-6f7a-4f6e-9d55-3b0d8f1e2a47
@@ -5822,7 +5828,8 @@ export interface operations {
                 /**
                  * @description A key of your choice (1 to 255 printable ASCII characters; a random uuid is a good choice) that
                  *     makes this `POST` safe to retry. Within 24 hours, the same key with the same body replays the
-                 *     first response with `Idempotent-Replayed: true` (secrets shown once are `null` in a replay);
+                 *     first response with `Idempotent-Replayed: true` (secrets shown once are `null` in a replay,
+                 *     and a replayed problem document carries the replaying request's `request_id`);
                  *     the same key with another body is `422 idempotency_key_reused`; the same key while the first
                  *     request is still being processed is `409 idempotency_key_in_use`. Keys are per organization.
                  * @example 8e1f0c52-6f7a-4f6e-9d55-3b0d8f1e2a47
@@ -5886,7 +5893,8 @@ export interface operations {
                 /**
                  * @description A key of your choice (1 to 255 printable ASCII characters; a random uuid is a good choice) that
                  *     makes this `POST` safe to retry. Within 24 hours, the same key with the same body replays the
-                 *     first response with `Idempotent-Replayed: true` (secrets shown once are `null` in a replay);
+                 *     first response with `Idempotent-Replayed: true` (secrets shown once are `null` in a replay,
+                 *     and a replayed problem document carries the replaying request's `request_id`);
                  *     the same key with another body is `422 idempotency_key_reused`; the same key while the first
                  *     request is still being processed is `409 idempotency_key_in_use`. Keys are per organization.
                  * @example 8e1f0c52-6f7a-4f6e-9d55-3b0d8f1e2a47
@@ -5944,7 +5952,8 @@ export interface operations {
                 /**
                  * @description A key of your choice (1 to 255 printable ASCII characters; a random uuid is a good choice) that
                  *     makes this `POST` safe to retry. Within 24 hours, the same key with the same body replays the
-                 *     first response with `Idempotent-Replayed: true` (secrets shown once are `null` in a replay);
+                 *     first response with `Idempotent-Replayed: true` (secrets shown once are `null` in a replay,
+                 *     and a replayed problem document carries the replaying request's `request_id`);
                  *     the same key with another body is `422 idempotency_key_reused`; the same key while the first
                  *     request is still being processed is `409 idempotency_key_in_use`. Keys are per organization.
                  * @example 8e1f0c52-6f7a-4f6e-9d55-3b0d8f1e2a47
@@ -6202,7 +6211,8 @@ export interface operations {
                 /**
                  * @description A key of your choice (1 to 255 printable ASCII characters; a random uuid is a good choice) that
                  *     makes this `POST` safe to retry. Within 24 hours, the same key with the same body replays the
-                 *     first response with `Idempotent-Replayed: true` (secrets shown once are `null` in a replay);
+                 *     first response with `Idempotent-Replayed: true` (secrets shown once are `null` in a replay,
+                 *     and a replayed problem document carries the replaying request's `request_id`);
                  *     the same key with another body is `422 idempotency_key_reused`; the same key while the first
                  *     request is still being processed is `409 idempotency_key_in_use`. Keys are per organization.
                  * @example 8e1f0c52-6f7a-4f6e-9d55-3b0d8f1e2a47
@@ -6318,7 +6328,8 @@ export interface operations {
                 /**
                  * @description A key of your choice (1 to 255 printable ASCII characters; a random uuid is a good choice) that
                  *     makes this `POST` safe to retry. Within 24 hours, the same key with the same body replays the
-                 *     first response with `Idempotent-Replayed: true` (secrets shown once are `null` in a replay);
+                 *     first response with `Idempotent-Replayed: true` (secrets shown once are `null` in a replay,
+                 *     and a replayed problem document carries the replaying request's `request_id`);
                  *     the same key with another body is `422 idempotency_key_reused`; the same key while the first
                  *     request is still being processed is `409 idempotency_key_in_use`. Keys are per organization.
                  * @example 8e1f0c52-6f7a-4f6e-9d55-3b0d8f1e2a47
@@ -6486,7 +6497,8 @@ export interface operations {
                 /**
                  * @description A key of your choice (1 to 255 printable ASCII characters; a random uuid is a good choice) that
                  *     makes this `POST` safe to retry. Within 24 hours, the same key with the same body replays the
-                 *     first response with `Idempotent-Replayed: true` (secrets shown once are `null` in a replay);
+                 *     first response with `Idempotent-Replayed: true` (secrets shown once are `null` in a replay,
+                 *     and a replayed problem document carries the replaying request's `request_id`);
                  *     the same key with another body is `422 idempotency_key_reused`; the same key while the first
                  *     request is still being processed is `409 idempotency_key_in_use`. Keys are per organization.
                  * @example 8e1f0c52-6f7a-4f6e-9d55-3b0d8f1e2a47
@@ -6636,7 +6648,8 @@ export interface operations {
                 /**
                  * @description A key of your choice (1 to 255 printable ASCII characters; a random uuid is a good choice) that
                  *     makes this `POST` safe to retry. Within 24 hours, the same key with the same body replays the
-                 *     first response with `Idempotent-Replayed: true` (secrets shown once are `null` in a replay);
+                 *     first response with `Idempotent-Replayed: true` (secrets shown once are `null` in a replay,
+                 *     and a replayed problem document carries the replaying request's `request_id`);
                  *     the same key with another body is `422 idempotency_key_reused`; the same key while the first
                  *     request is still being processed is `409 idempotency_key_in_use`. Keys are per organization.
                  * @example 8e1f0c52-6f7a-4f6e-9d55-3b0d8f1e2a47
@@ -6700,7 +6713,8 @@ export interface operations {
                 /**
                  * @description A key of your choice (1 to 255 printable ASCII characters; a random uuid is a good choice) that
                  *     makes this `POST` safe to retry. Within 24 hours, the same key with the same body replays the
-                 *     first response with `Idempotent-Replayed: true` (secrets shown once are `null` in a replay);
+                 *     first response with `Idempotent-Replayed: true` (secrets shown once are `null` in a replay,
+                 *     and a replayed problem document carries the replaying request's `request_id`);
                  *     the same key with another body is `422 idempotency_key_reused`; the same key while the first
                  *     request is still being processed is `409 idempotency_key_in_use`. Keys are per organization.
                  * @example 8e1f0c52-6f7a-4f6e-9d55-3b0d8f1e2a47
@@ -6811,7 +6825,8 @@ export interface operations {
                 /**
                  * @description A key of your choice (1 to 255 printable ASCII characters; a random uuid is a good choice) that
                  *     makes this `POST` safe to retry. Within 24 hours, the same key with the same body replays the
-                 *     first response with `Idempotent-Replayed: true` (secrets shown once are `null` in a replay);
+                 *     first response with `Idempotent-Replayed: true` (secrets shown once are `null` in a replay,
+                 *     and a replayed problem document carries the replaying request's `request_id`);
                  *     the same key with another body is `422 idempotency_key_reused`; the same key while the first
                  *     request is still being processed is `409 idempotency_key_in_use`. Keys are per organization.
                  * @example 8e1f0c52-6f7a-4f6e-9d55-3b0d8f1e2a47
@@ -6966,7 +6981,8 @@ export interface operations {
                 /**
                  * @description A key of your choice (1 to 255 printable ASCII characters; a random uuid is a good choice) that
                  *     makes this `POST` safe to retry. Within 24 hours, the same key with the same body replays the
-                 *     first response with `Idempotent-Replayed: true` (secrets shown once are `null` in a replay);
+                 *     first response with `Idempotent-Replayed: true` (secrets shown once are `null` in a replay,
+                 *     and a replayed problem document carries the replaying request's `request_id`);
                  *     the same key with another body is `422 idempotency_key_reused`; the same key while the first
                  *     request is still being processed is `409 idempotency_key_in_use`. Keys are per organization.
                  * @example 8e1f0c52-6f7a-4f6e-9d55-3b0d8f1e2a47
@@ -7168,7 +7184,8 @@ export interface operations {
                 /**
                  * @description A key of your choice (1 to 255 printable ASCII characters; a random uuid is a good choice) that
                  *     makes this `POST` safe to retry. Within 24 hours, the same key with the same body replays the
-                 *     first response with `Idempotent-Replayed: true` (secrets shown once are `null` in a replay);
+                 *     first response with `Idempotent-Replayed: true` (secrets shown once are `null` in a replay,
+                 *     and a replayed problem document carries the replaying request's `request_id`);
                  *     the same key with another body is `422 idempotency_key_reused`; the same key while the first
                  *     request is still being processed is `409 idempotency_key_in_use`. Keys are per organization.
                  * @example 8e1f0c52-6f7a-4f6e-9d55-3b0d8f1e2a47
@@ -7279,7 +7296,8 @@ export interface operations {
                 /**
                  * @description A key of your choice (1 to 255 printable ASCII characters; a random uuid is a good choice) that
                  *     makes this `POST` safe to retry. Within 24 hours, the same key with the same body replays the
-                 *     first response with `Idempotent-Replayed: true` (secrets shown once are `null` in a replay);
+                 *     first response with `Idempotent-Replayed: true` (secrets shown once are `null` in a replay,
+                 *     and a replayed problem document carries the replaying request's `request_id`);
                  *     the same key with another body is `422 idempotency_key_reused`; the same key while the first
                  *     request is still being processed is `409 idempotency_key_in_use`. Keys are per organization.
                  * @example 8e1f0c52-6f7a-4f6e-9d55-3b0d8f1e2a47
@@ -7701,7 +7719,8 @@ export interface operations {
                 /**
                  * @description A key of your choice (1 to 255 printable ASCII characters; a random uuid is a good choice) that
                  *     makes this `POST` safe to retry. Within 24 hours, the same key with the same body replays the
-                 *     first response with `Idempotent-Replayed: true` (secrets shown once are `null` in a replay);
+                 *     first response with `Idempotent-Replayed: true` (secrets shown once are `null` in a replay,
+                 *     and a replayed problem document carries the replaying request's `request_id`);
                  *     the same key with another body is `422 idempotency_key_reused`; the same key while the first
                  *     request is still being processed is `409 idempotency_key_in_use`. Keys are per organization.
                  * @example 8e1f0c52-6f7a-4f6e-9d55-3b0d8f1e2a47
@@ -7913,7 +7932,8 @@ export interface operations {
                 /**
                  * @description A key of your choice (1 to 255 printable ASCII characters; a random uuid is a good choice) that
                  *     makes this `POST` safe to retry. Within 24 hours, the same key with the same body replays the
-                 *     first response with `Idempotent-Replayed: true` (secrets shown once are `null` in a replay);
+                 *     first response with `Idempotent-Replayed: true` (secrets shown once are `null` in a replay,
+                 *     and a replayed problem document carries the replaying request's `request_id`);
                  *     the same key with another body is `422 idempotency_key_reused`; the same key while the first
                  *     request is still being processed is `409 idempotency_key_in_use`. Keys are per organization.
                  * @example 8e1f0c52-6f7a-4f6e-9d55-3b0d8f1e2a47
