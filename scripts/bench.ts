@@ -14,7 +14,7 @@ import { parseArgs } from 'node:util';
 import { IDLE_COLLECTION_DEFAULTS } from '../server/idle-collection.ts';
 import { runS3Bench } from './bench-s3.ts';
 import { mib } from './bench/api.ts';
-import { acceptOnlySection, ENGINE_ENV, engineSection } from './bench/engine.ts';
+import { acceptOnlySection, driveOnlySection, ENGINE_ENV, engineSection } from './bench/engine.ts';
 import { listsSection } from './bench/lists.ts';
 import { memoryOf } from './bench/processes.ts';
 import { printTable, record, section } from './bench/report.ts';
@@ -117,6 +117,10 @@ try {
     const acceptOnly = await start('engine-accept', { ...ENGINE_ENV, WORKER_CONCURRENCY: '0' });
     await acceptOnlySection(acceptOnly, engineSettings);
     await stop(acceptOnly);
+    // The same data directory with the workers on: what it accepted is driven with nothing else to do.
+    const driveOnly = await start('engine-accept', ENGINE_ENV);
+    await driveOnlySection(driveOnly);
+    await stop(driveOnly);
   }
 
   // The S3 figures, on servers of their own: the embedded store, and RGW beside it when Ceph is

@@ -139,3 +139,34 @@ export async function acceptOnlySection(server: RunningServer, settings: EngineS
     goal: 'the part of the engine figure that is the API',
   });
 }
+
+/**
+ * What driving the operations costs alone: `server` has just started, with its workers on, on the
+ * data directory of `acceptOnlySection`, whose accepted creations it now drives with no request to
+ * serve. The engine's figures above are this and the accepting together, on the same cores.
+ */
+export async function driveOnlySection(server: RunningServer): Promise<void> {
+  const measured: Measured = { pids: [server.child.pid], postgresDir: path.join(server.dataDir, 'postgres') };
+  const db = new pg.Client({ connectionString: server.databaseUrl });
+  await db.connect();
+  try {
+    const cpuBefore = cpuNow(measured);
+    const started = performance.now();
+    // Counted as they stand now: the workers started with the server, and some may be done already.
+    const { rows } = await db.query<{ total: string; unfinished: string }>(
+      `SELECT count(*) AS total, count(*) FILTER (WHERE finished_at IS NULL) AS unfinished FROM operations`,
+    );
+    const unfinishedAtStart = Number(rows[0]!.unfinished);
+    const left = await untilAllFinished(db);
+    const drivenMs = performance.now() - started;
+    const cpuAfter = cpuNow(measured);
+    const driven = unfinishedAtStart - left;
+    record({
+      figure: 'engine, driving alone (a backlog of creations, no requests)',
+      real: `${perSecond((driven / drivenMs) * 1000)} driven to a terminal state (${driven} of ${rows[0]!.total}); CPU per operation: Node ${cpuMs((cpuAfter.node - cpuBefore.node) / driven)}, PostgreSQL ${cpuMs((cpuAfter.postgres - cpuBefore.postgres) / driven)}`,
+      goal: 'the other part of the engine figure',
+    });
+  } finally {
+    await db.end();
+  }
+}
