@@ -19,9 +19,9 @@ export interface Executor<Outcome = unknown> {
   failed(tx: PoolClient, operation: OperationRow, failure: OperationFailure): Promise<void>;
   cancelled(tx: PoolClient, operation: OperationRow): Promise<AfterCommit | void>;
   /**
-   * Set when `succeeded` sends exactly one statement, before it awaits anything, and decides
-   * nothing on what it reads: the engine then sends those of a batch of successes together, in
-   * one round trip, instead of one after another.
+   * Set when `succeeded` sends exactly one statement, before it awaits anything, and does nothing
+   * with its answer but fail: the engine then sends those of a batch of successes together, in one
+   * round trip, instead of one after another.
    */
   readonly succeedsInOneStatement?: true;
 }
