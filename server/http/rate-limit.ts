@@ -82,12 +82,13 @@ export function createRateLimits(
   const addresses = new WindowCounter(windowMs);
   const credentials = new WindowCounter(windowMs);
 
-  const apply = (res: Response, limit: number, { count, resetMs }: { count: number; resetMs: number }): void => {
+  /** The budget's headers; past it, 429 unless `refuse` is false. */
+  const apply = (res: Response, limit: number, { count, resetMs }: { count: number; resetMs: number }, refuse = true): void => {
     const resetSeconds = Math.max(0, Math.ceil(resetMs / 1000));
     res.setHeader('RateLimit-Limit', String(limit));
     res.setHeader('RateLimit-Remaining', String(Math.max(0, limit - count)));
     res.setHeader('RateLimit-Reset', String(resetSeconds));
-    if (count > limit) throw rateLimited(Math.max(1, resetSeconds));
+    if (refuse && count > limit) throw rateLimited(Math.max(1, resetSeconds));
   };
 
   const addressOf = (req: Request): string => `address:${req.socket.remoteAddress ?? 'unknown'}`;
@@ -95,9 +96,10 @@ export function createRateLimits(
   return {
     byAddress: (req: Request, res: Response, next: NextFunction): void => {
       const counted = addresses.hit(addressOf(req));
-      // byCredential takes it back from the address and counts it, with its headers.
-      if (counted.count > options.anonymousLimit && isKnownCredential(req)) return next();
-      apply(res, options.anonymousLimit, counted);
+      // A known credential passes; byCredential then takes the request back from the address and
+      // counts it against the credential, whose headers replace these (a route that takes no
+      // credential keeps the address's).
+      apply(res, options.anonymousLimit, counted, !(counted.count > options.anonymousLimit && isKnownCredential(req)));
       next();
     },
 

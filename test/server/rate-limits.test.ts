@@ -103,6 +103,11 @@ describe('an address over its budget', () => {
       expect(answer.headers.get('ratelimit-limit')).toBe('50');
     }
     expectLimited(await unseen.call('GET', '/billing'));
+    // On a path that is no route, the known key passes too, and the answer still has its headers.
+    const nowhere = await call(server.url, 'GET', '/v1/nothing-here', { key: org.ownerKey });
+    expect(nowhere.status).toBe(404);
+    for (const header of ['ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset'])
+      expect(nowhere.headers.get(header)).toMatch(/^\d+$/);
 
     // A revoked key is forgotten at once: it is refused like any unknown one.
     const revoked = await org.call('DELETE', `/api-tokens/${second.token.id}`);
