@@ -8,6 +8,9 @@ import { looksLikeJwt, type OidcVerifier } from './oidc.ts';
 const LAST_USED_RESOLUTION_MS = 60_000;
 const MAX_TOUCHED = 100_000;
 
+/** Where the credential cache keeps a key's principal: by its hash, never its secret. */
+const cacheKeyOf = (hash: Buffer): string => hash.toString('base64');
+
 /**
  * Turns a bearer credential into a principal. `undefined` means 401: missing, malformed,
  * unknown, expired or revoked. `'no_membership'` means a valid OIDC token whose subject is not a
@@ -38,12 +41,12 @@ export class IdentityResolver {
    * hash and a lookup, never the database (a revocation is forgotten at once, as for `resolve`).
    */
   isKnownApiKey(credential: string): boolean {
-    return looksLikeApiKey(credential) && this.cache?.get(hashApiKey(credential).toString('base64')) !== undefined;
+    return looksLikeApiKey(credential) && this.cache?.get(cacheKeyOf(hashApiKey(credential))) !== undefined;
   }
 
   private async fromApiKey(secret: string): Promise<Principal | undefined> {
     const hash = hashApiKey(secret);
-    const cacheKey = hash.toString('base64');
+    const cacheKey = cacheKeyOf(hash);
     const cached = this.cache?.get(cacheKey);
     if (cached) {
       this.touch(cached.tokenId!);

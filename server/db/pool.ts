@@ -169,9 +169,7 @@ export async function withTransaction<T>(
     if (commitOutcome.status === 'rejected') throw commitOutcome.reason;
     ended = true;
     if (finalOutcome.status === 'rejected') throw finalOutcome.reason;
-    // PostgreSQL answers COMMIT with ROLLBACK when a statement of the transaction failed: a
-    // statement whose failure went unnoticed (sent without being awaited) must not pass for kept.
-    if (commitOutcome.value.command !== 'COMMIT') throw new Error(`the transaction was rolled back (${commitOutcome.value.command})`);
+    assertCommitted(commitOutcome.value);
     return result;
   } catch (error) {
     if (isDatabaseUnavailable(error)) {
@@ -186,6 +184,14 @@ export async function withTransaction<T>(
     // A broken connection leaves the pool instead of going to the next caller.
     client.release(broken instanceof Error ? broken : broken === undefined ? undefined : new Error('connection broken'));
   }
+}
+
+/**
+ * PostgreSQL answers COMMIT with ROLLBACK when a statement of the transaction failed: a statement
+ * whose failure went unnoticed (sent without being awaited) must not pass for kept.
+ */
+function assertCommitted(answer: pg.QueryResult): void {
+  if (answer.command !== 'COMMIT') throw new Error(`the transaction was rolled back (${answer.command})`);
 }
 
 /**
@@ -214,8 +220,7 @@ export async function withTransactionCommitLater<T>(
   const committed = client.query('COMMIT').then(
     (answer) => {
       client.release();
-      // As in withTransaction: a statement that failed unwatched turned the COMMIT into a rollback.
-      if (answer.command !== 'COMMIT') throw new Error(`the transaction was rolled back (${answer.command})`);
+      assertCommitted(answer);
     },
     (error: unknown) => {
       // A failed COMMIT rolled back; a connection that broke meanwhile leaves the pool.
