@@ -1,8 +1,6 @@
 // Billing: the spend budget's every rule (interface 4.3), exact integers end to end, the price
 // list and month-to-date estimate, and the invoices the billing simulator issues.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { accrueUsage } from '../../server/areas/billing/usage.ts';
-import { withTransaction } from '../../server/db/pool.ts';
 import { eventually } from '../support/eventually.ts';
 import { startTestServer, type TestOrg, type TestServer } from '../support/server.ts';
 
@@ -219,29 +217,5 @@ describe('invoices', () => {
     const response = await stranger.call('GET', `/invoices/${first.id}`);
     expect(response.status).toBe(404);
     expect(response.body.code).toBe('not_found');
-  });
-});
-
-describe('metering', () => {
-  test('accrues hourly rates while a resource is billable, and nothing while it is not', async () => {
-    const org = await server.createOrg('Metering');
-    const vm = { orgId: org.orgId, resourceType: 'vm', resourceId: 'metered-vm', ratesPerHour: { vcpu_hour: 2, memory_gb_hour: 4 } };
-    const month = new Date();
-    const start = new Date(Date.UTC(month.getUTCFullYear(), month.getUTCMonth(), 1, 1));
-    const at = (hours: number) => new Date(start.getTime() + hours * 3_600_000);
-    await withTransaction(server.pool, (tx) => accrueUsage(tx, [vm], at(0)));
-    await withTransaction(server.pool, (tx) => accrueUsage(tx, [vm], at(1)));
-    // Stopped for three hours: no longer among the billable resources.
-    await withTransaction(server.pool, (tx) => accrueUsage(tx, [], at(2)));
-    await withTransaction(server.pool, (tx) => accrueUsage(tx, [vm], at(5)));
-    await withTransaction(server.pool, (tx) => accrueUsage(tx, [vm], at(6.5)));
-    const { rows } = await server.pool.query<{ meter: string; quantity: string }>(
-      "SELECT meter, quantity::text FROM usage_totals WHERE org_id = $1 AND month = date_trunc('month', now())::date ORDER BY meter",
-      [org.orgId],
-    );
-    expect(rows.map((row) => [row.meter, Number(row.quantity)])).toEqual([
-      ['memory_gb_hour', 10],
-      ['vcpu_hour', 5],
-    ]);
   });
 });

@@ -2,10 +2,13 @@ import type { OrganizationClock } from '../../core/test-clocks.ts';
 import { withTransaction, type Pool } from '../../db/pool.ts';
 import type { BillingProviderDriver } from '../../drivers/billing-provider.ts';
 import type { Logger } from '../../logging.ts';
-import type { UsageSource } from '../area.ts';
+import type { MeteredResource, UsageSource } from '../area.ts';
 import { organizationsToBill, runBilling } from './invoices.ts';
 import type { PriceList } from './prices.ts';
 import { accrueCounters, accrueUsage } from './usage.ts';
+
+/** Advisory lock of a metering pass (one key; the billing run's are two-key, another space). */
+const METERING_LOCK = 7_361_204_120;
 
 /**
  * Metering and the billing run, each at every organization's own time (the platform's clock, or
@@ -30,8 +33,13 @@ export function createBillingRun(deps: {
   async function meter(orgIds?: string[], offsets?: Map<string, number>): Promise<void> {
     // Backend counters first, outside the transaction (a backend call never runs inside one).
     const counters = (await Promise.all(sources.map((source) => source.meteredCounters?.(pool, orgIds) ?? Promise.resolve([])))).flat();
-    const resources = (await Promise.all(sources.map((source) => source.meteredResources(pool)))).flat();
     await withTransaction(pool, async (tx) => {
+      // One pass at a time, and the billable resources read under its lock: a list read before
+      // another process's pass committed would not hold an instance started meanwhile, and this
+      // pass would then drop the cursor the other one had just set, losing the hours in between.
+      await tx.query('SELECT pg_advisory_xact_lock($1)', [METERING_LOCK]);
+      const resources: MeteredResource[] = [];
+      for (const source of sources) resources.push(...(await source.meteredResources(tx)));
       const clocks = offsets ?? (await orgClock.offsets(tx));
       const nowOf = (orgId: string) => orgClock.nowWith(clocks, orgId);
       await accrueUsage(tx, resources, nowOf);
