@@ -66,18 +66,19 @@ test('a pass that began before an instance started does not drop the hours anoth
   // go on; process B, meanwhile, sees the instance running and meters it.
   let aIsReading!: () => void;
   const aRead = new Promise<void>((resolve) => (aIsReading = resolve));
-  let bDone: Promise<void> | undefined;
+  // B's pass, once it is started.
+  const passB: { done?: Promise<void> } = {};
   const slowReader: UsageSource = {
     async meteredResources() {
       aIsReading();
-      await Promise.race([aRead.then(() => bDone), new Promise((resolve) => setTimeout(resolve, 300))]);
+      await Promise.race([aRead.then(() => passB.done), new Promise((resolve) => setTimeout(resolve, 300))]);
       return [];
     },
   };
   const passA = passOf([slowReader], 0).meter();
   await aRead;
-  bDone = passOf([{ meteredResources: async () => [vm] }], 0).meter();
-  await Promise.all([passA, bDone]);
+  passB.done = passOf([{ meteredResources: async () => [vm] }], 0).meter();
+  await Promise.all([passA, passB.done]);
 
   // An hour later: the instance has run for that hour since B first saw it.
   await passOf([{ meteredResources: async () => [vm] }], 1).meter();
