@@ -6,12 +6,14 @@
 // PUT and GET so that the noise of a shared machine falls on all alike; each figure is the median
 // round. Prints figures; asserts nothing.
 import { GetObjectCommand, PutObjectCommand, S3Client, type S3ClientConfig } from '@aws-sdk/client-s3';
+import { createHash } from 'node:crypto';
 import { createWriteStream, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import { crc32 } from 'node:zlib';
 import { createPlatformClient } from '../client/index.ts';
 import { ratio, record, section } from './bench/report.ts';
 import { cephInstalled, startSingleNodeCeph, type SingleNodeCeph } from './ceph/single-node.ts';
@@ -74,6 +76,26 @@ async function fileCopy(dir: string, size: number): Promise<number> {
   return elapsed;
 }
 
+/**
+ * What a PUT must compute over its bytes, alone: MD5 (the ETag S3 gives a single-part object)
+ * and CRC32 (the checksum the SDK sends by default), in one pass as the store does, on one
+ * thread. MD5 cannot be split across threads (each block depends on the one before), so this is
+ * the ceiling of one upload's throughput on this CPU, before a byte is read or written. Returns
+ * the milliseconds it took.
+ */
+function hashingAlone(size: number): number {
+  const started = performance.now();
+  const md5 = createHash('md5');
+  let checksum = 0;
+  for (let done = 0; done < size; done += CHUNK.length) {
+    const piece = CHUNK.subarray(0, Math.min(CHUNK.length, size - done));
+    md5.update(piece);
+    checksum = crc32(piece, checksum);
+  }
+  md5.digest();
+  return performance.now() - started;
+}
+
 /** `npm start` in a process of its own (the server's RSS is its own), on free ports. */
 export async function startServer(
   dataDir: string,
@@ -134,6 +156,26 @@ interface Target {
   server: Started;
   dataDir: string;
   s3: S3Client;
+  /** A ceiling rather than a store: printed against the copy, with no goal of its own. */
+  ceiling?: boolean;
+}
+
+/**
+ * The SDK against an endpoint that keeps nothing (bench/null-s3-endpoint.mjs, a process of its
+ * own as the server is): the client's own share of each transfer, on the same 2 cores.
+ */
+async function startNullTarget(): Promise<Target> {
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'cloud-platform-bench-null-s3-'));
+  const port = await freePort();
+  const server = startProcess(process.execPath, [path.join(repoRoot, 'scripts', 'bench', 'null-s3-endpoint.mjs')], { PORT: String(port) });
+  await waitForHttp(`http://127.0.0.1:${port}/`, server, 30_000, 50);
+  const s3 = new S3Client({
+    endpoint: `http://127.0.0.1:${port}`,
+    region: 'us-east-1',
+    forcePathStyle: true,
+    credentials: { accessKeyId: 'NULLENDPOINT', secretAccessKey: 'unchecked' },
+  });
+  return { label: ' — ceiling: the SDK alone, against an endpoint that keeps nothing', server, dataDir, s3, ceiling: true };
 }
 
 async function startTarget(
@@ -174,13 +216,20 @@ type Sizes = ReadonlyArray<readonly [label: string, size: number, count: number]
  */
 async function measureRounds(targets: Target[], sizes: Sizes, rounds: number): Promise<void> {
   const dataDir = targets[0]!.dataDir;
+  const withCeilings = targets.some((target) => target.ceiling);
   for (const [label, size, count] of sizes) {
     const copy: number[] = [];
+    const hashed: number[] = [];
     const figures = targets.map(() => ({ put: [] as number[], get: [] as number[] }));
     for (let round = 0; round < rounds; round++) {
       let copyMs = 0;
       for (let index = 0; index < count; index++) copyMs += await fileCopy(dataDir, size);
       copy.push(throughput(size * count, copyMs));
+      if (withCeilings) {
+        let hashMs = 0;
+        for (let index = 0; index < count; index++) hashMs += hashingAlone(size);
+        hashed.push(throughput(size * count, hashMs));
+      }
       for (const [which, { s3 }] of targets.entries()) {
         let putMs = 0;
         for (let index = 0; index < count; index++) {
@@ -211,10 +260,17 @@ async function measureRounds(targets: Target[], sizes: Sizes, rounds: number): P
           real: `${median(values).toFixed(0)} MiB/s${spread(values)}`,
           floor: floorText,
           ratio: ratio(median(values) / floor),
-          goal: '≥ 0.50× file copy',
+          goal: target.ceiling ? undefined : '≥ 0.50× file copy',
         });
       }
     }
+    if (withCeilings)
+      record({
+        figure: `MD5 and CRC32 of ${label} objects alone, one thread — ceiling of one PUT on this CPU (every PUT computes both)`,
+        real: `${median(hashed).toFixed(0)} MiB/s${spread(hashed)}`,
+        floor: floorText,
+        ratio: ratio(median(hashed) / floor),
+      });
   }
 }
 
@@ -268,12 +324,13 @@ export async function runS3Bench({
   try {
     targets.push(await startTarget('', repoRoot));
     if (baseline) targets.push(await startTarget(' (baseline)', path.resolve(baseline)));
+    targets.push(await startNullTarget());
     section(
       `S3 endpoint (npm start, embedded object store; the SDK's defaults: CRC32, aws-chunked; one request at a time; ` +
         `MiB/s, median of ${rounds} rounds alternating copy, PUT and GET, each round in brackets)`,
     );
     await measureRounds(targets, sizes, rounds);
-    for (const target of targets) await measureStreamingMemory(target, quick);
+    for (const target of targets) if (!target.ceiling) await measureStreamingMemory(target, quick);
     while (targets.length > 0) await stopTarget(targets.pop()!);
 
     if (!process.env.CEPH_RGW_ENDPOINT && !cephInstalled()) {
