@@ -14,8 +14,19 @@ declare module 'vitest' {
 }
 
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
-  const dataDir = mkdtempSync(path.join(tmpdir(), 'cloud-platform-test-pg-'));
-  // As root, PostgreSQL runs as its own OS user, which must be able to enter the directory.
+  // Every temporary file of the run goes under one folder, removed when the run ends: the tests'
+  // data directories, the servers and PostgreSQL clusters they start, what those processes write
+  // to TMPDIR themselves. Left where each test made them (some never removed, a server that
+  // failed to start, a crashed one kept for its restart), a run left about 400 MB in /tmp.
+  // TMPDIR is read by os.tmpdir() in the test workers, which start after this, and inherited by
+  // every process they start.
+  const previousTmpdir = process.env.TMPDIR;
+  const runDir = mkdtempSync(path.join(tmpdir(), 'cloud-platform-test-run-'));
+  // As root, PostgreSQL runs as its own OS user, which must be able to enter every folder above
+  // its data directory.
+  chmodSync(runDir, 0o755);
+  process.env.TMPDIR = runDir;
+  const dataDir = mkdtempSync(path.join(runDir, 'cloud-platform-test-pg-'));
   chmodSync(dataDir, 0o755);
   const port = await freePort();
   // Loaded without its exit hooks: they would turn vitest's failing exit status into 0.
@@ -37,6 +48,8 @@ export default async function setup(project: TestProject): Promise<() => Promise
   return async () => {
     await postgres.stop();
     removeExitHook();
-    rmSync(dataDir, { recursive: true, force: true });
+    if (previousTmpdir === undefined) delete process.env.TMPDIR;
+    else process.env.TMPDIR = previousTmpdir;
+    rmSync(runDir, { recursive: true, force: true });
   };
 }
