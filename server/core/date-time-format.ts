@@ -5,8 +5,9 @@ const rfc3339DateTime = fullFormats['date-time'] as { validate: (value: string) 
 
 /**
  * The contract's `date-time` format, as the validator checks it in requests and in responses: an
- * RFC 3339 date-time (ajv-formats' full check) that PostgreSQL's timestamptz holds. Year 0000 is
- * valid RFC 3339 but not a date PostgreSQL accepts, and would otherwise fail in the database as a 500.
+ * RFC 3339 date-time, as ajv-formats' full check decides. Year 0000 included: it is RFC 3339's
+ * (the year before 1), and refusing it told a client that a valid bound was invalid; where one
+ * reaches PostgreSQL, `timestamptzInput` (db/timestamps.ts) writes it as PostgreSQL spells it.
  *
  * Every timestamp the API answers with is written by `toISOString` (`2026-11-24T01:02:03.123Z`),
  * and a list of 100 instances has 300 of them to check. ajv-formats splits each around its `T` and
@@ -16,8 +17,8 @@ const rfc3339DateTime = fullFormats['date-time'] as { validate: (value: string) 
  * it accepts too (same digits, same calendar), so anything else (offsets, a lower-case `t`, leap
  * seconds, any doubt) is decided by ajv-formats exactly as before.
  */
-export function isStorableDateTime(value: string): boolean {
-  return (isUtcInstant(value) || rfc3339DateTime.validate(value)) && !value.startsWith('0000-');
+export function isRfc3339DateTime(value: string): boolean {
+  return isUtcInstant(value) || rfc3339DateTime.validate(value);
 }
 
 const DAYS_IN_MONTH = [0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];

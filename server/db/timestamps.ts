@@ -23,6 +23,16 @@ export function isDigitAt(text: string, index: number): boolean {
 }
 
 /**
+ * An RFC 3339 date-time (as the contract's `date-time` format accepts it) as `timestamptz` input.
+ * RFC 3339's year 0000 is the year before 1 (proleptic Gregorian, as ISO 8601 counts), which
+ * PostgreSQL has (it holds dates back to 4713 BC) but names `0001 BC`: its input refuses a year 0.
+ * Every other date-time is PostgreSQL's own input, to the microsecond, unchanged.
+ */
+export function timestamptzInput(dateTime: string): string {
+  return dateTime.startsWith('0000-') ? `0001-${dateTime.slice(5)} BC` : dateTime;
+}
+
+/**
  * A `timestamptz` as PostgreSQL writes it in its default ISO style (`2026-11-24 01:35:15.123456+00`,
  * the offset that of the session's TimeZone: `+05:30`, `-08`, ...), read by position. A list of a
  * hundred instances reads several hundred of them, and pg's general parser (regular expressions

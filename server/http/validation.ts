@@ -7,7 +7,7 @@ import express, { type ErrorRequestHandler, type RequestHandler } from 'express'
 import * as OpenApiValidator from 'express-openapi-validator';
 import { ApiError } from './errors.ts';
 import { stateOf } from './request-state.ts';
-import { isStorableDateTime } from '../core/date-time-format.ts';
+import { isRfc3339DateTime } from '../core/date-time-format.ts';
 import { validationFailed, type FieldError } from '../core/errors.ts';
 
 const bundlePath = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'generated', 'openapi.json');
@@ -38,7 +38,7 @@ export function contractValidator(options: { validateResponses: boolean }): Requ
     validateResponses: options.validateResponses ? { removeAdditional: false, coerceTypes: false } : false,
     validateSecurity: false,
     validateFormats: true,
-    formats: { 'date-time': { type: 'string', validate: isStorableDateTime } },
+    formats: { 'date-time': { type: 'string', validate: isRfc3339DateTime } },
     ignoreUndocumented: true,
     $refParser: { mode: 'dereference' },
   });

@@ -93,6 +93,26 @@ describe('audit events', () => {
     expect(byResource).toHaveLength(3);
   });
 
+  test('time bounds take every RFC 3339 year, 0000 included (1 BC, which PostgreSQL spells with BC)', async () => {
+    const fresh = await server.createOrg('Bounded');
+    await fresh.call('PUT', '/billing', { body: { spend_budget_cents: 104 } });
+    const ids = async (query: string) => {
+      const response = await fresh.call('GET', `/audit-events?${query}`);
+      expect(response.status, response.text).toBe(200);
+      return response.body.items.map((event: { id: string }) => event.id);
+    };
+    const all = await ids('');
+    expect(all).toHaveLength(1);
+    for (const bound of ['0000-01-01T00:00:00Z', '0000-12-31T23:59:59.999999Z', '0000-06-15T12:00:00+14:00', '0000-01-01T00:00:00-12:00']) {
+      expect(await ids(`since=${encodeURIComponent(bound)}`), bound).toEqual(all);
+      expect(await ids(`until=${encodeURIComponent(bound)}`), bound).toEqual([]);
+    }
+    // Far apart, as the stored instants are: the last instant of 1 BC, the first of 1 AD.
+    expect(await ids(`since=${encodeURIComponent('0000-12-31T23:59:59Z')}&until=${encodeURIComponent('0001-01-01T00:00:01Z')}`)).toEqual(
+      [],
+    );
+  });
+
   test("one organization never sees another's events", async () => {
     const other = await server.createOrg('Nosy');
     const theirs = (await other.call('GET', '/audit-events?limit=200')).body.items;

@@ -3,6 +3,7 @@
 // (server/db/timestamps.ts) and must agree with PostgreSQL's own arithmetic, to the millisecond.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { createPool, type Pool } from '../../server/db/pool.ts';
+import { timestamptzInput } from '../../server/db/timestamps.ts';
 import { createTestDatabase } from '../support/server.ts';
 
 let pool: Pool;
@@ -55,4 +56,19 @@ test('infinity stays infinite', async () => {
     `SELECT 'infinity'::timestamptz AS future, '-infinity'::timestamptz AS past`,
   );
   expect(rows[0]).toEqual({ future: Number.POSITIVE_INFINITY, past: Number.NEGATIVE_INFINITY });
+});
+
+test("an RFC 3339 date-time of year 0000 goes in as the year before 1, PostgreSQL's 1 BC, to the microsecond", async () => {
+  for (const [dateTime, firstOfYearOneMinus] of [
+    ['0000-12-31T23:59:59.999999Z', '1 microsecond'],
+    ['0000-01-01T00:00:00Z', '366 days'], // year 0 is a leap year
+    ['0000-12-31T23:00:00-01:00', '0'],
+    ['0001-01-01T00:00:00Z', '0'],
+  ] as const) {
+    const { rows } = await pool.query<{ same: boolean }>(
+      `SELECT $1::timestamptz = '0001-01-01T00:00:00Z'::timestamptz - $2::interval AS same`,
+      [timestamptzInput(dateTime), firstOfYearOneMinus],
+    );
+    expect(rows[0]!.same, dateTime).toBe(true);
+  }
 });

@@ -1,4 +1,5 @@
 import type { Area, AreaDependencies } from '../area.ts';
+import { timestamptzInput } from '../../db/timestamps.ts';
 import { auditEventsPage } from './audit-event-rows.ts';
 
 /** Audit events, newest first, with filters (written by core/request-audit.ts and the platform's own actions). */
@@ -7,8 +8,14 @@ export function auditArea({ pool }: AreaDependencies): Area<'listAuditEvents'> {
     executors: {},
     handlers: {
       async listAuditEvents(request, context) {
-        const { resource_type = null, resource_id = null, action = null, since = null, until = null } = request.query;
-        const filters = { resourceType: resource_type, resourceId: resource_id, action, since, until };
+        const { resource_type = null, resource_id = null, action = null, since, until } = request.query;
+        const filters = {
+          resourceType: resource_type,
+          resourceId: resource_id,
+          action,
+          since: since === undefined ? null : timestamptzInput(since),
+          until: until === undefined ? null : timestamptzInput(until),
+        };
         return { status: 200, body: await auditEventsPage(pool, context.principal.orgId, filters, request.query) };
       },
     },
