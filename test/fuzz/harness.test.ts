@@ -7,7 +7,7 @@ import { CaseGenerator } from '../support/fuzz/cases.ts';
 import { loadFuzzContract, type OperationSpec } from '../support/fuzz/contract.ts';
 import { validDraft, type FuzzTarget } from '../support/fuzz/draft.ts';
 import { RawStringBytes, encodeJson, toPlainJson } from '../support/fuzz/json-text.ts';
-import type { Mutation } from '../support/fuzz/mutation.ts';
+import { preview, type Mutation } from '../support/fuzz/mutation.ts';
 import { Oracle, routeOf } from '../support/fuzz/oracle.ts';
 import { PatternGenerator } from '../support/fuzz/pattern.ts';
 import { Random } from '../support/fuzz/random.ts';
@@ -82,6 +82,13 @@ describe('the generator', () => {
       for (const index of [29, 3, 17, 0]) expect(bytes(5, index)).toBe(first[index]);
       expect(Array.from({ length: 30 }, (_, index) => bytes(6, index))).not.toEqual(first);
     }
+  });
+
+  test('describes a body holding a bigint (the whole body wrapped in another, as case 1270 of seed 4040404 did) instead of crashing', () => {
+    const generator = new CaseGenerator(contract, schemas, target);
+    const fuzzCase = generator.generate(4040404, operation('setBillingBudget'), 1270);
+    expect(fuzzCase.mutation.description).toMatch(/^the body is \{"body":\{"spend_budget_cents":\d/);
+    expect(preview({ spend_budget_cents: 2n ** 63n - 1n })).toBe('{"spend_budget_cents":9223372036854775807}');
   });
 
   test('gives every mutator that applies a turn within the first cases of an operation', () => {

@@ -2,7 +2,7 @@
 // is judged against the contract.
 import type { FuzzContract, JsonSchema, OperationSpec } from './contract.ts';
 import type { Draft, FuzzTarget } from './draft.ts';
-import { hasRawParts, isPlainObject, toPlainJson, type JsonBody } from './json-text.ts';
+import { encodeJson, hasRawParts, isPlainObject, toPlainJson, type JsonBody } from './json-text.ts';
 import type { Random } from './random.ts';
 import type { SchemaCheck } from './schema-check.ts';
 import type { ValueGenerator } from './values.ts';
@@ -117,11 +117,8 @@ export function cloneBody(value: JsonBody): JsonBody {
 
 /** Short, printable text of a value for a description (long strings abbreviated). */
 export function preview(value: unknown, limit = 60): string {
-  const text =
-    typeof value === 'bigint'
-      ? value.toString()
-      : typeof value === 'string'
-        ? JSON.stringify(value)
-        : (JSON.stringify(value) ?? String(value));
+  // Written as the body's bytes are: a bigint anywhere inside (JSON.stringify throws on one) with
+  // every digit, raw literals as they are.
+  const text = value === undefined ? 'undefined' : encodeJson(value as JsonBody).toString('utf8');
   return text.length > limit ? `${text.slice(0, limit)}… (${text.length} chars)` : text;
 }
