@@ -38,8 +38,10 @@ export function createBillingRun(deps: {
       // another process's pass committed would not hold an instance started meanwhile, and this
       // pass would then drop the cursor the other one had just set, losing the hours in between.
       await tx.query('SELECT pg_advisory_xact_lock($1)', [METERING_LOCK]);
-      const resources: MeteredResource[] = [];
-      for (const source of sources) resources.push(...(await source.meteredResources(tx)));
+      // One after the other: a transaction's statements go over its one connection anyway.
+      const lists: MeteredResource[][] = [];
+      for (const source of sources) lists.push(await source.meteredResources(tx));
+      const resources = lists.flat();
       const clocks = offsets ?? (await orgClock.offsets(tx));
       const nowOf = (orgId: string) => orgClock.nowWith(clocks, orgId);
       await accrueUsage(tx, resources, nowOf);
