@@ -25,6 +25,10 @@ test('a request chosen as the victim of a deadlock answers 503 with Retry-After,
 
   // Another transaction holds the lock under which the instance's operations take their place in
   // line; the stop locks the instance's row, then waits for that lock.
+  // Only the stop's backend looks for the deadlock (after PostgreSQL's default deadlock_timeout,
+  // 1 s, of waiting): whichever backend looks first and finds the cycle is the one that fails, and
+  // on a loaded machine the other transaction's check, begun a moment later, could run first.
+  await other.query("SET deadlock_timeout = '60s'");
   await other.query('BEGIN');
   await other.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`operations:${org.orgId}:vm:${vm.id}`]);
   const stop = org.call('POST', `/compute/vms/${vm.id}/stop`, { headers: { 'Idempotency-Key': 'stop-after-deadlock' } });
@@ -35,7 +39,7 @@ test('a request chosen as the victim of a deadlock answers 503 with Retry-After,
     return rows[0]!.n === 1 ? true : undefined;
   }, 'the stop waiting for the lock');
   // The other transaction now asks for the instance's row: each waits for the other. PostgreSQL
-  // breaks the cycle after deadlock_timeout (1 s) by failing the one that waited first, the stop.
+  // breaks the cycle after deadlock_timeout (1 s) by failing the stop, the one that looks.
   const rowLocked = other.query('SELECT id FROM vms WHERE id = $1 FOR UPDATE', [vm.id]);
 
   const answer = await stop;
