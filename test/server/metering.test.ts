@@ -5,7 +5,7 @@ import { afterAll, beforeAll, expect, test } from 'vitest';
 import type { MeteredResource, UsageSource } from '../../server/areas/area.ts';
 import { createBillingRun } from '../../server/areas/billing/billing-run.ts';
 import { loadPriceList } from '../../server/areas/billing/prices.ts';
-import { accrueUsage } from '../../server/areas/billing/usage.ts';
+import { accrueUsage, startOfMonth } from '../../server/areas/billing/usage.ts';
 import { createOrganizationClock } from '../../server/core/test-clocks.ts';
 import { withTransaction } from '../../server/db/pool.ts';
 import type { BillingProviderDriver } from '../../server/drivers/billing-provider.ts';
@@ -18,10 +18,8 @@ beforeAll(async () => {
 });
 afterAll(() => server?.close());
 
-const startOfThisMonth = () => {
-  const now = new Date();
-  return new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1, 1));
-};
+/** An hour into this month (UTC): every instant the tests meter at falls within it. */
+const startOfThisMonth = () => new Date(startOfMonth(new Date()).getTime() + 3_600_000);
 
 async function usageThisMonth(orgId: string): Promise<Array<[string, number]>> {
   const { rows } = await server.pool.query<{ meter: string; quantity: string }>(
