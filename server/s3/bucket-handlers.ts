@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { StoredBucket, StoredVersion } from '../drivers/embedded/rows.ts';
 import { S3Error, invalidArgument, notImplemented } from './errors.ts';
+import { BUCKET_SUB_RESOURCES, subResourceOf, type BucketSubResource } from './sub-resources.ts';
 import { multipartRoutes } from './multipart-handlers.ts';
 import { sendXml, smallBody, type S3Handler, type S3Request } from './request.ts';
 import { blocks, document, element, text, type XmlNode } from './xml.ts';
@@ -291,47 +292,6 @@ const deleteObjects: S3Handler = async (request) => {
   sendXml(request.res, 200, document('DeleteResult', { Deleted: deleted, Error: errors }));
 };
 
-/** Sub-resources this endpoint does not offer (bucket policies, ACLs, lifecycle…). */
-const UNSUPPORTED = [
-  'acl',
-  'policy',
-  'cors',
-  'lifecycle',
-  'tagging',
-  'website',
-  'replication',
-  'encryption',
-  'logging',
-  'notification',
-  'object-lock',
-  'accelerate',
-  'requestPayment',
-  'ownershipControls',
-  'publicAccessBlock',
-];
-
-export const bucketRoutes = {
-  listBuckets,
-  route(request: S3Request): S3Handler {
-    const { method } = request.req;
-    const has = (name: string) => request.query.has(name);
-    const unsupported = UNSUPPORTED.find(has);
-    if (unsupported) throw notImplemented(`The ${unsupported} sub-resource`);
-    if (method === 'GET') {
-      if (has('location')) return getBucketLocation;
-      if (has('versioning')) return getBucketVersioning;
-      if (has('versions')) return listObjectVersions;
-      if (has('uploads')) return multipartRoutes.listUploads;
-      return listObjects;
-    }
-    if (method === 'HEAD') return headBucket;
-    if (method === 'POST' && has('delete')) return deleteObjects;
-    if (method === 'PUT') return putBucket;
-    if (method === 'DELETE') return deleteBucket;
-    throw new S3Error('MethodNotAllowed', 405, 'The specified method is not allowed against this resource.');
-  },
-};
-
 /** Buckets are created through the platform API (quotas, billing, audit): S3's CreateBucket is refused. */
 const putBucket: S3Handler = async (request) => {
   let bucket: StoredBucket | undefined;
@@ -354,4 +314,32 @@ const deleteBucket: S3Handler = async (request) => {
     403,
     'Buckets are deleted through the platform API (DELETE /v1/orgs/{org}/s3/buckets/{bucket_id}), not through S3',
   );
+};
+
+/** The bucket operations offered, by method and sub-resource ('' for none); every other pair is 501. */
+const BUCKET_OPERATIONS: Record<string, Partial<Record<BucketSubResource | '', S3Handler>>> = {
+  GET: {
+    '': listObjects,
+    location: getBucketLocation,
+    versioning: getBucketVersioning,
+    versions: listObjectVersions,
+    uploads: multipartRoutes.listUploads,
+  },
+  HEAD: { '': headBucket },
+  PUT: { '': putBucket, versioning: putBucket },
+  POST: { delete: deleteObjects },
+  DELETE: { '': deleteBucket },
+};
+
+export const bucketRoutes = {
+  listBuckets,
+  route(request: S3Request): S3Handler {
+    const operations = BUCKET_OPERATIONS[request.req.method ?? ''];
+    if (!operations) throw new S3Error('MethodNotAllowed', 405, 'The specified method is not allowed against this resource.');
+    const subResource = subResourceOf(request, BUCKET_SUB_RESOURCES) ?? '';
+    const handler = operations[subResource];
+    if (handler) return handler;
+    if (subResource === '') throw new S3Error('MethodNotAllowed', 405, 'The specified method is not allowed against this resource.');
+    throw notImplemented(`${request.req.method} on the ${subResource} sub-resource of a bucket`);
+  },
 };

@@ -40,5 +40,4 @@ export const noSuchKey = (key: string, headers: Record<string, string> = {}) =>
   new S3Error('NoSuchKey', 404, 'The specified key does not exist.', { Key: key }, headers);
 export const invalidArgument = (message: string, name?: string, value?: string) =>
   new S3Error('InvalidArgument', 400, message, name ? { ArgumentName: name, ArgumentValue: value ?? '' } : {});
-export const notImplemented = (what: string) =>
-  new S3Error('NotImplemented', 501, `${what} is not implemented by this endpoint (buckets are managed through the platform API)`);
+export const notImplemented = (what: string) => new S3Error('NotImplemented', 501, `${what} is not implemented by this endpoint.`);

@@ -191,19 +191,15 @@ const listUploads: S3Handler = async (request) => {
 
 export const multipartRoutes = {
   listUploads,
-  /** The multipart operations on a key; undefined when the request is another object operation. */
-  route(request: S3Request): S3Handler | undefined {
+  /** The multipart operations on a key (a request with `uploads` or `uploadId`). */
+  route(request: S3Request): S3Handler {
     const { method } = request.req;
-    const hasUploadId = request.query.has('uploadId');
-    if (method === 'POST' && request.query.has('uploads')) return createUpload;
-    if (!hasUploadId) {
-      if (method === 'POST') throw new S3Error('MethodNotAllowed', 405, 'The specified method is not allowed against this resource.');
-      return undefined;
-    }
-    if (method === 'PUT') return uploadPart;
-    if (method === 'POST') return completeUpload;
-    if (method === 'DELETE') return abortUpload;
-    if (method === 'GET') return listParts;
-    return undefined;
+    if (request.query.has('uploadId')) {
+      if (method === 'PUT') return uploadPart;
+      if (method === 'POST') return completeUpload;
+      if (method === 'DELETE') return abortUpload;
+      if (method === 'GET') return listParts;
+    } else if (method === 'POST') return createUpload;
+    throw new S3Error('MethodNotAllowed', 405, 'The specified method is not allowed against this resource.');
   },
 };

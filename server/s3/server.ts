@@ -6,11 +6,12 @@ import type { EmbeddedObjectStore } from '../drivers/embedded/store.ts';
 import type { Logger } from '../logging.ts';
 import type { Access } from './access.ts';
 import { bucketRoutes } from './bucket-handlers.ts';
-import { REFUSAL_STATUS, S3Error, accessDenied } from './errors.ts';
+import { REFUSAL_STATUS, S3Error, accessDenied, notImplemented } from './errors.ts';
 import { multipartRoutes } from './multipart-handlers.ts';
 import { objectRoutes } from './object-handlers.ts';
 import type { S3Request } from './request.ts';
 import { parseSignature, scopeOf, verify } from './sigv4.ts';
+import { OBJECT_SUB_RESOURCES, refuseUnofferedGuarantees, subResourceOf } from './sub-resources.ts';
 import { document } from './xml.ts';
 import type { S3Handler } from './request.ts';
 
@@ -39,8 +40,14 @@ export async function startS3Endpoint(options: {
       if (req.method === 'GET') return bucketRoutes.listBuckets;
       throw new S3Error('MethodNotAllowed', 405, 'The specified method is not allowed against this resource.');
     }
+    refuseUnofferedGuarantees(request);
     if (key === '') return bucketRoutes.route(request);
-    return multipartRoutes.route(request) ?? objectRoutes.route(request);
+    // A part's upload carries partNumber too: the upload it belongs to decides.
+    if (request.query.has('uploads') || request.query.has('uploadId')) return multipartRoutes.route(request);
+    const subResource = subResourceOf(request, OBJECT_SUB_RESOURCES);
+    // Anything else about the object than its bytes is not offered: refused before it can touch them.
+    if (subResource !== undefined) throw notImplemented(`The ${subResource} sub-resource of an object`);
+    return objectRoutes.route(request);
   };
 
   const handle = async (req: IncomingMessage, res: ServerResponse, requestId: string) => {

@@ -39,7 +39,7 @@ export interface SignedHttp {
 }
 
 /** Node's own SHA-256 in the shape the signer expects (a hash, or an HMAC when given a key). */
-class NodeSha256 {
+export class NodeSha256 {
   private readonly secret: SourceData | undefined;
   private hash: Hash | Hmac;
 

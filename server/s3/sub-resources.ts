@@ -1,0 +1,94 @@
+import { S3Error, notImplemented } from './errors.ts';
+import type { S3Request } from './request.ts';
+
+/**
+ * The sub-resources of an object in the S3 API reference: a query parameter that makes a request
+ * about something other than the object's bytes (`PUT /b/k?tagging` sets tags; it must never
+ * store the Tagging XML as the object). `uploads` and `uploadId` are multipart uploads, served
+ * by multipart-handlers.ts; `partNumber` without `uploadId` asks GetObject for one part.
+ */
+export const OBJECT_SUB_RESOURCES = [
+  'acl',
+  'attributes',
+  'legal-hold',
+  'partNumber',
+  'renameObject',
+  'restore',
+  'retention',
+  'select',
+  'select-type',
+  'tagging',
+  'torrent',
+  'uploadId',
+  'uploads',
+] as const;
+
+/** The sub-resources of a bucket in the S3 API reference (and the list flavours of GET). */
+export const BUCKET_SUB_RESOURCES = [
+  'accelerate',
+  'acl',
+  'analytics',
+  'cors',
+  'delete',
+  'encryption',
+  'intelligent-tiering',
+  'inventory',
+  'lifecycle',
+  'location',
+  'logging',
+  'metadataTable',
+  'metrics',
+  'notification',
+  'object-lock',
+  'ownershipControls',
+  'policy',
+  'policyStatus',
+  'publicAccessBlock',
+  'replication',
+  'requestPayment',
+  'session',
+  'tagging',
+  'uploads',
+  'versioning',
+  'versions',
+  'website',
+] as const;
+
+export type BucketSubResource = (typeof BUCKET_SUB_RESOURCES)[number];
+
+/** The first sub-resource of `names` the request carries, if any. */
+export function subResourceOf<T extends string>(request: S3Request, names: readonly T[]): T | undefined {
+  return names.find((name) => request.query.has(name));
+}
+
+const header = (request: S3Request, name: string): string | undefined => {
+  const value = request.req.headers[name];
+  return Array.isArray(value) ? value.join(',') : value;
+};
+
+/** Canned ACLs that give nobody but the owner any access: what every object here already has. */
+const OWNER_ONLY_ACLS = new Set(['private', 'bucket-owner-full-control']);
+
+/**
+ * Refuses a request that asks for a guarantee this endpoint does not give, with S3's own error,
+ * before anything is read or written: a client that asked for encryption, a retention or a public
+ * ACL must never be told 200 for an object stored without it.
+ */
+export function refuseUnofferedGuarantees(request: S3Request): void {
+  for (const name of Object.keys(request.req.headers)) {
+    if (name.startsWith('x-amz-server-side-encryption') || name.startsWith('x-amz-copy-source-server-side-encryption'))
+      throw notImplemented('Server-side encryption');
+    if (name.startsWith('x-amz-object-lock-')) throw new S3Error('InvalidRequest', 400, 'Bucket is missing Object Lock Configuration');
+    if (name.startsWith('x-amz-grant-')) throw notImplemented('Access grants');
+  }
+  const acl = header(request, 'x-amz-acl');
+  if (acl !== undefined && !OWNER_ONLY_ACLS.has(acl.trim())) throw notImplemented(`The canned ACL ${acl.trim()}`);
+  if (header(request, 'x-amz-tagging') !== undefined) throw notImplemented('Object tagging');
+  if (header(request, 'x-amz-website-redirect-location') !== undefined) throw notImplemented('Website redirects');
+  const storageClass = header(request, 'x-amz-storage-class');
+  if (storageClass !== undefined && storageClass.trim() !== 'STANDARD')
+    throw new S3Error('InvalidStorageClass', 400, 'The storage class you specified is not valid', { StorageClassRequested: storageClass });
+  // The owner a client expects: refusing when it is someone else is the point of the header.
+  const expectedOwner = header(request, 'x-amz-expected-bucket-owner');
+  if (expectedOwner !== undefined && expectedOwner !== request.caller.orgId) throw new S3Error('AccessDenied', 403, 'Access Denied');
+}
