@@ -1,7 +1,8 @@
 import express, { type Express, type RequestHandler, type Router } from 'express';
 import type { OperationHandlers } from '../generated/operations.ts';
-import type { IdentityResolver } from './auth/identity.ts';
+import type { IdentityResolver } from './areas/identity/credentials/identity-resolver.ts';
 import type { Config } from './config.ts';
+import type { AuditNameTable } from './core/audit-names.ts';
 import type { RequestContext } from './core/request-context.ts';
 import type { Pool } from './db/pool.ts';
 import { authenticate, authorize } from './http/authentication.ts';
@@ -33,6 +34,8 @@ export interface AppDependencies {
   /** Requests answered, by operation and status (absent: not measured). */
   metrics?: Metrics;
   handlers: OperationHandlers<RequestContext>;
+  /** Each operation's audit names, collected from the areas. */
+  auditNames: AuditNameTable;
   /** The contract's validator, when made (and warmed up) ahead of the app; made here otherwise. */
   contract?: RequestHandler[];
   /** Pages outside /v1 and the contract (the console page, invoice documents), served before routing. */
@@ -45,7 +48,18 @@ export interface AppDependencies {
  * handler at the end that turns every failure into a problem document. The stages run in groups
  * (stages.ts), one Express layer each.
  */
-export function createApp({ config, pool, log, identity, handlers, metrics, rateLimits, contract, pages = [] }: AppDependencies): Express {
+export function createApp({
+  config,
+  pool,
+  log,
+  identity,
+  handlers,
+  auditNames,
+  metrics,
+  rateLimits,
+  contract,
+  pages = [],
+}: AppDependencies): Express {
   settleLegacyUrlParseCheck();
   const app = express();
   app.disable('x-powered-by');
@@ -64,7 +78,7 @@ export function createApp({ config, pool, log, identity, handlers, metrics, rate
     stages(
       routing,
       deprecation,
-      authenticate(identity),
+      authenticate(identity, auditNames),
       rateLimits.byCredential,
       authorize,
       jsonBody,

@@ -1,8 +1,8 @@
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { withTransaction, type Pool } from './db/pool.ts';
-import { seedDemoHistory } from './areas/billing/usage.ts';
-import { createOrganization, organizationExists } from './auth/organizations.ts';
+import { seedDemoHistory } from './areas/billing/metering/usage-ledger.ts';
+import { createOrganization, organizationExists } from './areas/identity/organizations/organization-service.ts';
 
 const BOOTSTRAP_LOCK = 7_361_204_119;
 

@@ -1,52 +1,34 @@
 import { randomUUID } from 'node:crypto';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { OperationHandlers } from '../generated/operations.ts';
 import type { RequestHandler } from 'express';
 import { createApp } from './app.ts';
-import type { Area, AreaDependencies } from './areas/area.ts';
-import { apiTokensArea } from './areas/api-tokens/area.ts';
-import { auditArea } from './areas/audit/area.ts';
-import { billingArea, createBillingCache, createBudgetGuard } from './areas/billing/area.ts';
-import { computeArea } from './areas/compute/area.ts';
-import { healthArea } from './areas/health/area.ts';
-import { operationsArea } from './areas/operations/area.ts';
-import { organizationArea } from './areas/organization/area.ts';
-import { storageArea } from './areas/storage/area.ts';
-import { storageQuotaOf } from './areas/storage/quota-figures.ts';
-import { CredentialCache } from './auth/credential-cache.ts';
-import { IdentityResolver } from './auth/identity.ts';
-import { OidcVerifier } from './auth/oidc.ts';
+import type { StartedPart } from './areas/area.ts';
+import { CredentialCache } from './areas/identity/credentials/credential-cache.ts';
+import { IdentityResolver } from './areas/identity/credentials/identity-resolver.ts';
+import { OidcVerifier } from './areas/identity/credentials/oidc.ts';
+import { composeAreas } from './compose-areas.ts';
 import type { Config } from './config.ts';
 import { BackgroundRunner } from './core/background.ts';
 import { systemClock, type Clock } from './core/clock.ts';
-import { createOrganizationClock } from './core/test-clocks.ts';
-import { createConsoleGateway } from './http/console-gateway.ts';
-import { invoiceDocuments } from './http/invoice-documents.ts';
-import { invoiceLinkSource } from './areas/billing/invoice-links.ts';
-import { loadPriceList } from './areas/billing/prices.ts';
-import { consolePage } from './http/console-page.ts';
-import { contractValidator, warmUpContractValidator } from './http/validation.ts';
 import { purgeExpiredKeys } from './core/idempotency.ts';
-import type { RequestContext } from './core/request-context.ts';
+import { Teardown } from './core/teardown.ts';
+import { createOrganizationClock } from './core/test-clocks.ts';
 import { startEmbeddedDatabase, type EmbeddedDatabase } from './db/embedded.ts';
-import { migrate } from './db/migrate.ts';
-import { isDatabaseUnavailable } from './db/unavailable.ts';
 import { DatabaseListener } from './db/listener.ts';
+import { migrate } from './db/migrate.ts';
 import { createPool, type Pool } from './db/pool.ts';
+import { isDatabaseUnavailable } from './db/unavailable.ts';
 import type { Drivers } from './drivers/index.ts';
-import type { EmbeddedObjectStore } from './drivers/embedded/store.ts';
 import { createDrivers, driverMigrations, type DriverSet } from './drivers/selection.ts';
 import { OperationEngine } from './engine/engine.ts';
 import { answerClientErrors } from './http/client-errors.ts';
-import { createRateLimits } from './http/rate-limit.ts';
 import { bearerCredential } from './http/authentication.ts';
-import type { ExecutorRegistry } from './engine/executor.ts';
+import { createRateLimits } from './http/rate-limit.ts';
+import { contractValidator, warmUpContractValidator } from './http/validation.ts';
+import { startIdleCollection } from './idle-collection.ts';
 import type { Logger } from './logging.ts';
 import { Metrics } from './metrics.ts';
-import { createAccess, type Caller } from './s3/access.ts';
-import { startS3Endpoint } from './s3/server.ts';
-import { startIdleCollection } from './idle-collection.ts';
 
 /** Connections the embedded object store adds to the backends' pool (S3 requests use them). */
 const EMBEDDED_STORE_CONNECTIONS = 12;
@@ -148,12 +130,14 @@ export async function startPlatform(
   // The embedded object store serves S3 requests on these connections too: a few more of them.
   // None is kept while idle: a backend at rest needs no connection (each is a PostgreSQL process
   // of 15 to 25 MiB), and the first call after a quiet second opens one in a few milliseconds.
+  const teardown = new Teardown();
+  teardown.add('database', () => database.stop());
   const backendPoolSize = config.simulators.poolSize + (config.drivers.objectStore === 'embedded' ? EMBEDDED_STORE_CONNECTIONS : 0);
   const backendPool = createPool(database.connectionString, backendPoolSize, config.database, 'cloud-platform-backends', 0);
+  teardown.add('backends pool', () => backendPool.end());
   // The process's own connection: it LISTENs for the engine and the credential cache, and holds
   // the embedded store's instance lock. Started once everything has subscribed (composePlatform).
   const listener = new DatabaseListener(database.pool.options, log.child({ component: 'listener' }));
-  let embeddedStore: EmbeddedObjectStore | undefined;
   try {
     const drivers: DriverSet = options.drivers
       ? { ...options.drivers(backendPool), embeddedStore: undefined }
@@ -165,14 +149,23 @@ export async function startPlatform(
           rgw: config.rgw,
           listener,
         });
-    embeddedStore = drivers.embeddedStore;
+    const { embeddedStore } = drivers;
+    if (embeddedStore) teardown.add('embedded object store', () => embeddedStore.close());
     await contractWarmedUp;
-    return await composePlatform(config, log, options.clock ?? systemClock, drivers, database, backendPool, contract, listener);
+    const platform = await composePlatform(
+      config,
+      log,
+      options.clock ?? systemClock,
+      drivers,
+      contract,
+      listener,
+      { api: database.pool, backends: backendPool },
+      teardown,
+    );
+    return { ...platform, close: () => teardown.run((step, error) => log.error({ err: error, step }, 'a part failed to stop')) };
   } catch (error) {
-    // A refused start (a bad catalogue, a port in use) stops the database it opened.
-    await embeddedStore?.close().catch(() => {});
-    await backendPool.end().catch(() => {});
-    await database.stop().catch(() => {});
+    // A refused start (a bad catalogue, a port in use) closes what it opened, the database last.
+    await teardown.run();
     throw error;
   }
 }
@@ -182,73 +175,44 @@ async function composePlatform(
   log: Logger,
   clock: Clock,
   drivers: DriverSet,
-  database: Database,
-  backendPool: Pool,
   contract: RequestHandler[],
   listener: DatabaseListener,
-): Promise<Platform> {
-  const { pool } = database;
-  const orgClock = createOrganizationClock(clock, config.testClocks);
-  // A bad price list stops start-up here, with a message naming the file and the entry.
-  const prices = loadPriceList(config.priceListFile);
+  pools: { api: Pool; backends: Pool },
+  teardown: Teardown,
+): Promise<Omit<Platform, 'close'>> {
+  const pool = pools.api;
   // Known once the server listens (PORT=0 picks a port); PUBLIC_BASE_URL wins when set.
   let listeningUrl = `http://${config.host}:${config.port}`;
-  const publicBaseUrl = () => config.publicBaseUrl ?? listeningUrl;
-  const dependencies: AreaDependencies = {
+  const metrics = new Metrics();
+  // API keys already looked up; emptied on every change a process announces (LISTEN/NOTIFY).
+  const credentials = new CredentialCache(listener);
+  const composed = composeAreas({
     pool,
     config,
     clock,
-    orgClock,
-    publicBaseUrl,
+    orgClock: createOrganizationClock(clock, config.testClocks),
+    publicBaseUrl: () => config.publicBaseUrl ?? listeningUrl,
     log,
+    metrics,
     drivers,
-    budget: createBudgetGuard(orgClock, prices),
-  };
-  const organization = organizationArea(dependencies, storageQuotaOf);
-  // API keys already looked up; emptied on every change a process announces (LISTEN/NOTIFY).
-  const credentials = new CredentialCache(listener);
-  const apiTokens = apiTokensArea(dependencies, () => credentials.changed());
-  const compute = computeArea(dependencies);
-  // S3 keys are cached in a section of the same cache: the revoke's answer waits for the announcement.
-  const storage = storageArea(dependencies, () => credentials.changed());
-  const invoiceLinks = invoiceLinkSource(pool, { baseUrl: publicBaseUrl, ttlSeconds: config.invoiceLinkTtlSeconds });
-  const billing = billingArea(dependencies, {
-    usageSources: [compute.usage, storage.usage].filter((source) => source !== undefined),
-    prices,
-    links: invoiceLinks,
-    // Emptied on every change of an account or its usage a process announces (LISTEN/NOTIFY).
-    cache: createBillingCache(listener),
+    embeddedStore: drivers.embeddedStore,
+    listener,
+    credentials,
   });
-  const audit = auditArea(dependencies);
-  // Typed as the whole registry: an operation type of the contract without an executor does not compile.
-  const executors: ExecutorRegistry = { ...compute.executors, ...storage.executors };
   const engine = new OperationEngine(
     pool,
-    executors,
+    composed.executors,
     config.engine,
     log.child({ component: 'engine' }),
     `${process.pid}-${randomUUID().slice(0, 8)}`,
     listener,
   );
-  const operations = operationsArea(dependencies, engine);
-  const health = healthArea(dependencies, engine);
-  // Typed by the generated OperationHandlers: an operation without a handler does not compile.
-  const handlers: OperationHandlers<RequestContext> = {
-    ...organization.handlers,
-    ...apiTokens.handlers,
-    ...billing.handlers,
-    ...operations.handlers,
-    ...audit.handlers,
-    ...compute.handlers,
-    ...storage.handlers,
-    ...health.handlers,
-  };
-  const areas: Array<Pick<Area<never>, 'background'>> = [organization, apiTokens, billing, operations, audit, compute, storage];
+  composed.bindEngine(engine);
+  const { areas } = composed;
 
   const identity = new IdentityResolver(pool, config.oidc ? new OidcVerifier(config.oidc) : undefined, credentials);
-  const metrics = new Metrics();
   metrics.watchPool('api', pool);
-  metrics.watchPool('backends', backendPool);
+  metrics.watchPool('backends', pools.backends);
   metrics.watchOperations(pool);
   const rateLimits = createRateLimits(config.rateLimit, (req) => {
     const credential = bearerCredential(req);
@@ -259,98 +223,74 @@ async function composePlatform(
     pool,
     log,
     identity,
-    handlers,
+    handlers: composed.handlers,
+    auditNames: composed.auditNames,
     metrics,
     rateLimits,
     contract,
-    pages: [consolePage(), invoiceDocuments(pool, invoiceLinks)],
+    pages: areas.flatMap((area) => area.pages ?? []),
   });
   await listener.start();
-  const server = await listen(app, config.port, config.host).catch(async (error: unknown) => {
-    await listener.stop();
-    throw error;
-  });
-  const consoleGateway = createConsoleGateway({
-    pool,
-    orgClock,
-    hypervisor: drivers.hypervisor,
-    config: config.console,
-    log: log.child({ component: 'console-gateway' }),
-  });
-  consoleGateway.attach(server);
-  metrics.watchConsoleSessions(() => consoleGateway.openSessions);
-  const metricsEndpoint =
-    config.metricsPort === undefined
-      ? undefined
-      : await metrics.serve(config.metricsPort, config.host).catch(async (error: unknown) => {
-          await new Promise((resolve) => server.close(resolve));
-          await listener.stop();
-          throw error;
-        });
-  const s3 = drivers.embeddedStore
-    ? await startS3Endpoint({
-        store: drivers.embeddedStore,
-        access: createAccess(pool, drivers.embeddedStore, credentials.section<Caller>('s3')),
-        port: config.s3.port,
-        host: config.host,
-        region: config.s3.region,
-        log: log.child({ component: 's3' }),
-      }).catch(async (error: unknown) => {
-        await new Promise((resolve) => server.close(resolve));
-        await metricsEndpoint?.close();
-        await listener.stop();
-        throw error;
-      })
-    : undefined;
+  teardown.add('listener', () => listener.stop());
+  const server = await listen(app, config.port, config.host);
+  teardown.add('api server', () => closeServer(server));
+  for (const upgrade of areas.flatMap((area) => area.upgrades ?? [])) {
+    const attached = upgrade.attach(server);
+    teardown.add('websocket endpoint', () => attached.close());
+  }
+  const metricsEndpoint = config.metricsPort === undefined ? undefined : await metrics.serve(config.metricsPort, config.host);
+  if (metricsEndpoint) teardown.add('metrics endpoint', () => metricsEndpoint.close());
+  const parts: StartedPart[] = [];
+  for (const area of areas) {
+    const part = await area.start?.();
+    if (!part) continue;
+    parts.push(part);
+    teardown.add('part', () => part.close());
+  }
   answerClientErrors(server, log.child({ component: 'http' }), { https: config.publicBaseUrl?.startsWith('https:') ?? false, rateLimits });
   const address = server.address() as AddressInfo;
   const url = `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`;
   listeningUrl = url;
 
-  const background = new BackgroundRunner(log.child({ component: 'background' }), metrics);
   if (config.background) {
     await engine.start();
+    teardown.add('engine', () => engine.stop());
+    const background = new BackgroundRunner(log.child({ component: 'background' }), metrics);
     background.start([
       ...areas.flatMap((area) => area.background ?? []),
       { name: 'idempotency-purge', intervalMs: 3_600_000, run: async () => void (await purgeExpiredKeys(pool)) },
-      ...(drivers.embeddedStore
-        ? [{ name: 'object-store-sweep', intervalMs: config.intervals.objectStoreSweepMs, run: () => drivers.embeddedStore!.sweep() }]
-        : []),
     ]);
+    teardown.add('background work', () => background.stop());
+  }
+  if (config.collectWhenIdle) {
+    const idleCollection = await startIdleCollection(log);
+    teardown.add('idle collection', () => idleCollection.stop());
   }
 
-  const idleCollection = config.collectWhenIdle ? await startIdleCollection(log) : undefined;
-
+  // The embedded store's S3 endpoint is the one part that listens.
+  const s3 = parts[0];
   return {
     url,
     s3Url: s3?.url ?? config.rgw?.endpoint,
     s3PublicUrl: config.rgw ? config.rgw.publicUrl : s3 ? (config.s3.publicUrl ?? s3.url) : undefined,
     metricsUrl: metricsEndpoint?.url,
     pool,
-    async close() {
-      // No new connections; requests in flight finish. Keep-alive connections are closed as
-      // soon as they are idle, rather than when their keep-alive timeout ends.
-      consoleGateway.close();
-      await new Promise<void>((resolve) => {
-        const sweep = setInterval(() => server.closeIdleConnections(), 50);
-        server.close(() => {
-          clearInterval(sweep);
-          resolve();
-        });
-        server.closeIdleConnections();
-      });
-      idleCollection?.stop();
-      await background.stop();
-      if (config.background) await engine.stop();
-      await metricsEndpoint?.close();
-      await s3?.close();
-      await drivers.embeddedStore?.close();
-      // Last: it holds the store's instance lock, which S3 writes finishing above still need.
-      await listener.stop();
-      await backendPool.end();
-      await database.stop();
-    },
   };
+}
+
+/**
+ * No new connections; requests in flight finish. Keep-alive connections are closed as soon as
+ * they are idle, rather than when their keep-alive timeout ends.
+ */
+function closeServer(server: Server): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const sweep = setInterval(() => server.closeIdleConnections(), 50);
+    server.close(() => {
+      clearInterval(sweep);
+      resolve();
+    });
+    server.closeIdleConnections();
+  });
 }
 
 function listen(app: ReturnType<typeof createApp>, port: number, host: string): Promise<Server> {

@@ -1,8 +1,7 @@
 import type { QueryConfig } from 'pg';
-import type { OperationId } from '../../generated/operations.ts';
 import type { Queryable } from '../db/pool.ts';
 import { auditStatement, recordAudit, type KeyCompletion } from './audit.ts';
-import { auditNames } from './audit-names.ts';
+import type { AuditName } from './audit-names.ts';
 import { actorOf, type Principal } from './principal.ts';
 
 /** What a successful change records beside its names: the resource, before and after, its operation. */
@@ -23,19 +22,26 @@ export interface Refusal {
 /**
  * The audit trail of one API request, the one path by which requests leave audit events: at most
  * one event per request, succeeded (written in the transaction of the change), denied (401/403)
- * or failed. Its action and resource type come from `auditNames`, keyed by the operation; an
- * operation that is not there (a read) leaves none.
+ * or failed. Its action and resource type are the operation's audit names (each area declares
+ * them); an operation without any (a read) leaves none.
  */
 export class RequestAudit {
   private recorded = false;
 
-  private readonly operationId: OperationId;
+  private readonly operationId: string;
+  private readonly names: AuditName | undefined;
   private readonly pathParams: Record<string, string>;
   private readonly principal: Principal;
   private readonly requestId: string;
 
-  constructor(operationId: OperationId, pathParams: Record<string, string>, principal: Principal, requestId: string) {
-    this.operationId = operationId;
+  constructor(
+    operation: { id: string; auditNames: AuditName | undefined },
+    pathParams: Record<string, string>,
+    principal: Principal,
+    requestId: string,
+  ) {
+    this.operationId = operation.id;
+    this.names = operation.auditNames;
     this.pathParams = pathParams;
     this.principal = principal;
     this.requestId = requestId;
@@ -51,8 +57,8 @@ export class RequestAudit {
 
   /** The statement `succeeded` runs, for a transaction that sends it with its COMMIT. */
   successStatement(change: AuditedChange, completing?: KeyCompletion): QueryConfig {
-    const names = auditNames[this.operationId];
-    if (!names) throw new Error(`operation ${this.operationId} has no audit names (core/audit-names.ts)`);
+    const names = this.names;
+    if (!names) throw new Error(`operation ${this.operationId} has no audit names (its area's auditNames)`);
     return auditStatement(
       { action: names.action, resourceType: names.resourceType, ...change, ...this.who(), result: 'succeeded' },
       completing,
@@ -69,7 +75,7 @@ export class RequestAudit {
    * (GET) leave no event. The resource is the one the path names, if any.
    */
   async refused(db: Queryable, method: string, refusal: Refusal): Promise<void> {
-    const names = auditNames[this.operationId];
+    const names = this.names;
     if (this.recorded || !names || method === 'GET') return;
     this.recorded = true;
     await recordAudit(db, {

@@ -16,6 +16,15 @@ const MAX_ENTRIES = 10_000;
 /** The longest a change waits for every cache's answer (a stuck process must not hold a request). */
 const SYNC_WAIT_MS = 1_000;
 
+/** A cache's entries for one kind of credential, under names of their own (see CredentialCache.section). */
+export interface CacheSection<V> {
+  get(name: string): V | undefined;
+  ticket(): number;
+  put(ticket: number, name: string, value: V): void;
+  /** A change this process committed: see AnnouncedCache.changed. */
+  changed(): Promise<void>;
+}
+
 interface SyncWaiter {
   /** Answers needed: the processes' LISTEN connections counted when the sync was sent (this one's included). */
   expected: number;

@@ -1,5 +1,6 @@
 import type { NextFunction, Request, Response } from 'express';
-import type { IdentityResolver } from '../auth/identity.ts';
+import type { IdentityResolver } from '../areas/identity/credentials/identity-resolver.ts';
+import type { AuditNameTable } from '../core/audit-names.ts';
 import { forbidden } from '../core/errors.ts';
 import { RequestAudit } from '../core/request-audit.ts';
 import { unauthenticated } from './errors.ts';
@@ -11,7 +12,7 @@ export function bearerCredential(req: Request): string | undefined {
 }
 
 /** Bearer credential → principal, or 401. Operations that take no credential (health probes) pass. */
-export function authenticate(identity: IdentityResolver) {
+export function authenticate(identity: IdentityResolver, auditNames: AuditNameTable) {
   return async (req: Request, res: Response, next: NextFunction): Promise<void> => {
     const state = stateOf(res);
     if (state.route!.route.scope === 'none') return next();
@@ -21,7 +22,8 @@ export function authenticate(identity: IdentityResolver) {
     if (principal === undefined) throw unauthenticated('The credential is not valid: unknown, malformed, expired or revoked.');
     if (principal === 'no_membership') throw forbidden('This credential has no access to this organization.');
     state.principal = principal;
-    state.audit = new RequestAudit(state.route!.operationId, state.route!.params, principal, state.requestId);
+    const { operationId, params } = state.route!;
+    state.audit = new RequestAudit({ id: operationId, auditNames: auditNames[operationId] }, params, principal, state.requestId);
     next();
   };
 }

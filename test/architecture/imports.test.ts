@@ -21,9 +21,9 @@ const LAYERS: Array<{ name: string; matches: (file: string) => boolean }> = [
   { name: 'core', matches: (file) => file.startsWith('server/core/') },
   { name: 'drivers', matches: (file) => file.startsWith('server/drivers/') },
   { name: 'engine', matches: (file) => file.startsWith('server/engine/') },
-  { name: 'auth', matches: (file) => file.startsWith('server/auth/') },
+
   { name: 'areas', matches: (file) => file.startsWith('server/areas/') },
-  { name: 'http', matches: (file) => file.startsWith('server/http/') || file.startsWith('server/s3/') },
+  { name: 'http', matches: (file) => file.startsWith('server/http/') },
   { name: 'composition', matches: () => true },
 ];
 

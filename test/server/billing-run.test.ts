@@ -7,7 +7,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { createInvoiceLinks, invoiceLinkKey } from '../../server/areas/billing/invoice-links.ts';
+import { createInvoiceLinks, invoiceLinkKey } from '../../server/areas/billing/invoices/invoice-links.ts';
 import { repoRoot } from '../../scripts/lib/run.ts';
 import { eventually } from '../support/eventually.ts';
 import { pdfText } from '../support/pdf-text.ts';

@@ -3,7 +3,7 @@ import { createRateLimits } from '../../server/http/rate-limit.ts';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { createApp } from '../../server/app.ts';
-import { IdentityResolver } from '../../server/auth/identity.ts';
+import { IdentityResolver } from '../../server/areas/identity/credentials/identity-resolver.ts';
 import { PermanentBackendError, TransientBackendError } from '../../server/drivers/errors.ts';
 import { createLogger } from '../../server/logging.ts';
 import { call, startTestServer, type ApiResponse, type TestServer } from '../support/server.ts';
@@ -156,6 +156,7 @@ async function withScriptedApp(handler: () => Promise<unknown>, use: (url: strin
     log: createLogger('silent'),
     identity: new IdentityResolver(server.pool, undefined),
     handlers: new Proxy({}, { get: () => handler }) as never,
+    auditNames: {},
   });
   const listener = app.listen(0, '127.0.0.1');
   await new Promise((resolve) => listener.once('listening', resolve));

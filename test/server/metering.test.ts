@@ -3,9 +3,9 @@
 // that its own passes (which meter only its real resources) leave this file's resources alone.
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import type { MeteredResource, UsageSource } from '../../server/areas/area.ts';
-import { createBillingRun } from '../../server/areas/billing/billing-run.ts';
-import { loadPriceList } from '../../server/areas/billing/prices.ts';
-import { accrueUsage, startOfMonth } from '../../server/areas/billing/usage.ts';
+import { createBillingRun } from '../../server/areas/billing/metering/billing-run.ts';
+import { loadPriceList } from '../../server/areas/billing/prices/price-list.ts';
+import { accrueUsage, startOfMonth } from '../../server/areas/billing/metering/usage-ledger.ts';
 import { createOrganizationClock } from '../../server/core/test-clocks.ts';
 import { withTransaction } from '../../server/db/pool.ts';
 import type { BillingProviderDriver } from '../../server/drivers/billing-provider.ts';
@@ -56,7 +56,7 @@ test('a pass that began before an instance started does not drop the hours anoth
       orgClock: createOrganizationClock({ now: () => new Date(start.getTime() + hours * 3_600_000) }, false),
       provider: {} as BillingProviderDriver, // metering never calls the provider
       prices: loadPriceList(),
-      sources,
+      sources: () => sources,
       log: createLogger('silent'),
     });
 

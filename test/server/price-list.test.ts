@@ -4,7 +4,13 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
-import { buildPriceList, DEFAULT_PRICE_LIST_FILE, loadPriceList, PriceListError, priceInCents } from '../../server/areas/billing/prices.ts';
+import {
+  buildPriceList,
+  DEFAULT_PRICE_LIST_FILE,
+  loadPriceList,
+  PriceListError,
+  priceInCents,
+} from '../../server/areas/billing/prices/price-list.ts';
 import { createTestDatabase, startServerProcess, startTestServer, type TestServer } from '../support/server.ts';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'price-list-'));

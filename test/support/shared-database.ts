@@ -1,7 +1,7 @@
 // Two server processes on one database: what a change made through one must do to the other.
 import pg from 'pg';
 import { afterAll, beforeAll } from 'vitest';
-import { createOrganization } from '../../server/auth/organizations.ts';
+import { createOrganization } from '../../server/areas/identity/organizations/organization-service.ts';
 import { withTransaction } from '../../server/db/pool.ts';
 import { createTestDatabase, startServerProcess } from './server.ts';
 

@@ -1,23 +1,7 @@
-import type { Area, AreaDependencies } from '../area.ts';
-import { timestamptzInput } from '../../db/timestamps.ts';
-import { auditEventsPage } from './audit-event-rows.ts';
+import { defineArea, type AreaDependencies } from '../area.ts';
+import { auditHandlers } from './audit-handlers.ts';
 
-/** Audit events, newest first, with filters (written by core/request-audit.ts and the platform's own actions). */
-export function auditArea({ pool }: AreaDependencies): Area<'listAuditEvents'> {
-  return {
-    executors: {},
-    handlers: {
-      async listAuditEvents(request, context) {
-        const { resource_type = null, resource_id = null, action = null, since, until } = request.query;
-        const filters = {
-          resourceType: resource_type,
-          resourceId: resource_id,
-          action,
-          since: since === undefined ? null : timestamptzInput(since),
-          until: until === undefined ? null : timestamptzInput(until),
-        };
-        return { status: 200, body: await auditEventsPage(pool, context.principal.orgId, filters, request.query) };
-      },
-    },
-  };
+/** Audit: every write's event, allowed or denied, read newest first with filters. */
+export function auditArea({ pool }: AreaDependencies) {
+  return defineArea({ executors: {}, handlers: auditHandlers({ pool }), auditNames: {} });
 }

@@ -1,44 +1,7 @@
-import { pendingMigrations } from '../../db/migrate.ts';
-import { driverMigrations } from '../../drivers/selection.ts';
-import type { OperationEngine } from '../../engine/engine.ts';
-import type { Area, AreaDependencies } from '../area.ts';
-import { notReady } from './errors.ts';
+import { defineArea, type AreaDependencies } from '../area.ts';
+import { healthHandlers } from './health-handlers.ts';
 
-/** How long the readiness probe waits for the database before calling it unreachable. */
-const DATABASE_CHECK_MS = 2_000;
-
-/**
- * Liveness and readiness, for operators and load balancers (no credential). Liveness says the
- * process serves HTTP; readiness checks, each time it is asked, what serving needs.
- */
-export function healthArea(
-  { pool, config }: AreaDependencies,
-  engine: Pick<OperationEngine, 'running'>,
-): Area<'getHealth' | 'getReadiness'> {
-  return {
-    executors: {},
-    handlers: {
-      async getHealth() {
-        return { status: 200, body: { status: 'ok' } };
-      },
-
-      async getReadiness() {
-        const failures: string[] = [];
-        const pending = await withinMs(DATABASE_CHECK_MS, pendingMigrations(pool, driverMigrations(config.drivers))).catch(() => undefined);
-        if (pending === undefined) failures.push('the database does not answer');
-        else if (pending.length > 0)
-          failures.push(`${pending.length} migration${pending.length === 1 ? '' : 's'} not applied (${pending.join(', ')})`);
-        // A process configured without background work runs no engine, and needs none.
-        if (config.background && !engine.running) failures.push('the operations engine is not running');
-        if (failures.length > 0) throw notReady(failures);
-        return { status: 200, body: { status: 'ready', checks: { database: 'ok', migrations: 'ok', engine: 'ok' } } };
-      },
-    },
-  };
-}
-
-function withinMs<T>(ms: number, work: Promise<T>): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_resolve, reject) => (timer = setTimeout(() => reject(new Error('timed out')), ms)));
-  return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
+/** Health: liveness and readiness probes, outside /v1 and without a credential. */
+export function healthArea({ pool, config, ports }: AreaDependencies) {
+  return defineArea({ executors: {}, handlers: healthHandlers({ pool, config, ports }), auditNames: {} });
 }

@@ -1,49 +1,66 @@
-import type { Area, AreaDependencies } from '../area.ts';
-import { accessKeyHandlers } from './access-key-handlers.ts';
-import { createAccessKeyService } from './access-key-service.ts';
-import { bucketHandlers } from './bucket-handlers.ts';
-import { createBucketService } from './bucket-service.ts';
-import { storageExecutors, type StorageOperationType } from './executors.ts';
-import { quotaHandlers } from './quota-handlers.ts';
-import { storagePurge, storageReconciler } from './reconciler.ts';
-import { egressCounters } from './egress.ts';
-import { storageUsage } from './usage.ts';
-
-type StorageOperations =
-  | 'createBucket'
-  | 'listBuckets'
-  | 'getBucket'
-  | 'deleteBucket'
-  | 'setBucketQuota'
-  | 'restoreBucket'
-  | 'createAccessKey'
-  | 'listAccessKeys'
-  | 'revokeAccessKey'
-  | 'getS3Quota'
-  | 'setQuota';
+import { startS3Endpoint } from '../../drivers/embedded/s3/server.ts';
+import type { Caller } from '../../drivers/embedded/s3/access.ts';
+import { budgetOf, defineArea, type AreaDependencies } from '../area.ts';
+import { accessKeyHandlers } from './access-keys/access-key-handlers.ts';
+import { createAccessKeyService } from './access-keys/access-key-service.ts';
+import { storagePurge, storageReconciler } from './buckets/bucket-reconciler.ts';
+import { bucketHandlers } from './buckets/bucket-handlers.ts';
+import { createBucketService } from './buckets/bucket-service.ts';
+import { quotaHandlers } from './quotas/quota-handlers.ts';
+import { storageQuotaOf } from './quotas/quota-figures.ts';
+import { s3Port } from './s3-port.ts';
+import { egressCounters } from './storage-egress.ts';
+import { storageExecutors } from './storage-executors.ts';
+import { storageUsage } from './storage-metering.ts';
 
 /**
  * Object storage: buckets (soft-deleted and purged after 30 days), S3 access keys, per-bucket
  * quotas and the organization-wide ceiling. Changes are carried out in the object store by
- * operations; the reconciler brings back what the store holds; stored bytes are metered.
+ * operations; the reconciler brings back what the store holds; stored bytes are metered. With
+ * the embedded store, the area serves its S3 endpoint, which asks the platform through s3-port.ts.
  */
-export function storageArea(
-  deps: AreaDependencies,
-  accessKeysChanged?: () => Promise<void>,
-): Area<StorageOperations, StorageOperationType> {
-  const { pool, clock, config, budget, drivers } = deps;
+export function storageArea(deps: AreaDependencies) {
+  const { pool, clock, config, drivers, credentials, embeddedStore, log, ports } = deps;
   const maxAttempts = config.engine.maxAttempts;
-  const buckets = createBucketService({ clock, maxAttempts, budget, objectStore: drivers.objectStore });
+  const buckets = createBucketService({ clock, maxAttempts, budget: budgetOf(ports), objectStore: drivers.objectStore });
   const accessKeys = createAccessKeyService({ maxAttempts, objectStore: drivers.objectStore });
 
-  return {
-    executors: storageExecutors(pool, drivers.objectStore, clock),
-    usage: { ...storageUsage, meteredCounters: egressCounters(drivers.objectStore) },
-    background: [storageReconciler(deps), storagePurge(deps)],
+  return defineArea({
     handlers: {
       ...bucketHandlers({ pool, clock, buckets }),
-      ...accessKeyHandlers({ pool, accessKeys, accessKeysChanged }),
+      // S3 keys are cached in a section of the credential cache: a revoke's answer waits for the announcement.
+      ...accessKeyHandlers({ pool, accessKeys, accessKeysChanged: () => credentials.changed() }),
       ...quotaHandlers({ pool, objectStore: drivers.objectStore }),
     },
-  };
+    auditNames: {
+      createBucket: { action: 'bucket.create', resourceType: 'bucket' },
+      deleteBucket: { action: 'bucket.delete', resourceType: 'bucket', idParam: 'bucket_id' },
+      setBucketQuota: { action: 'bucket.set_quota', resourceType: 'bucket', idParam: 'bucket_id' },
+      restoreBucket: { action: 'bucket.restore', resourceType: 'bucket', idParam: 'bucket_id' },
+      createAccessKey: { action: 'access_key.create', resourceType: 'access_key' },
+      revokeAccessKey: { action: 'access_key.revoke', resourceType: 'access_key', idParam: 'key_id' },
+      setQuota: { action: 's3_quota.set', resourceType: 's3_quota' },
+    },
+    executors: storageExecutors(pool, drivers.objectStore, clock),
+    usage: { ...storageUsage, meteredCounters: egressCounters(drivers.objectStore) },
+    background: [
+      storageReconciler(deps),
+      storagePurge(deps),
+      ...(embeddedStore
+        ? [{ name: 'object-store-sweep', intervalMs: config.intervals.objectStoreSweepMs, run: () => embeddedStore.sweep() }]
+        : []),
+    ],
+    provides: { storageQuotaOf },
+    start: async () =>
+      embeddedStore &&
+      startS3Endpoint({
+        store: embeddedStore,
+        platform: s3Port(pool),
+        keys: credentials.section<Caller>('s3'),
+        port: config.s3.port,
+        host: config.host,
+        region: config.s3.region,
+        log: log.child({ component: 's3' }),
+      }),
+  });
 }

@@ -20,17 +20,16 @@ export const INSTANCE_LOCK_NAMESPACE = 7_361_205;
 /**
  * The embedded object store: the object-store driver (buckets, versioning, quotas, access keys,
  * usage, soft deletion) over PostgreSQL metadata and files under DATA_DIR/objects, plus the data
- * plane the S3 endpoint (server/s3/) serves. Driver calls may be failed by SIM_FAULTS rules
+ * plane the S3 endpoint (./s3/) serves. Driver calls may be failed by SIM_FAULTS rules
  * (`objectstore.<method>` and `secretstore.<method>`), as the simulator's are, for tests.
  */
 export interface EmbeddedObjectStore extends ObjectStoreDriver {
   objects: ReturnType<typeof objectOperations>;
   multipart: ReturnType<typeof multipartOperations>;
-  /**
-   * A key's secret from its sealed form (store_access_keys.secret_sealed): the S3 endpoint reads
-   * the row together with the platform's record of the key, in one statement (s3/access.ts).
-   */
-  openSecret(sealed: string): string;
+  keys: {
+    /** The key of an access key id, with its secret, unless revoked in the store. */
+    lookup(accessKeyId: string): Promise<{ orgId: string; keyId: string; secret: string } | undefined>;
+  };
   /** Where the bytes live. */
   dataRoot: string;
   /** Removes what crashed or failed writes left (also run at start and periodically). */
@@ -293,7 +292,16 @@ export async function createEmbeddedObjectStore({
       await pool.query('UPDATE store_access_keys SET revoked = true WHERE key_id = $1', [keyId]);
     },
 
-    openSecret: (sealed) => box.open(sealed),
+    keys: {
+      async lookup(accessKeyId) {
+        const { rows } = await pool.query<{ org_id: string; key_id: string; secret_sealed: string }>(
+          'SELECT org_id, key_id, secret_sealed FROM store_access_keys WHERE access_key_id = $1 AND NOT revoked',
+          [accessKeyId],
+        );
+        const row = rows[0];
+        return row && { orgId: row.org_id, keyId: row.key_id, secret: box.open(row.secret_sealed) };
+      },
+    },
 
     sweep: () => sweep(context, INSTANCE_LOCK_NAMESPACE, incompleteUploadRetentionMs),
 

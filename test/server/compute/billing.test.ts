@@ -1,8 +1,8 @@
 // Compute and money: the spend budget refuses new instances and public IPs, and what runs is
 // metered by the hour.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { computeUsage } from '../../../server/areas/compute/usage.ts';
-import { monthOf } from '../../../server/areas/billing/usage.ts';
+import { computeUsage } from '../../../server/areas/compute/compute-metering.ts';
+import { monthOf } from '../../../server/areas/billing/metering/usage-ledger.ts';
 import { startTestServer, type TestOrg, type TestServer } from '../../support/server.ts';
 import { act, eventually, runningVm, vmRequest } from './fixtures.ts';
 

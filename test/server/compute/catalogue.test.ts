@@ -4,7 +4,12 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { buildCatalogue, CatalogueError, DEFAULT_CATALOGUE_FILE, loadCatalogue } from '../../../server/areas/compute/catalogue.ts';
+import {
+  buildCatalogue,
+  CatalogueError,
+  DEFAULT_CATALOGUE_FILE,
+  loadCatalogue,
+} from '../../../server/areas/compute/catalogue/catalogue.ts';
 import { createTestDatabase, startServerProcess, startTestServer, type TestServer } from '../../support/server.ts';
 import { vmRequest } from './fixtures.ts';
 

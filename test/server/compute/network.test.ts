@@ -4,7 +4,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { redeemConsoleToken } from '../../../server/areas/compute/console.ts';
+import { redeemConsoleToken } from '../../../server/areas/compute/console/console-urls.ts';
 import { withTransaction } from '../../../server/db/pool.ts';
 import { createOrganizationClock } from '../../../server/core/test-clocks.ts';
 import { startTestServer, type TestOrg, type TestServer } from '../../support/server.ts';

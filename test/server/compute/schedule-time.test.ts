@@ -8,7 +8,7 @@ import {
   normaliseTimeOfDay,
   wallClockInstant,
   type Recurrence,
-} from '../../../server/areas/compute/schedule-time.ts';
+} from '../../../server/areas/compute/schedules/schedule-time.ts';
 
 const weekly = (dayOfWeek: number, timeOfDay: string, timezone = 'UTC'): Recurrence => ({ kind: 'weekly', dayOfWeek, timeOfDay, timezone });
 const monthly = (dayOfMonth: number, timeOfDay: string, timezone = 'UTC'): Recurrence => ({

@@ -1,10 +1,10 @@
 // Scheduled restarts on the real server. The platform's clock is a test clock: schedules come due
 // when the test moves it, and the background scheduler (every 200 ms here) runs them.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { setProtectionByOperator } from '../../../server/areas/compute/operator.ts';
-import { createScheduler } from '../../../server/areas/compute/scheduler.ts';
-import { loadCatalogue } from '../../../server/areas/compute/catalogue.ts';
-import { createVmService } from '../../../server/areas/compute/vm-service.ts';
+import { setProtectionByOperator } from '../../../server/areas/compute/vms/vm-protection.ts';
+import { createScheduler } from '../../../server/areas/compute/schedules/scheduler.ts';
+import { loadCatalogue } from '../../../server/areas/compute/catalogue/catalogue.ts';
+import { createVmService } from '../../../server/areas/compute/vms/vm-service.ts';
 import { withTransaction } from '../../../server/db/pool.ts';
 import { createOrganizationClock } from '../../../server/core/test-clocks.ts';
 import { startTestServer, type TestOrg, type TestServer } from '../../support/server.ts';

@@ -1,7 +1,7 @@
 // Instances on the real server: creation rules, reads and lists, allowed_actions in every case,
 // protection, deletion and the full life of an instance.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { setProtectionByOperator } from '../../../server/areas/compute/operator.ts';
+import { setProtectionByOperator } from '../../../server/areas/compute/vms/vm-protection.ts';
 import { withTransaction } from '../../../server/db/pool.ts';
 import { startTestServer, type TestOrg, type TestServer } from '../../support/server.ts';
 import { act, ALL_ACTIONS, eventually, runningVm, singleCopyRequest, sshPublicKey, uniqueName, vmRequest, type VmOut } from './fixtures.ts';

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { createOrganization } from '../../../server/auth/organizations.ts';
+import { createOrganization } from '../../../server/areas/identity/organizations/organization-service.ts';
 import { withTransaction } from '../../../server/db/pool.ts';
 import { eventually } from '../../support/eventually.ts';
 import { freePort } from '../../support/processes.ts';

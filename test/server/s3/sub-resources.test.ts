@@ -5,7 +5,7 @@
 import { GetObjectCommand, HeadObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { createAccessKey, createBucket, s3Client, s3ErrorOf, signedRequest, startS3Server, type IssuedKey } from './support.ts';
-import { BUCKET_SUB_RESOURCES, OBJECT_SUB_RESOURCES } from '../../../server/s3/sub-resources.ts';
+import { BUCKET_SUB_RESOURCES, OBJECT_SUB_RESOURCES } from '../../../server/drivers/embedded/s3/sub-resources.ts';
 
 let server: Awaited<ReturnType<typeof startS3Server>>;
 let key: IssuedKey;

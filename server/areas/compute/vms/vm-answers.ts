@@ -1,0 +1,95 @@
+import type { Queryable } from '../../../db/pool.ts';
+import { prepared, runPrepared } from '../../../db/statements.ts';
+import type { VmOut } from './vm-policy.ts';
+import { toVmOut, VM_ANSWER_COLUMNS, type VmAnswerRow } from './vm-rows.ts';
+
+/** An instance in a list: its id and the version of its row (PostgreSQL's `xmin`, new with every change). */
+export interface VmVersion {
+  id: string;
+  version: string;
+}
+
+interface Entry {
+  version: string;
+  answer: VmOut;
+  readAt: number;
+}
+
+/** Answers kept at most; past that the oldest go (read again with the next list that shows them). */
+const MAX_ANSWERS = 5_000;
+/**
+ * An answer is trusted this long at most. `xmin` is a 32-bit transaction id that wraps around
+ * after four billion transactions; no database gets through that many in ten minutes, so within
+ * that time an unchanged version is an unchanged row.
+ */
+const MAX_AGE_MS = 10 * 60_000;
+
+const VMS_BY_ID = prepared(
+  'vm_answers_by_id',
+  `SELECT ${VM_ANSWER_COLUMNS}, xmin::text AS version FROM vms WHERE org_id = $1 AND id = ANY($2::uuid[])`,
+);
+
+const LIVE_VM_VERSION = prepared(
+  'vm_live_version',
+  'SELECT id, xmin::text AS version FROM vms WHERE org_id = $1 AND id = $2 AND deleted_at IS NULL',
+);
+
+/**
+ * The answers of the instances this process read last, by the version of their rows: a list
+ * (or a read of one instance) reads only each instance's id and version, and the rows of those whose
+ * answer is not already here. Most pages of a dashboard's list are the instances it showed a moment
+ * ago, unchanged, and their hundred rows of 26 columns were most of a list's CPU (reading, parsing
+ * and mapping them); a client polling one instance reads the same answer until the instance changes.
+ * Nothing needs announcing: a changed row has a new version, whichever process changed it. The
+ * answers are frozen, since every list that shows an instance shares its answer.
+ */
+export class VmAnswers {
+  private readonly entries = new Map<string, Entry>();
+
+  /** The answer of one live instance of the organization; undefined when it has none. */
+  async one(db: Queryable, orgId: string, vmId: string): Promise<VmOut | undefined> {
+    const { rows } = await runPrepared<VmVersion>(db, LIVE_VM_VERSION, [orgId, vmId]);
+    return rows.length === 0 ? undefined : (await this.of(db, orgId, rows))[0];
+  }
+
+  /** The answers of `listed`, in its order; an instance gone meanwhile is left out. */
+  async of(db: Queryable, orgId: string, listed: readonly VmVersion[], now = Date.now()): Promise<VmOut[]> {
+    // Taken before any wait: another request may push an answer out of the cache meanwhile.
+    const answers = new Map<string, VmOut>();
+    const missing: string[] = [];
+    for (const { id, version } of listed) {
+      const entry = this.entries.get(id);
+      if (entry !== undefined && entry.version === version && now - entry.readAt < MAX_AGE_MS) answers.set(id, entry.answer);
+      else missing.push(id);
+    }
+    if (missing.length > 0) {
+      const { rows } = await runPrepared<VmAnswerRow & { version: string }>(db, VMS_BY_ID, [orgId, missing]);
+      for (const row of rows) {
+        // Read after the list: possibly a newer version than it named, and the newer the better.
+        const answer = deepFreeze(toVmOut(row));
+        answers.set(row.id, answer);
+        this.keep(row.id, { version: row.version, answer, readAt: now });
+      }
+    }
+    const page: VmOut[] = [];
+    for (const { id } of listed) {
+      const answer = answers.get(id);
+      if (answer !== undefined) page.push(answer);
+    }
+    return page;
+  }
+
+  private keep(id: string, entry: Entry): void {
+    this.entries.delete(id);
+    if (this.entries.size >= MAX_ANSWERS) this.entries.delete(this.entries.keys().next().value!);
+    this.entries.set(id, entry);
+  }
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {
+    for (const item of Object.values(value)) deepFreeze(item);
+    Object.freeze(value);
+  }
+  return value;
+}

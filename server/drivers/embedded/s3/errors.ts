@@ -1,0 +1,43 @@
+import type { RefusalCode } from '../refusals.ts';
+
+/** An S3 error: S3's code, its HTTP status and a sentence (answered as S3's XML error document). */
+export class S3Error extends Error {
+  readonly code: string;
+  readonly status: number;
+  /** Extra elements of the error document (such as the key or the bucket). */
+  readonly details: Record<string, string>;
+  /** Headers the answer carries (x-amz-delete-marker on a deleted key…). */
+  readonly headers: Record<string, string>;
+
+  constructor(code: string, status: number, message: string, details: Record<string, string> = {}, headers: Record<string, string> = {}) {
+    super(message);
+    this.code = code;
+    this.status = status;
+    this.details = details;
+    this.headers = headers;
+  }
+}
+
+/** S3's statuses of the store's refusals. */
+export const REFUSAL_STATUS: Record<RefusalCode, number> = {
+  // What Ceph RGW answers for a write over a bucket or user quota.
+  QuotaExceeded: 403,
+  NoSuchBucket: 404,
+  NoSuchKey: 404,
+  NoSuchVersion: 404,
+  NoSuchUpload: 404,
+  InvalidPart: 400,
+  InvalidPartOrder: 400,
+  EntityTooSmall: 400,
+  IncompleteBody: 400,
+  MethodNotAllowed: 405,
+};
+
+export const accessDenied = (message = 'Access Denied') => new S3Error('AccessDenied', 403, message);
+export const noSuchBucket = (bucket: string) =>
+  new S3Error('NoSuchBucket', 404, 'The specified bucket does not exist', { BucketName: bucket });
+export const noSuchKey = (key: string, headers: Record<string, string> = {}) =>
+  new S3Error('NoSuchKey', 404, 'The specified key does not exist.', { Key: key }, headers);
+export const invalidArgument = (message: string, name?: string, value?: string) =>
+  new S3Error('InvalidArgument', 400, message, name ? { ArgumentName: name, ArgumentValue: value ?? '' } : {});
+export const notImplemented = (what: string) => new S3Error('NotImplemented', 501, `${what} is not implemented by this endpoint.`);

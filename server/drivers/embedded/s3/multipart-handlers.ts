@@ -1,0 +1,205 @@
+import { isChecksumAlgorithm } from '../checksums.ts';
+import { S3Error, invalidArgument } from './errors.ts';
+import { attributesOf } from './object-handlers.ts';
+import { uploadBody } from './payload.ts';
+import { sendXml, smallBody, type S3Handler, type S3Request } from './request.ts';
+import { blocks, document, text, type XmlNode } from './xml.ts';
+
+const OWNER = (request: S3Request) => ({ ID: request.caller.orgId, DisplayName: 'cloud-platform' });
+
+const createUpload: S3Handler = async (request) => {
+  const bucket = await request.access.bucket(request.caller, request.bucketName);
+  const requested = request.req.headers['x-amz-checksum-algorithm'];
+  const algorithm = typeof requested === 'string' ? requested.toLowerCase() : null;
+  if (algorithm !== null && !isChecksumAlgorithm(algorithm))
+    throw invalidArgument('Checksum algorithm provided is unsupported.', 'x-amz-checksum-algorithm', String(requested));
+  const uploadId = await request.store.multipart.createUpload(bucket.id, request.key, attributesOf(request), algorithm);
+  const headers: Record<string, string> = algorithm ? { 'x-amz-checksum-algorithm': algorithm.toUpperCase() } : {};
+  sendXml(
+    request.res,
+    200,
+    document('InitiateMultipartUploadResult', { Bucket: bucket.name, Key: request.key, UploadId: uploadId }),
+    headers,
+  );
+};
+
+function partNumberOf(request: S3Request): number {
+  const raw = request.query.get('partNumber') ?? '';
+  const value = Number(raw);
+  if (!/^\d+$/.test(raw) || value < 1 || value > 10_000)
+    throw invalidArgument('Part number must be an integer between 1 and 10000, inclusive', 'partNumber', raw);
+  return value;
+}
+
+const uploadPart: S3Handler = async (request) => {
+  if (request.req.headers['x-amz-copy-source'] !== undefined)
+    throw new S3Error('NotImplemented', 501, 'UploadPartCopy is not implemented by this endpoint');
+  const bucket = await request.access.bucket(request.caller, request.bucketName);
+  const uploadId = request.query.get('uploadId')!;
+  const partNumber = partNumberOf(request);
+  const body = uploadBody(request.req, request.res, request.signed.payloadHash, {
+    key: request.signingKey,
+    amzDate: request.signed.amzDate,
+    scope: request.scope,
+    seedSignature: request.signed.signature,
+  });
+  const part = await request.store.multipart.uploadPart({
+    orgId: request.caller.orgId,
+    bucketId: bucket.id,
+    key: request.key,
+    uploadId,
+    partNumber,
+    ...body,
+  });
+  const { res } = request;
+  res.statusCode = 200;
+  res.setHeader('ETag', `"${part.etag}"`);
+  for (const [algorithm, value] of Object.entries(part.checksums)) res.setHeader(`x-amz-checksum-${algorithm}`, value);
+  res.setHeader('Content-Length', '0');
+  res.end();
+};
+
+const completeUpload: S3Handler = async (request) => {
+  const bucket = await request.access.bucket(request.caller, request.bucketName);
+  const uploadId = request.query.get('uploadId')!;
+  // The upload must exist before its (small) body is read.
+  await request.store.multipart.upload(bucket.id, request.key, uploadId);
+  const xml = (await smallBody(request.req, request.res)).toString('utf8');
+  const parts = blocks(xml, 'Part').map((block) => {
+    const partNumber = Number(text(block, 'PartNumber'));
+    const checksums: Record<string, string> = {};
+    for (const [element, algorithm] of [
+      ['ChecksumCRC32', 'crc32'],
+      ['ChecksumCRC32C', 'crc32c'],
+      ['ChecksumCRC64NVME', 'crc64nvme'],
+      ['ChecksumSHA1', 'sha1'],
+      ['ChecksumSHA256', 'sha256'],
+    ] as const) {
+      const value = text(block, element);
+      if (value !== undefined) checksums[algorithm] = value;
+    }
+    return { partNumber, etag: text(block, 'ETag') ?? '', checksums };
+  });
+  if (parts.length === 0 || parts.some((part) => !Number.isInteger(part.partNumber)))
+    throw new S3Error('MalformedXML', 400, 'The XML you provided was not well-formed or did not validate against our published schema');
+  const version = await request.store.multipart.complete({
+    orgId: request.caller.orgId,
+    bucketId: bucket.id,
+    key: request.key,
+    uploadId,
+    parts,
+  });
+  const headers: Record<string, string> = {};
+  if (bucket.versioning) headers['x-amz-version-id'] = version.version_id;
+  const checksums: XmlNode = {};
+  for (const [algorithm, value] of Object.entries(version.checksums)) {
+    if (isChecksumAlgorithm(algorithm)) checksums[`Checksum${algorithm.toUpperCase()}`] = value;
+  }
+  sendXml(
+    request.res,
+    200,
+    document('CompleteMultipartUploadResult', {
+      Location: `/${bucket.name}/${encodeURIComponent(request.key).replace(/%2F/g, '/')}`,
+      Bucket: bucket.name,
+      Key: request.key,
+      ETag: `"${version.etag}"`,
+      ...checksums,
+    }),
+    headers,
+  );
+};
+
+const abortUpload: S3Handler = async (request) => {
+  const bucket = await request.access.bucket(request.caller, request.bucketName);
+  await request.store.multipart.abort(bucket.id, request.key, request.query.get('uploadId')!);
+  request.res.statusCode = 204;
+  request.res.end();
+};
+
+const listParts: S3Handler = async (request) => {
+  const bucket = await request.access.bucket(request.caller, request.bucketName);
+  const uploadId = request.query.get('uploadId')!;
+  const upload = await request.store.multipart.upload(bucket.id, request.key, uploadId);
+  const max = Math.min(Number(request.query.get('max-parts') ?? 1000) || 1000, 1000);
+  const marker = Number(request.query.get('part-number-marker') ?? 0) || 0;
+  const parts = await request.store.multipart.parts(uploadId, marker, max + 1);
+  const shown = parts.slice(0, max);
+  const truncated = parts.length > max;
+  sendXml(
+    request.res,
+    200,
+    document('ListPartsResult', {
+      Bucket: bucket.name,
+      Key: request.key,
+      UploadId: uploadId,
+      Initiator: OWNER(request),
+      Owner: OWNER(request),
+      StorageClass: 'STANDARD',
+      PartNumberMarker: marker,
+      NextPartNumberMarker: truncated ? shown[shown.length - 1]!.part_number : undefined,
+      MaxParts: max,
+      IsTruncated: truncated,
+      ChecksumAlgorithm: upload.checksum_algorithm?.toUpperCase() ?? undefined,
+      Part: shown.map((part) => ({
+        PartNumber: part.part_number,
+        LastModified: part.last_modified.toISOString(),
+        ETag: `"${part.etag}"`,
+        Size: part.size_bytes,
+        ...Object.fromEntries(
+          Object.entries(part.checksums)
+            .filter(([algorithm]) => isChecksumAlgorithm(algorithm))
+            .map(([algorithm, value]) => [`Checksum${algorithm.toUpperCase()}`, value]),
+        ),
+      })),
+    }),
+  );
+};
+
+const listUploads: S3Handler = async (request) => {
+  const bucket = await request.access.bucket(request.caller, request.bucketName);
+  const prefix = request.query.get('prefix') ?? '';
+  const max = Math.min(Number(request.query.get('max-uploads') ?? 1000) || 1000, 1000);
+  const keyMarker = request.query.get('key-marker') ?? '';
+  const uploadIdMarker = request.query.get('upload-id-marker') ?? '';
+  const uploads = await request.store.multipart.uploads(bucket.id, prefix, keyMarker, uploadIdMarker, max + 1);
+  const shown = uploads.slice(0, max);
+  const truncated = uploads.length > max;
+  const last = shown[shown.length - 1];
+  sendXml(
+    request.res,
+    200,
+    document('ListMultipartUploadsResult', {
+      Bucket: bucket.name,
+      KeyMarker: keyMarker,
+      UploadIdMarker: uploadIdMarker,
+      NextKeyMarker: truncated && last ? last.key : undefined,
+      NextUploadIdMarker: truncated && last ? last.upload_id : undefined,
+      Prefix: prefix,
+      MaxUploads: max,
+      IsTruncated: truncated,
+      Upload: shown.map((upload) => ({
+        Key: upload.key,
+        UploadId: upload.upload_id,
+        Initiator: OWNER(request),
+        Owner: OWNER(request),
+        StorageClass: 'STANDARD',
+        Initiated: upload.initiated.toISOString(),
+      })),
+    }),
+  );
+};
+
+export const multipartRoutes = {
+  listUploads,
+  /** The multipart operations on a key (a request with `uploads` or `uploadId`). */
+  route(request: S3Request): S3Handler {
+    const { method } = request.req;
+    if (request.query.has('uploadId')) {
+      if (method === 'PUT') return uploadPart;
+      if (method === 'POST') return completeUpload;
+      if (method === 'DELETE') return abortUpload;
+      if (method === 'GET') return listParts;
+    } else if (method === 'POST') return createUpload;
+    throw new S3Error('MethodNotAllowed', 405, 'The specified method is not allowed against this resource.');
+  },
+};

@@ -1,0 +1,160 @@
+import { randomBytes } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { StoreRefusal } from '../refusals.ts';
+import type { EmbeddedObjectStore } from '../store.ts';
+import type { Logger } from '../../../logging.ts';
+import type { CacheSection } from '../../../db/announced-cache.ts';
+import { createAccess, type Caller } from './access.ts';
+import type { S3Platform } from './platform-port.ts';
+import { bucketRoutes } from './bucket-handlers.ts';
+import { REFUSAL_STATUS, S3Error, accessDenied, notImplemented } from './errors.ts';
+import { multipartRoutes } from './multipart-handlers.ts';
+import { objectRoutes } from './object-handlers.ts';
+import type { S3Request } from './request.ts';
+import { parseSignature, scopeOf, verify } from './sigv4.ts';
+import { OBJECT_SUB_RESOURCES, refuseUnofferedGuarantees, subResourceOf } from './sub-resources.ts';
+import { document } from './xml.ts';
+import type { S3Handler } from './request.ts';
+
+export interface S3Endpoint {
+  url: string;
+  close(): Promise<void>;
+}
+
+/**
+ * The S3 endpoint of the embedded object store: path-style addressing (`/<bucket>/<key>`),
+ * Signature Version 4 in headers or presigned URLs, S3's XML errors. Serves the buckets of the
+ * caller's organization (the key's), by their platform names.
+ */
+export async function startS3Endpoint(options: {
+  store: EmbeddedObjectStore;
+  /** What the platform says of keys and buckets (the storage area's port). */
+  platform: S3Platform;
+  /** Where accepted keys are kept (a section of the credential cache), if anywhere. */
+  keys?: CacheSection<Caller>;
+  port: number;
+  host: string;
+  region: string;
+  log: Logger;
+}): Promise<S3Endpoint> {
+  const { store, region, log } = options;
+  const access = createAccess(options.platform, store, options.keys);
+  const route = (request: S3Request): S3Handler => {
+    const { bucketName, key, req } = request;
+    if (bucketName === '') {
+      if (req.method === 'GET') return bucketRoutes.listBuckets;
+      throw new S3Error('MethodNotAllowed', 405, 'The specified method is not allowed against this resource.');
+    }
+    refuseUnofferedGuarantees(request);
+    if (key === '') return bucketRoutes.route(request);
+    // A part's upload carries partNumber too: the upload it belongs to decides.
+    if (request.query.has('uploads') || request.query.has('uploadId')) return multipartRoutes.route(request);
+    const subResource = subResourceOf(request, OBJECT_SUB_RESOURCES);
+    // Anything else about the object than its bytes is not offered: refused before it can touch them.
+    if (subResource !== undefined) throw notImplemented(`The ${subResource} sub-resource of an object`);
+    return objectRoutes.route(request);
+  };
+
+  const handle = async (req: IncomingMessage, res: ServerResponse, requestId: string) => {
+    const url = req.url ?? '/';
+    const queryAt = url.indexOf('?');
+    const rawPath = queryAt < 0 ? url : url.slice(0, queryAt);
+    const rawQuery = queryAt < 0 ? '' : url.slice(queryAt + 1);
+    const parts = { method: req.method ?? 'GET', rawPath, rawQuery, headers: req.headers };
+    const signed = parseSignature(parts, new Date());
+    if (!signed) throw accessDenied('Anonymous access is not allowed: sign requests with an S3 access key of your organization');
+    const caller = await access.caller(signed.accessKeyId);
+    const signingKey = verify(parts, signed, caller.secret);
+    const path = decodePath(rawPath.replace(/^\/+/, ''));
+    const slash = path.indexOf('/');
+    const request: S3Request = {
+      req,
+      res,
+      caller,
+      signed,
+      signingKey,
+      scope: scopeOf(signed),
+      bucketName: slash < 0 ? path : path.slice(0, slash),
+      key: slash < 0 ? '' : path.slice(slash + 1),
+      query: new URLSearchParams(rawQuery),
+      store,
+      access,
+      region,
+      requestId,
+    };
+    await route(request)(request);
+  };
+
+  const onRequest = (req: IncomingMessage, res: ServerResponse) => {
+    const requestId = randomBytes(8).toString('hex').toUpperCase();
+    res.setHeader('x-amz-request-id', requestId);
+    res.setHeader('Server', 'cloud-platform-s3');
+    handle(req, res, requestId).catch((error: unknown) => answerError(req, res, error, requestId, log));
+  };
+  const server: Server = createServer(onRequest);
+  // `Expect: 100-continue` (the SDK's large uploads): the client sends the body only once asked
+  // for it, after the signature and the quota reservation passed (payload.ts), so a refused
+  // upload costs no transfer.
+  server.on('checkContinue', onRequest);
+  // Large objects stream for as long as they take.
+  server.requestTimeout = 0;
+  server.headersTimeout = 60_000;
+  server.keepAliveTimeout = 5_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port, options.host, () => resolve());
+  });
+  const address = server.address() as AddressInfo;
+  return {
+    url: `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeIdleConnections();
+        // Uploads in flight are cut: what they wrote is swept at the next start.
+        setTimeout(() => server.closeAllConnections(), 2_000).unref();
+      }),
+  };
+}
+
+function decodePath(path: string): string {
+  try {
+    return decodeURIComponent(path);
+  } catch {
+    throw new S3Error('InvalidURI', 400, "Couldn't parse the specified URI.");
+  }
+}
+
+function answerError(req: IncomingMessage, res: ServerResponse, error: unknown, requestId: string, log: Logger): void {
+  let s3: S3Error;
+  if (error instanceof S3Error) s3 = error;
+  else if (error instanceof StoreRefusal) s3 = new S3Error(error.code, REFUSAL_STATUS[error.code], error.message);
+  else {
+    const code = (error as NodeJS.ErrnoException | undefined)?.code;
+    if (code === 'ERR_STREAM_PREMATURE_CLOSE' || code === 'ECONNRESET' || code === 'ABORTED') {
+      s3 = new S3Error('IncompleteBody', 400, 'The request body ended before its declared length');
+    } else {
+      log.error({ err: error, method: req.method }, 's3 request failed');
+      s3 = new S3Error('InternalError', 500, 'We encountered an internal error. Please try again.');
+    }
+  }
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  const body =
+    req.method === 'HEAD'
+      ? undefined
+      : document('Error', { Code: s3.code, Message: s3.message, ...s3.details, RequestId: requestId }).replace(
+          ` xmlns="http://s3.amazonaws.com/doc/2006-03-01/"`,
+          '',
+        );
+  res.statusCode = s3.status;
+  for (const [name, value] of Object.entries(s3.headers)) res.setHeader(name, value);
+  res.setHeader('Content-Type', 'application/xml');
+  // A body we stopped reading is not read to its end: the connection closes after the answer.
+  if (!req.complete) res.setHeader('Connection', 'close');
+  res.end(body);
+  if (!req.complete) req.on('end', () => undefined).resume();
+}
