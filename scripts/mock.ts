@@ -11,7 +11,7 @@ import { parseArgs } from 'node:util';
 import { bundlePath } from './lib/bundle.ts';
 import { mockDocument } from './lib/mock-document.ts';
 import { startMockProxy } from './lib/mock-proxy.ts';
-import { mockOperations } from './lib/mock-operations.ts';
+import { mockOperations, storyOperations } from './lib/mock-operations.ts';
 import { bin, repoRoot } from './lib/run.ts';
 
 const { values } = parseArgs({
@@ -29,6 +29,7 @@ writeFileSync(documentPath, mockDocument());
 process.on('exit', () => rmSync(documentPath, { force: true }));
 const contract = JSON.parse(readFileSync(bundlePath, 'utf8')) as Record<string, unknown>;
 const operations = mockOperations(contract);
+const story = storyOperations(contract);
 
 const prism = spawn(bin('prism'), ['mock', documentPath, '--host', '127.0.0.1', '--port', values['prism-port']], {
   stdio: ['ignore', 'pipe', 'inherit'],
@@ -43,7 +44,7 @@ prism.stdout.on('data', (chunk: Buffer) => {
     if (!listening) return;
     const [, address = '', prismPort = ''] = listening;
     prismAddress = address;
-    startMockProxy({ host: values.host, port, prismPort: Number(prismPort), operations }).catch((error: unknown) => {
+    startMockProxy({ host: values.host, port, prismPort: Number(prismPort), operations, story }).catch((error: unknown) => {
       console.error(`mock: cannot listen on ${values.host}:${port}: ${String(error)}`);
       prism.kill();
     });

@@ -53,6 +53,44 @@ export function mockOperations(document: Json): MockOperations {
   return operations;
 }
 
+/** Who an operation of the platform (an `Operation` of the contract) is: what stays when its state changes. */
+export interface OperationIdentity {
+  id: string;
+  type: string;
+  resource_type: string;
+  resource_id: string;
+  created_at: string;
+}
+
+/**
+ * Every operation of the platform the examples' story starts (the `operation` of each 202 example,
+ * the operations of a list…), by id: the first example naming an id tells who it is.
+ */
+export function storyOperations(document: Json): Map<string, OperationIdentity> {
+  const found = new Map<string, OperationIdentity>();
+  const visit = (node: unknown): void => {
+    if (Array.isArray(node)) return node.forEach(visit);
+    if (node === null || typeof node !== 'object') return;
+    const object = node as Json;
+    if (isOperation(object) && !found.has(object.id)) {
+      const { id, type, resource_type, resource_id, created_at } = object;
+      found.set(id, { id, type, resource_type, resource_id, created_at });
+    }
+    Object.values(object).forEach(visit);
+  };
+  const components = (document.components ?? {}) as { examples?: Record<string, { value?: unknown }> };
+  for (const example of Object.values(components.examples ?? {})) visit(example.value);
+  return found;
+}
+
+function isOperation(object: Json): object is Json & OperationIdentity {
+  return (
+    ['id', 'type', 'resource_type', 'resource_id', 'created_at'].every((key) => typeof object[key] === 'string') &&
+    'state' in object &&
+    'max_attempts' in object
+  );
+}
+
 /** Follows a local `$ref` (`#/components/…`) to what it names. */
 function resolverOf(document: Json): (node: Json) => Json {
   const resolve = (node: Json): Json => {

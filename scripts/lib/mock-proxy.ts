@@ -16,11 +16,14 @@ import { routing } from '../../server/http/routing.ts';
 import { securityHeaders } from '../../server/http/security-headers.ts';
 import { stages } from '../../server/http/stages.ts';
 import { contractValidator, reuseOperationLookups, translateValidatorErrors } from '../../server/http/validation.ts';
-import type { MockOperations } from './mock-operations.ts';
+import { answerForOperation } from './mock-answers.ts';
+import type { MockOperations, OperationIdentity } from './mock-operations.ts';
 
 export interface MockProxyOptions {
   prismPort: number;
   operations: MockOperations;
+  /** The operations of the platform the examples' story starts, by id (mock-operations.ts). */
+  story: Map<string, OperationIdentity>;
 }
 
 /**
@@ -41,7 +44,9 @@ export interface MockProxyOptions {
  *   server's `400 invalid_cursor`;
  * - `Prefer: example=<name>` serves that named example whatever status it belongs to (Prism looks
  *   only in the first success response); a name the operation does not have is
- *   `400 validation_failed` at `/header/Prefer`, naming the examples it has.
+ *   `400 validation_failed` at `/header/Prefer`, naming the examples it has;
+ * - an operation of the platform read or cancelled by id is answered as that operation
+ *   (mock-answers.ts), whichever example was served.
  */
 export function mockApp(options: MockProxyOptions): Express {
   const { rateLimit } = loadConfig({});
@@ -149,7 +154,7 @@ function operationOf(operations: MockOperations, res: Response) {
 const NOT_FORWARDED = /^(?:access-control-|ratelimit-|sl-|x-request-id$|content-length$|transfer-encoding$|connection$|keep-alive$|date$)/i;
 
 /** Asks Prism for the answer to a request the stages above accepted, and sends it as the server would. */
-function prism({ prismPort }: MockProxyOptions) {
+function prism({ prismPort, story }: MockProxyOptions) {
   return async (req: Request, res: Response): Promise<void> => {
     const headers = new Headers();
     for (const [name, value] of Object.entries(req.headers)) {
@@ -177,6 +182,7 @@ function prism({ prismPort }: MockProxyOptions) {
     let answer = parse(text);
     // A problem names the request it answers, not the example's.
     if (upstream.status >= 400 && isObject(answer) && 'request_id' in answer) answer = { ...answer, request_id: stateOf(res).requestId };
+    if (upstream.status < 300) answer = answerForOperation(stateOf(res).route!, answer, story);
     // A newline ends every JSON answer, as on the server (server/http/send.ts).
     res.type(mediaType).send(`${stringify(answer)}\n`);
   };

@@ -60,7 +60,8 @@ describe('typed calls', () => {
       path: { operation_id },
       headers: { Prefer: 'example=op_cancelled' },
     });
-    expect(data).toEqual(example('op_cancelled'));
+    // The mock answers as the operation cancelled (web-1's creation), in the example's state.
+    expect(data).toMatchObject({ id: operation_id, type: 'vm.create', resource_id: vm_id, state: 'cancelled' });
     expect(response.status).toBe(200);
     expect(response.headers.get('idempotent-replayed')).toBe('true');
   });
@@ -146,8 +147,13 @@ describe('waitForOperation', () => {
     const client = clientFor(target, { headers: { Prefer: 'example=op_failed' } });
     const error = await client.waitForOperation(operation_id).catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(OperationFailedError);
-    expect(error).toMatchObject({ state: 'failed', errorClass: 'backend_unavailable', operation: example('op_failed') });
-    expect((error as OperationFailedError).errorDetail).toMatch(/unavailable after 5 attempts/);
+    // The operation waited on (web-1's creation) failed, not the example's bucket creation.
+    expect(error).toMatchObject({
+      state: 'failed',
+      errorClass: 'backend_unavailable',
+      operation: { id: operation_id, type: 'vm.create', resource_type: 'vm', resource_id: vm_id, state: 'failed' },
+    });
+    expect((error as OperationFailedError).errorDetail).toBe('The compute backend was unavailable after 5 attempts. [vm.create]');
   });
 
   test('rejects with OperationTimeoutError when it is still queued after timeoutMs', async () => {

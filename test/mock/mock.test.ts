@@ -201,6 +201,36 @@ describe('Prefer: example= as the README says', () => {
     ]);
   });
 
+  test('an operation example is served as the operation asked for, in the state the example names', async () => {
+    // op_failed is a bucket creation; asked about web-1's creation, the mock answers with that one, failed.
+    const operationId = 'c1d2e3f4-a5b6-4c7d-8e9f-0a1b2c3d4e51';
+    const response = await fetch(`${base}/operations/${operationId}`, { headers: { ...auth, Prefer: 'example=op_failed' } });
+    expect(response.status).toBe(200);
+    expect(await response.json()).toEqual({
+      ...(examples.op_failed!.value as object),
+      id: operationId,
+      type: 'vm.create',
+      resource_type: 'vm',
+      resource_id: 'b8a3c5d7-2e4f-4a6b-9c8d-1e3f5a7b9c20',
+      created_at: '2026-11-20T09:15:00Z',
+      // The example's 4 min 10 s, from web-1's creation.
+      finished_at: '2026-11-20T09:19:10Z',
+      error_detail: 'The compute backend was unavailable after 5 attempts. [vm.create]',
+    });
+  });
+
+  test("with no Prefer, polling a bucket's creation finds that creation finished", async () => {
+    const created = await fetch(`${base}/s3/buckets`, {
+      method: 'POST',
+      headers: { ...auth, 'Content-Type': 'application/json' },
+      body: JSON.stringify({ name: 'acme-backups' }),
+    });
+    expect(created.status).toBe(202);
+    const { operation } = await created.json();
+    const polled = await (await fetch(`${base}/operations/${operation.id}`, { headers: auth })).json();
+    expect(polled).toMatchObject({ id: operation.id, type: 'bucket.create', resource_id: operation.resource_id, state: 'succeeded' });
+  });
+
   test('with no Prefer, polling an operation finds it finished, so a client waiting on it completes', async () => {
     const created = await fetch(`${base}/compute/vms`, {
       method: 'POST',
