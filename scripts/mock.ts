@@ -1,16 +1,17 @@
 // Serves the contract with the Prism mock: examples as responses, `Prefer: code=…` and
-// `Prefer: example=…` to choose them, and request validation. Usage:
+// `Prefer: example=…` to choose them, and every request checked as the server checks it. Usage:
 //   npm run mock [-- --port 4010 --host 127.0.0.1]
-// A thin proxy on --port answers invalid requests with the server's own problem documents and serves any named example by
-// `Prefer` (see mock-proxy.ts). Prism itself listens behind it on 127.0.0.1, on --prism-port or else on a port the system
-// hands it: a port probed free beforehand could be taken by another socket before Prism binds it.
+// The proxy on --port runs the server's own request stages and answers a refused request as the server does; it serves
+// any named example by `Prefer` (see mock-proxy.ts). Prism itself listens behind it on 127.0.0.1, on --prism-port or
+// else on a port the system hands it: a port probed free beforehand could be taken by another socket before Prism binds it.
 import { spawn } from 'node:child_process';
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
+import { bundlePath } from './lib/bundle.ts';
 import { mockDocument } from './lib/mock-document.ts';
 import { startMockProxy } from './lib/mock-proxy.ts';
-import { mockOperations } from './lib/mock-operations.ts';
+import { mockOperations, storyOperations } from './lib/mock-operations.ts';
 import { bin, repoRoot } from './lib/run.ts';
 
 const { values } = parseArgs({
@@ -24,10 +25,11 @@ const port = Number(values.port);
 
 const documentPath = path.join(repoRoot, '.tmp', `mock-openapi-${process.pid}.json`);
 mkdirSync(path.dirname(documentPath), { recursive: true });
-const document = mockDocument();
-writeFileSync(documentPath, document);
+writeFileSync(documentPath, mockDocument());
 process.on('exit', () => rmSync(documentPath, { force: true }));
-const operations = mockOperations(JSON.parse(document) as Record<string, unknown>);
+const contract = JSON.parse(readFileSync(bundlePath, 'utf8')) as Record<string, unknown>;
+const operations = mockOperations(contract);
+const story = storyOperations(contract);
 
 const prism = spawn(bin('prism'), ['mock', documentPath, '--host', '127.0.0.1', '--port', values['prism-port']], {
   stdio: ['ignore', 'pipe', 'inherit'],
@@ -42,7 +44,7 @@ prism.stdout.on('data', (chunk: Buffer) => {
     if (!listening) return;
     const [, address = '', prismPort = ''] = listening;
     prismAddress = address;
-    startMockProxy({ host: values.host, port, prismPort: Number(prismPort), operations }).catch((error: unknown) => {
+    startMockProxy({ host: values.host, port, prismPort: Number(prismPort), operations, story }).catch((error: unknown) => {
       console.error(`mock: cannot listen on ${values.host}:${port}: ${String(error)}`);
       prism.kill();
     });

@@ -12,7 +12,7 @@ export const LOCAL_SERVERS = [
   { url: 'http://127.0.0.1:8080', description: 'Local: `npm start` with the default HOST and PORT (`base_url` in `data/bootstrap.json`).' },
   {
     url: 'http://127.0.0.1:4010',
-    description: 'Local mock: `npm run mock` (any credential; `Prefer: example=<name>` chooses the answer).',
+    description: 'Local mock: `npm run mock` (any Bearer credential opens any organization; `Prefer: example=<name>` chooses the answer).',
   },
 ];
 

@@ -3,7 +3,7 @@ import type { Server } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Logger } from '../logging.ts';
-import { ApiError } from './errors.ts';
+import { ApiError, problemText } from './errors.ts';
 import type { RateLimits } from './rate-limit.ts';
 import { securityHeaderList } from './security-headers.ts';
 
@@ -30,7 +30,7 @@ export function answerClientErrors(
     const requestId = `req_${randomBytes(12).toString('base64url')}`;
     // The parser's error only: the raw packet may hold a credential.
     log.info({ request_id: requestId, status: apiError.status, reason: error.code ?? 'unknown' }, 'unparseable request refused');
-    const body = JSON.stringify(apiError.toProblem(requestId));
+    const body = problemText(apiError.toProblem(requestId));
     const head = [
       `HTTP/1.1 ${apiError.status} ${apiError.title}`,
       'Content-Type: application/problem+json; charset=utf-8',

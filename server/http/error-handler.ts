@@ -10,7 +10,7 @@ import {
   withinMs,
 } from '../db/unavailable.ts';
 import { PermanentBackendError, TransientBackendError } from '../drivers/errors.ts';
-import { ApiError, internalError, problemOf, serviceUnavailable } from './errors.ts';
+import { ApiError, internalError, problemOf, problemText, serviceUnavailable } from './errors.ts';
 import { stateOf } from './request-state.ts';
 import { ResponseContractError } from './validation.ts';
 
@@ -64,7 +64,7 @@ export function errorHandler(pool: Pool) {
     for (const [name, value] of Object.entries(apiError.headers)) res.setHeader(name, value);
     // Written directly rather than through the response validator: a problem document is the
     // same shape everywhere, and statuses such as 405 or 415 belong to no operation.
-    res.status(apiError.status).type('application/problem+json').send(JSON.stringify(problem));
+    res.status(apiError.status).type('application/problem+json').send(problemText(problem));
   };
 }
 

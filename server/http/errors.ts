@@ -58,6 +58,13 @@ export class ApiError extends Error {
   }
 }
 
+/**
+ * A problem document as it goes on the wire. Every JSON answer ends with a newline (send.ts does
+ * the same for the others), so that answers printed one after another, as curl does, keep to
+ * lines of their own.
+ */
+export const problemText = (problem: Problem): string => `${JSON.stringify(problem)}\n`;
+
 const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f]/g;
 const visible = (text: string): string =>
   text.replace(CONTROL_CHARACTERS, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`);

@@ -32,7 +32,8 @@ export function idempotency(pool: Pool) {
           res.type('application/problem+json').send(problemOfThisRequest(claim.body, state.requestId));
           return;
         }
-        res.type('application/json').send(claim.body);
+        // Stored without the newline that ends every JSON answer (send.ts): the replay is the answer as first sent.
+        res.type('application/json').send(`${claim.body}\n`);
         return;
       case 'reused':
         throw idempotencyKeyReused();
@@ -48,5 +49,5 @@ export function idempotency(pool: Pool) {
  * the one its log line and audit event name).
  */
 function problemOfThisRequest(stored: string, requestId: string): string {
-  return stringify({ ...(parse(stored) as object), request_id: requestId })!;
+  return `${stringify({ ...(parse(stored) as object), request_id: requestId })!}\n`;
 }

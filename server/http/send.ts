@@ -71,7 +71,8 @@ export function sendJson(res: Response, status: number, body: unknown, mediaType
     text = stringify(body) ?? 'null';
     validated = withNumbers(body);
   }
-  preparedText.set(res, text);
+  // A newline ends every JSON answer, as it ends every problem document (errors.ts: problemText).
+  preparedText.set(res, `${text}\n`);
   res.json(validated);
 }
 

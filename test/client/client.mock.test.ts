@@ -60,7 +60,8 @@ describe('typed calls', () => {
       path: { operation_id },
       headers: { Prefer: 'example=op_cancelled' },
     });
-    expect(data).toEqual(example('op_cancelled'));
+    // The mock answers as the operation cancelled (web-1's creation), in the example's state.
+    expect(data).toMatchObject({ id: operation_id, type: 'vm.create', resource_id: vm_id, state: 'cancelled' });
     expect(response.status).toBe(200);
     expect(response.headers.get('idempotent-replayed')).toBe('true');
   });
@@ -80,25 +81,25 @@ describe('typed calls', () => {
 
 describe('errors', () => {
   test('a missing credential is a ProblemError 401 with the request id', async () => {
-    const client = clientFor(target, { credential: '' });
+    const { fetch, sent } = recordingFetch();
+    const client = clientFor(target, { credential: '', fetch });
     const error = await client.call('getBilling').catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(ProblemError);
-    expect(error).toMatchObject({ status: 401, code: 'unauthenticated', requestId: 'req_7Hq2xV9kLm3Pz', fieldErrors: [] });
+    const requestId = sent[0]!.headers.get('x-request-id');
+    expect(error).toMatchObject({ status: 401, code: 'unauthenticated', requestId, fieldErrors: [] });
     expect((error as ProblemError).response.status).toBe(401);
     expect((error as ProblemError).problem.title).toBe('Authentication required');
   });
 
   test('Prefer: code=409 is a ProblemError with the code to branch on', async () => {
-    const client = clientFor(target, { headers: { Prefer: 'code=409' } });
+    const { fetch, sent } = recordingFetch();
+    const client = clientFor(target, { headers: { Prefer: 'code=409' }, fetch });
     const error = await client.call('cancelOperation', { path: { operation_id } }).catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(ProblemError);
-    expect(error).toMatchObject({
-      status: 409,
-      code: 'operation_not_cancellable',
-      title: 'Operation cannot be cancelled',
-      requestId: 'req_7Hq2xV9kLm3Pz',
-    });
-    expect((error as Error).message).toMatch(/^409 operation_not_cancellable: .* \(request req_7Hq2xV9kLm3Pz\)$/);
+    // The request id the client sent, which the mock's problem names as the server's does.
+    const requestId = sent[0]!.headers.get('x-request-id')!;
+    expect(error).toMatchObject({ status: 409, code: 'operation_not_cancellable', title: 'Operation cannot be cancelled', requestId });
+    expect((error as Error).message).toMatch(new RegExp(`^409 operation_not_cancellable: .* \\(request ${requestId}\\)$`));
   });
 
   test('a validation failure carries one fieldError per failing field', async () => {
@@ -146,8 +147,13 @@ describe('waitForOperation', () => {
     const client = clientFor(target, { headers: { Prefer: 'example=op_failed' } });
     const error = await client.waitForOperation(operation_id).catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(OperationFailedError);
-    expect(error).toMatchObject({ state: 'failed', errorClass: 'backend_unavailable', operation: example('op_failed') });
-    expect((error as OperationFailedError).errorDetail).toMatch(/unavailable after 5 attempts/);
+    // The operation waited on (web-1's creation) failed, not the example's bucket creation.
+    expect(error).toMatchObject({
+      state: 'failed',
+      errorClass: 'backend_unavailable',
+      operation: { id: operation_id, type: 'vm.create', resource_type: 'vm', resource_id: vm_id, state: 'failed' },
+    });
+    expect((error as OperationFailedError).errorDetail).toBe('The compute backend was unavailable after 5 attempts. [vm.create]');
   });
 
   test('rejects with OperationTimeoutError when it is still queued after timeoutMs', async () => {
