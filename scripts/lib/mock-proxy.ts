@@ -56,7 +56,9 @@ async function handle(
     return sendProblem(
       response,
       requestId,
-      problemOf(notFound(`No route ${method} ${url.pathname}; every path starts with /v1/orgs/{org} (or is /healthz or /readyz).`)),
+      problemOf(
+        notFound(`No route ${method} ${url.pathname}; every path starts with /v1/orgs/{org} (or is /v1/account, /healthz or /readyz).`),
+      ),
     );
   }
   if ('allowed' in match) return sendProblem(response, requestId, methodNotAllowed(method, match.allowed));
