@@ -1,9 +1,9 @@
 // "Did you mean": the nearest known words to a mistyped one, by edit distance.
 import leven from 'leven';
 
-/** The candidates within a few edits of `word` (a third of its length, at least 2), nearest first; a prefix counts as near. */
+/** The candidates within a few edits of `word` (one for a short word, else a third of its length and at least 2), nearest first; a prefix counts as near. */
 export function nearest(word: string, candidates: Iterable<string>, max = 3): string[] {
-  const limit = Math.max(2, Math.floor(word.length / 3));
+  const limit = word.length <= 3 ? 1 : Math.max(2, Math.floor(word.length / 3));
   return [...new Set(candidates)]
     .map((candidate) => ({
       candidate,

@@ -78,7 +78,7 @@ describe('help, from the contract', () => {
   test('a mistyped command, flag, value or column gets "did you mean"; exit 1 and nothing sent', async () => {
     const verb = await cloud(['vm', 'lst']);
     expect(verb.code).toBe(1);
-    expect(verb.stderr).toContain('no command "vm lst"; did you mean vm list');
+    expect(verb.stderr).toContain('no command "vm lst"; did you mean vm list?');
     const group = await cloud(['bukcet', 'list']);
     expect(group.stderr).toContain('did you mean bucket?');
     const flag = await cloud(['vm', 'create', ...vmFlags('typo-1'), '--memory', '1024']);
