@@ -11,8 +11,13 @@ import type { CallArgs, ItemOf, Operation, PaginatedOperationId, PlatformClientO
 import { waitForOperation } from './wait.ts';
 
 export interface PlatformClient {
-  /** The organization every call addresses. */
-  readonly org: string;
+  /** The organization every call addresses: the one given, or the one learned from getAccount once it is (undefined until then). */
+  readonly org: string | undefined;
+  /**
+   * The organization every call addresses: the `org` option, else the one the credential opens,
+   * asked of `getAccount` once (by the first call that needs it) and kept.
+   */
+  organization(): Promise<string>;
   /**
    * The underlying openapi-fetch client, for anything else. It shares the credential, request ids,
    * idempotency keys and retries, but parses bodies with JSON.parse: pass `parseAs: 'text'` and use
@@ -42,8 +47,27 @@ type LooseInit = {
   signal?: AbortSignal;
 };
 
+/** Refuses options that could only fail later, obscurely (`TypeError: Failed to parse URL from /v1/orgs/{org}/…`). */
+function checkOptions(options: PlatformClientOptions): void {
+  const { baseUrl, credential } = options as Partial<PlatformClientOptions>;
+  const shown = (value: unknown) => (value === undefined ? 'nothing' : JSON.stringify(value));
+  if (typeof baseUrl !== 'string' || !URL.canParse(baseUrl) || !/^https?:$/.test(new URL(baseUrl).protocol)) {
+    throw new TypeError(
+      `createPlatformClient: baseUrl must be the server's absolute http(s) address, such as 'http://127.0.0.1:8080'; got ${shown(baseUrl)}`,
+    );
+  }
+  if (typeof credential !== 'function' && (typeof credential !== 'string' || credential === '')) {
+    throw new TypeError(
+      `createPlatformClient: credential must be an API key (cpk_…), an access token, or a function returning one; got ${shown(credential)}`,
+    );
+  }
+}
+
 export function createPlatformClient(options: PlatformClientOptions): PlatformClient {
-  const { baseUrl, org, credential } = options;
+  checkOptions(options);
+  const { baseUrl, credential } = options;
+  let org = options.org;
+  let learning: Promise<string> | undefined;
   const retrying = retryingFetch(options.fetch ?? ((request) => globalThis.fetch(request)), options.retry);
 
   /** The credential, a request id and an idempotency key, unless the request has its own. */
@@ -64,15 +88,29 @@ export function createPlatformClient(options: PlatformClientOptions): PlatformCl
     fetch: async (request) => retrying(await prepare(request)),
   });
 
+  /** The organization, asked of getAccount once when not given; a failed ask is asked again by the next call. */
+  function organization(): Promise<string> {
+    if (org !== undefined) return Promise.resolve(org);
+    learning ??= callWithResponse('getAccount').then(
+      ({ data }) => (org = (data as { org_id: string }).org_id),
+      (error: unknown) => {
+        learning = undefined;
+        throw error;
+      },
+    );
+    return learning;
+  }
+
   async function callWithResponse(operationId: OperationId, init: LooseInit = {}): Promise<{ data: unknown; response: Response }> {
     const route = operationRoutes[operationId];
+    const pathOrg = route.path.includes('{org}') ? { org: await organization() } : {};
     let requestId = '';
     let errorResponse: Response | undefined;
     const result = await raw.request(
       route.method,
       route.path as never,
       {
-        params: { path: { ...init.path, org }, query: init.query },
+        params: { path: { ...init.path, ...pathOrg }, query: init.query },
         body: init.body,
         headers: init.headers,
         signal: init.signal,
@@ -100,7 +138,10 @@ export function createPlatformClient(options: PlatformClientOptions): PlatformCl
   }
 
   const client: PlatformClient = {
-    org,
+    get org() {
+      return org;
+    },
+    organization,
     raw,
     callWithResponse: callWithResponse as PlatformClient['callWithResponse'],
     call: (async (operationId: OperationId, init?: LooseInit) =>

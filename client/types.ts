@@ -14,13 +14,20 @@ type RequestOf<Id extends OperationId> = OperationTypes[Id]['request'];
 type RequiredKeys<T> = { [K in keyof T]-?: {} extends Pick<T, K> ? never : K }[keyof T];
 
 /**
- * An option named `Name` holding `T`: absent (`never`) when the operation has no such
- * parameters, optional when all of them are optional, required otherwise.
+ * What an operation takes instead of parameters it has none of: a sentence, so that passing some
+ * fails to compile saying so (`… is not assignable to type '"getBilling takes no query
+ * parameters"'`) rather than `… is not assignable to type 'undefined'`.
  */
-type ParameterOption<Name extends string, T> = [keyof T] extends [never]
-  ? { [K in Name]?: never }
+type NoParameters<Id extends string, Name extends string> = `${Id} takes no ${Name} parameters`;
+
+/**
+ * An option named `Name` holding `T`: absent (only the sentence above) when the operation has no
+ * such parameters, optional when all of them are optional, required otherwise.
+ */
+type ParameterOption<Id extends string, Name extends string, T> = [keyof T] extends [never]
+  ? { [K in Name]?: NoParameters<Id, Name> }
   : string extends keyof T // Record<string, never>: the operation takes none
-    ? { [K in Name]?: never }
+    ? { [K in Name]?: NoParameters<Id, Name> }
     : [RequiredKeys<T>] extends [never]
       ? { [K in Name]?: T }
       : { [K in Name]: T };
@@ -32,8 +39,8 @@ type BodyOption<T> = [T] extends [undefined] ? { body?: never } : { body: T };
 export type PathParams<Id extends OperationId> = Omit<RequestOf<Id>['path'], 'org'>;
 
 /** What `call(operationId, init)` takes for that operation. */
-export type CallInit<Id extends OperationId> = ParameterOption<'path', PathParams<Id>> &
-  ParameterOption<'query', RequestOf<Id>['query']> &
+export type CallInit<Id extends OperationId> = ParameterOption<Id, 'path', PathParams<Id>> &
+  ParameterOption<Id, 'query', RequestOf<Id>['query']> &
   BodyOption<RequestOf<Id>['body']> & {
     /** Extra request headers (`Idempotency-Key`, `X-Request-Id`, `Prefer`…); they win over the defaults. */
     headers?: Record<string, string>;
@@ -69,8 +76,11 @@ export interface RetryOptions {
 export interface PlatformClientOptions {
   /** The server's root address, e.g. `http://127.0.0.1:8080` (paths start with `/v1/orgs/{org}`). */
   baseUrl: string;
-  /** The organization's uuid: fills the `org` path parameter of every call. */
-  org: string;
+  /**
+   * The organization's uuid: fills the `org` path parameter of every call. Leave it out to use the
+   * organization the credential opens (`getAccount`, asked once by the first call that needs it).
+   */
+  org?: string;
   /** An API key (`cpk_…`) or an OIDC access token, or a function returning one (called once per request). */
   credential: string | (() => string | Promise<string>);
   /** The fetch to use (default `globalThis.fetch`); it receives a `Request`. */

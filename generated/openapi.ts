@@ -46,6 +46,33 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/account": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get the account of this credential
+         * @description Whose credential this is: the organization it opens and the credential itself (`api_key` or
+         *     `oidc`, its id, name, scopes and expiry). It lives outside `/v1/orgs/{org}` so that a client
+         *     holding only a key can learn the organization's uuid, the `{org}` of every other path, from it.
+         *
+         *     Any valid credential may call it; it needs the `read` scope like every `GET`. Without a valid
+         *     credential it is `401 unauthenticated`. An OIDC access token opens the organization its
+         *     subject is a member of; a subject that is a member of no organization, or of several, gets
+         *     `403 forbidden` and addresses an organization by its path instead.
+         */
+        get: operations["getAccount"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/orgs/{org}": {
         parameters: {
             query?: never;
@@ -1973,6 +2000,64 @@ export interface components {
              * @example 2026-11-02T08:29:30Z
              */
             updated_at: string;
+        };
+        /**
+         * @description Whose credential this is: the organization it opens (the `{org}` of every path) and the
+         *     credential itself. A client or a command-line tool reads it once to learn the organization
+         *     from the key, so that nobody has to type an organization's uuid.
+         */
+        AccountOut: {
+            /**
+             * Format: uuid
+             * @description The organization this credential opens, the `{org}` of every path.
+             * @example 3f6c1a2e-9b4d-4c7a-8e21-5d0b7f9a1c34
+             */
+            org_id: string;
+            /**
+             * @description The organization's display name.
+             * @example Acme Robotics
+             */
+            org_name: string;
+            credential: components["schemas"]["AccountCredential"];
+        };
+        /**
+         * @description The credential that authenticated this request. For an API key: its id, name, scopes and
+         *     expiry, as `listApiTokens` shows them. For an OIDC access token: no id, the token's subject as
+         *     its name, both scopes (a member's token may do what the member may), and the token's own
+         *     expiry (`exp`).
+         */
+        AccountCredential: {
+            /**
+             * @description `api_key` for an organization API key (`cpk_…`), `oidc` for an OIDC access token.
+             * @example api_key
+             * @enum {string}
+             */
+            type: "api_key" | "oidc";
+            /**
+             * Format: uuid
+             * @description The API key's id (the `token_id` of `revokeApiToken`); null for an OIDC access token.
+             * @example 6a1e3c5b-7d9f-4b2a-8c4e-1f3a5b7d9e02
+             */
+            id: string | null;
+            /**
+             * @description The API key's name, or the OIDC token's subject (`sub`).
+             * @example ci-deployer
+             */
+            name: string;
+            /**
+             * @description `read` allows every GET; `write` allows every other method.
+             * @example [
+             *       "read",
+             *       "write"
+             *     ]
+             */
+            scopes: ("read" | "write")[];
+            /**
+             * Format: date-time
+             * @description When the credential stops working (an API key's expiry, an access token's `exp`); null when it never expires.
+             * @example null
+             */
+            expires_at: string | null;
         };
         /**
          * @description A region: a location where instances, public IPs and images live. Pass its `id` as `region`
@@ -4693,6 +4778,23 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
+        /**
+         * @description A valid OIDC access token whose subject is a member of no organization, or of several: it opens
+         *     no single organization, so address one by its path (`forbidden`).
+         */
+        AccountForbidden: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
         /** @description No S3 access key with this id in the organization (`not_found`). */
         AccessKeyNotFound: {
             headers: {
@@ -4982,6 +5084,8 @@ export type OperationRef = components['schemas']['OperationRef'];
 export type OrgContextOut = components['schemas']['OrgContextOut'];
 export type QuotaOut = components['schemas']['QuotaOut'];
 export type EnrollmentOut = components['schemas']['EnrollmentOut'];
+export type AccountOut = components['schemas']['AccountOut'];
+export type AccountCredential = components['schemas']['AccountCredential'];
 export type RegionOut = components['schemas']['RegionOut'];
 export type RegionList = components['schemas']['RegionList'];
 export type StoragePoolRef = components['schemas']['StoragePoolRef'];
@@ -5111,6 +5215,7 @@ export type ResponseNotReady = components['responses']['NotReady'];
 export type ResponseNotCancellable = components['responses']['NotCancellable'];
 export type ResponseOperationNotFound = components['responses']['OperationNotFound'];
 export type ResponseOrgForbidden = components['responses']['OrgForbidden'];
+export type ResponseAccountForbidden = components['responses']['AccountForbidden'];
 export type ResponseAccessKeyNotFound = components['responses']['AccessKeyNotFound'];
 export type ResponseAccessKeyStateConflict = components['responses']['AccessKeyStateConflict'];
 export type ResponseBucketNameInvalid = components['responses']['BucketNameInvalid'];
@@ -5205,6 +5310,40 @@ export interface operations {
             431: components["responses"]["RequestHeadersTooLarge"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["NotReady"];
+        };
+    };
+    getAccount: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The organization this credential opens, and the credential. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AccountOut"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["AccountForbidden"];
+            404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeadersTooLarge"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     getOrgContext: {

@@ -39,6 +39,14 @@ export const operationRoutes = {
     idempotencyKey: false,
     paginated: false,
   },
+  getAccount: {
+    method: 'get',
+    path: '/v1/account',
+    scope: 'read',
+    requestBody: 'none',
+    idempotencyKey: false,
+    paginated: false,
+  },
   getOrgContext: {
     method: 'get',
     path: '/v1/orgs/{org}',
@@ -508,6 +516,30 @@ export type GetReadinessResponse =
 
 export type GetReadinessSuccess = Extract<GetReadinessResponse, { status: 200 }>;
 export type GetReadinessHandler<Context> = (request: GetReadinessRequest, context: Context) => Promise<GetReadinessResponse>;
+
+/** GET /v1/account: Get the account of this credential */
+export interface GetAccountRequest {
+  path: Record<string, never>;
+  query: Record<string, never>;
+  headers: Record<string, never>;
+  body: undefined;
+}
+
+export type GetAccountResponse =
+  | { status: 200; body: operations['getAccount']['responses'][200]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 400; body: operations['getAccount']['responses'][400]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 401; body: operations['getAccount']['responses'][401]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 403; body: operations['getAccount']['responses'][403]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 404; body: operations['getAccount']['responses'][404]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['getAccount']['responses'][405]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 429; body: operations['getAccount']['responses'][429]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['getAccount']['responses'][431]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 500; body: operations['getAccount']['responses'][500]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 503; body: operations['getAccount']['responses'][503]['content']['application/problem+json']; headers?: ResponseHeaders }
+;
+
+export type GetAccountSuccess = Extract<GetAccountResponse, { status: 200 }>;
+export type GetAccountHandler<Context> = (request: GetAccountRequest, context: Context) => Promise<GetAccountResponse>;
 
 /** GET /v1/orgs/{org}: Get the organization context */
 export interface GetOrgContextRequest {
@@ -1859,6 +1891,7 @@ export type ListAuditEventsHandler<Context> = (request: ListAuditEventsRequest, 
 export interface OperationTypes {
   getHealth: { request: GetHealthRequest; response: GetHealthResponse; success: GetHealthSuccess };
   getReadiness: { request: GetReadinessRequest; response: GetReadinessResponse; success: GetReadinessSuccess };
+  getAccount: { request: GetAccountRequest; response: GetAccountResponse; success: GetAccountSuccess };
   getOrgContext: { request: GetOrgContextRequest; response: GetOrgContextResponse; success: GetOrgContextSuccess };
   listRegions: { request: ListRegionsRequest; response: ListRegionsResponse; success: ListRegionsSuccess };
   listImages: { request: ListImagesRequest; response: ListImagesResponse; success: ListImagesSuccess };
@@ -1918,6 +1951,7 @@ export interface OperationTypes {
 export interface OperationHandlers<Context> {
   getHealth: GetHealthHandler<Context>;
   getReadiness: GetReadinessHandler<Context>;
+  getAccount: GetAccountHandler<Context>;
   getOrgContext: GetOrgContextHandler<Context>;
   listRegions: ListRegionsHandler<Context>;
   listImages: ListImagesHandler<Context>;

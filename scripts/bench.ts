@@ -5,7 +5,7 @@
 //   npm run bench               the full run (about ten minutes)
 //   npm run bench -- --quick    a smoke run (also BENCH_QUICK=1): short loads, 10,000 rows
 //   npm run bench -- --only requests,startup   only the named sections
-//     (startup, requests, lists, engine, s3; memory comes with requests and lists)
+//     (startup, requests, lists, engine, s3, cli; memory comes with requests and lists)
 // Each section is a module of scripts/bench/; a new one is a function called below.
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
@@ -13,6 +13,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { IDLE_COLLECTION_DEFAULTS } from '../server/idle-collection.ts';
 import { runS3Bench } from './bench-s3.ts';
+import { cliSection } from './bench/cli.ts';
 import { mib } from './bench/api.ts';
 import { acceptOnlySection, driveOnlySection, ENGINE_ENV, engineSection } from './bench/engine.ts';
 import { listsSection } from './bench/lists.ts';
@@ -21,7 +22,7 @@ import { printTable, record, section } from './bench/report.ts';
 import { requestsSection } from './bench/requests.ts';
 import { startWithDataDir, type RunningServer } from './bench/servers.ts';
 
-const SECTIONS = ['startup', 'requests', 'lists', 'engine', 's3'] as const;
+const SECTIONS = ['startup', 'requests', 'lists', 'engine', 's3', 'cli'] as const;
 const { values } = parseArgs({ options: { quick: { type: 'boolean', default: false }, only: { type: 'string' } } });
 const quick = values.quick || process.env.BENCH_QUICK === '1';
 const only = values.only?.split(',').map((name) => name.trim());
@@ -126,6 +127,11 @@ try {
   // The S3 figures, on servers of their own: the embedded store, and RGW beside it when Ceph is
   // there (scripts/bench-s3.ts).
   if (runs('s3')) await runS3Bench({ quick });
+  if (runs('cli')) {
+    const forCli = await start('cli');
+    cliSection(forCli, { quick });
+    await stop(forCli);
+  }
   console.log(`\nload average at the end: ${loadNow()}`);
   printTable();
 } finally {

@@ -13,6 +13,10 @@ export interface Principal {
   realm: string;
   /** The API key used, if any (audit `actor_token_id`). */
   tokenId: string | null;
+  /** What the credential is called: the API key's name, or the access token's subject (getAccount). */
+  credentialName: string;
+  /** When the credential stops working: the key's expiry or the token's `exp`; null: never. */
+  expiresAt: Date | null;
 }
 
 /** The actor of an audit event when it is not a request: the operator or the platform itself. */

@@ -20,7 +20,13 @@ export function authenticate(identity: IdentityResolver, auditNames: AuditNameTa
     if (credential === undefined) throw unauthenticated();
     const principal = await identity.resolve(credential, state.route?.params.org);
     if (principal === undefined) throw unauthenticated('The credential is not valid: unknown, malformed, expired or revoked.');
-    if (principal === 'no_membership') throw forbidden('This credential has no access to this organization.');
+    if (principal === 'no_membership') {
+      throw forbidden(
+        state.route!.params.org === undefined
+          ? "This token's subject is a member of no organization, or of several; address one by its path (/v1/orgs/{org})."
+          : 'This credential has no access to this organization.',
+      );
+    }
     state.principal = principal;
     const { operationId, params } = state.route!;
     state.audit = new RequestAudit({ id: operationId, auditNames: auditNames[operationId] }, params, principal, state.requestId);
@@ -38,7 +44,8 @@ export function authorize(_req: Request, res: Response, next: NextFunction): voi
   const { route, params } = state.route!;
   if (route.scope === 'none') return next();
   const principal = state.principal!;
-  if (params.org !== principal.orgId) throw forbidden('This credential belongs to another organization.');
+  // A path without an organization (getAccount) answers for the credential's own.
+  if (params.org !== undefined && params.org !== principal.orgId) throw forbidden('This credential belongs to another organization.');
   if (!principal.scopes.has(route.scope)) {
     throw forbidden(`This credential has the ${[...principal.scopes].join(' and ')} scope only; this operation needs ${route.scope}.`);
   }

@@ -73,7 +73,7 @@ describe('typed calls', () => {
 
   test('the raw openapi-fetch client is there for anything else', async () => {
     const client = clientFor(target);
-    const { data, response } = await client.raw.GET('/v1/orgs/{org}/billing', { params: { path: { org: client.org } } });
+    const { data, response } = await client.raw.GET('/v1/orgs/{org}/billing', { params: { path: { org: client.org! } } });
     expect(response.status).toBe(200);
     expect(data).toEqual(example('billing'));
   });

@@ -2,7 +2,7 @@
 // mock tests exercise, now with real authentication, cursors, idempotency and big integers.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { ProblemError, type PlatformClient } from '../../client/index.ts';
+import { createPlatformClient, ProblemError, type PlatformClient } from '../../client/index.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { clientFor, recordingFetch, type ApiTarget } from './support.ts';
 
@@ -22,6 +22,35 @@ describe('the client against the server', () => {
     const context = await client.call('getOrgContext');
     expect(context.org_id).toBe(server.org.orgId);
     expect(context.name).toBe('Acme Robotics');
+  });
+
+  test('without an org, the client learns it from getAccount, once, and every call addresses it', async () => {
+    const other = await server.createOrg('Learned Ltd');
+    const { fetch, sent } = recordingFetch();
+    const learning = createPlatformClient({ baseUrl: server.url, credential: other.ownerKey, fetch });
+    expect(learning.org).toBeUndefined();
+    const [context, billing] = await Promise.all([learning.call('getOrgContext'), learning.call('getBilling')]);
+    expect(context).toMatchObject({ org_id: other.orgId, name: 'Learned Ltd' });
+    expect(billing.state).toBeDefined();
+    expect(learning.org).toBe(other.orgId);
+    await learning.call('listVms');
+    expect(sent.map((request) => request.url.pathname)).toEqual([
+      '/v1/account',
+      `/v1/orgs/${other.orgId}`,
+      `/v1/orgs/${other.orgId}/billing`,
+      `/v1/orgs/${other.orgId}/compute/vms`,
+    ]);
+    const account = await learning.call('getAccount');
+    expect(account.credential).toMatchObject({ type: 'api_key', name: 'owner key', scopes: ['read', 'write'] });
+  });
+
+  test('a missing or relative baseUrl, or no credential, is refused at once with a sentence saying what is due', () => {
+    const options = { org: server.org.orgId, credential: server.org.ownerKey };
+    expect(() => createPlatformClient({ ...options } as never)).toThrow(
+      "createPlatformClient: baseUrl must be the server's absolute http(s) address, such as 'http://127.0.0.1:8080'; got nothing",
+    );
+    expect(() => createPlatformClient({ ...options, baseUrl: '/v1' })).toThrow(/baseUrl must be .*; got "\/v1"/);
+    expect(() => createPlatformClient({ baseUrl: server.url, org: server.org.orgId } as never)).toThrow(/credential must be/);
   });
 
   test('big integers round-trip exactly: a bigint budget is sent and read back as a bigint', async () => {

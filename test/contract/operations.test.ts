@@ -63,6 +63,8 @@ const operations: Array<[string, string, string]> = [
   ['getOperation', 'get', `${org}/operations/{operation_id}`],
   ['cancelOperation', 'post', `${org}/operations/{operation_id}/cancel`],
   ['listAuditEvents', 'get', `${org}/audit-events`],
+  // decisions.md, wave 3: whose credential this is, outside the organization paths
+  ['getAccount', 'get', '/v1/account'],
 ];
 
 /** Operations outside the organization paths, taking no credential (decided by us: the interface is silent on probes). */

@@ -1,7 +1,7 @@
 // The client's types follow the contract: wrong calls do not compile (tsc and `vitest --typecheck`
 // check every `@ts-expect-error` below is an error).
 import { describe, expectTypeOf, test } from 'vitest';
-import type { ProblemError } from '../../client/index.ts';
+import type { CallInit, ProblemError } from '../../client/index.ts';
 import { createPlatformClient, type ItemOf, type Operation, type PaginatedOperationId, type PlatformClient } from '../../client/index.ts';
 import type { components } from '../../generated/index.ts';
 
@@ -66,6 +66,19 @@ describe('client.call', () => {
     void client.call('getVm', { path: { vm_id }, body: { name: 'x' } });
     // @ts-expect-error query parameters are typed too
     void client.call('listVms', { query: { limit: '10' } });
+  });
+
+  test('an operation without query parameters says so, naming itself, where a query is passed', () => {
+    // @ts-expect-error getBilling takes no query parameters
+    void client.call('getBilling', { query: { limit: 10 } });
+    expectTypeOf<CallInit<'getBilling'>['query']>().toEqualTypeOf<'getBilling takes no query parameters' | undefined>();
+    expectTypeOf<CallInit<'getBilling'>['path']>().toEqualTypeOf<'getBilling takes no path parameters' | undefined>();
+  });
+
+  test('the organization may be left out: the client learns it from getAccount', () => {
+    const learning = createPlatformClient({ baseUrl: 'http://127.0.0.1:8080', credential: 'cpk_x' });
+    expectTypeOf(learning.call('getAccount')).resolves.toEqualTypeOf<Schemas['AccountOut']>();
+    expectTypeOf(learning.organization()).resolves.toEqualTypeOf<string>();
   });
 
   test('spend_budget_cents takes number | bigint | null, exactly as the contract says', () => {

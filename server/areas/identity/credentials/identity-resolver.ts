@@ -63,8 +63,9 @@ export class IdentityResolver {
       expires_at: Date | null;
       role: Role;
       subject: string;
+      name: string;
     }>(
-      `SELECT t.id, t.org_id, t.member_id, t.scopes, t.secret_hash, t.expires_at, m.role, m.subject,
+      `SELECT t.id, t.org_id, t.member_id, t.scopes, t.secret_hash, t.expires_at, t.name, m.role, m.subject,
               (t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > now())) AS usable
        FROM api_tokens t JOIN members m ON m.id = t.member_id
        WHERE t.secret_hash = $1`,
@@ -80,6 +81,8 @@ export class IdentityResolver {
       subject: key.subject,
       realm: 'api_key',
       tokenId: key.id,
+      credentialName: key.name,
+      expiresAt: key.expires_at,
     };
     this.cache?.put(ticket, cacheKey, principal, key.expires_at);
     this.touch(key.id);
@@ -104,24 +107,34 @@ export class IdentityResolver {
       .catch(() => {});
   }
 
+  /**
+   * A path without an organization (getAccount) takes the one organization the token's subject is
+   * a member of; a member of none, or of several, is `no_membership` there.
+   */
   private async fromAccessToken(token: string, pathOrgId: string | undefined): Promise<Principal | 'no_membership' | undefined> {
     const verified = await this.oidc!.verify(token);
     if (!verified) return undefined;
-    if (!pathOrgId) return 'no_membership';
-    const { rows } = await this.pool.query<{ id: string; role: Role }>(
-      'SELECT id, role FROM members WHERE org_id = $1 AND subject = $2 AND issuer = $3',
-      [pathOrgId, verified.subject, verified.issuer],
-    );
+    const { rows } = pathOrgId
+      ? await this.pool.query<{ id: string; org_id: string; role: Role }>(
+          'SELECT id, org_id, role FROM members WHERE org_id = $1 AND subject = $2 AND issuer = $3',
+          [pathOrgId, verified.subject, verified.issuer],
+        )
+      : await this.pool.query<{ id: string; org_id: string; role: Role }>(
+          'SELECT id, org_id, role FROM members WHERE subject = $1 AND issuer = $2 LIMIT 2',
+          [verified.subject, verified.issuer],
+        );
     const member = rows[0];
-    if (!member) return 'no_membership';
+    if (!member || rows.length > 1) return 'no_membership';
     return {
-      orgId: pathOrgId,
+      orgId: member.org_id,
       memberId: member.id,
       role: member.role,
       scopes: new Set<Scope>(['read', 'write']),
       subject: verified.subject,
       realm: verified.issuer,
       tokenId: null,
+      credentialName: verified.subject,
+      expiresAt: verified.expiresAt,
     };
   }
 }

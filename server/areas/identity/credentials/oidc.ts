@@ -10,6 +10,8 @@ import type { OidcConfig } from '../../../config.ts';
 export interface VerifiedToken {
   subject: string;
   issuer: string;
+  /** The token's `exp`. */
+  expiresAt: Date;
 }
 
 const ALGORITHMS = ['RS256', 'PS256', 'ES256', 'ES384', 'EdDSA'];
@@ -33,7 +35,9 @@ export class OidcVerifier {
         algorithms: ALGORITHMS,
         requiredClaims: ['sub', 'exp'],
       });
-      return typeof payload.sub === 'string' && payload.sub !== '' ? { subject: payload.sub, issuer: this.config.issuer } : undefined;
+      return typeof payload.sub === 'string' && payload.sub !== ''
+        ? { subject: payload.sub, issuer: this.config.issuer, expiresAt: new Date(payload.exp! * 1000) }
+        : undefined;
     } catch {
       return undefined;
     }
