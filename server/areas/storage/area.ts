@@ -1,16 +1,17 @@
 import { startS3Endpoint } from '../../drivers/embedded/s3/server.ts';
 import type { Caller } from '../../drivers/embedded/s3/access.ts';
 import { budgetOf, defineArea, type AreaDependencies } from '../area.ts';
+import { accessKeyExecutors } from './access-keys/access-key-executors.ts';
 import { accessKeyHandlers } from './access-keys/access-key-handlers.ts';
 import { createAccessKeyService } from './access-keys/access-key-service.ts';
 import { storagePurge, storageReconciler } from './buckets/bucket-reconciler.ts';
+import { bucketExecutors } from './buckets/bucket-executors.ts';
 import { bucketHandlers } from './buckets/bucket-handlers.ts';
 import { createBucketService } from './buckets/bucket-service.ts';
 import { quotaHandlers } from './quotas/quota-handlers.ts';
 import { storageQuotaOf } from './quotas/quota-figures.ts';
 import { s3Port } from './s3-port.ts';
 import { egressCounters } from './storage-egress.ts';
-import { storageExecutors } from './storage-executors.ts';
 import { storageUsage } from './storage-metering.ts';
 
 /**
@@ -41,7 +42,7 @@ export function storageArea(deps: AreaDependencies) {
       revokeAccessKey: { action: 'access_key.revoke', resourceType: 'access_key', idParam: 'key_id' },
       setQuota: { action: 's3_quota.set', resourceType: 's3_quota' },
     },
-    executors: storageExecutors(pool, drivers.objectStore, clock),
+    executors: { ...bucketExecutors(pool, drivers.objectStore, clock), ...accessKeyExecutors(pool, drivers.objectStore) },
     usage: { ...storageUsage, meteredCounters: egressCounters(drivers.objectStore) },
     background: [
       storageReconciler(deps),

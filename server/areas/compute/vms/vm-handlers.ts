@@ -7,7 +7,7 @@ import { toOperationRef } from '../../../engine/operation-record.ts';
 import { forbidden } from '../../../core/errors.ts';
 import { collectConsole, webSocketBase } from '../console/console-urls.ts';
 import { vmNotFound } from './vm-errors.ts';
-import { listVms } from '../compute-lists.ts';
+import { listVms } from './vm-rows.ts';
 import { VmAnswers } from './vm-answers.ts';
 import type { VmChange, VmService } from './vm-service.ts';
 import { findLiveVm, toVmOut } from './vm-rows.ts';

@@ -1,10 +1,8 @@
-import type { Clock } from '../../core/clock.ts';
-import type { Queryable } from '../../db/pool.ts';
-import { PermanentBackendError } from '../../drivers/errors.ts';
-import type { BucketReport, ObjectStoreDriver } from '../../drivers/object-store.ts';
-import type { Executor, Executors } from '../../engine/executor.ts';
-import type { OperationRow } from '../../engine/operation-record.ts';
-import { deleteAccessKeyRow, updateAccessKey, type AccessKeyRow, type AccessKeyState } from './access-keys/access-key-rows.ts';
+import type { Clock } from '../../../core/clock.ts';
+import type { Queryable } from '../../../db/pool.ts';
+import type { BucketReport, ObjectStoreDriver } from '../../../drivers/object-store.ts';
+import type { Executor, Executors } from '../../../engine/executor.ts';
+import type { OperationRow } from '../../../engine/operation-record.ts';
 import {
   bucketOfOperation,
   deleteBucketRow,
@@ -13,9 +11,9 @@ import {
   type BucketQuota,
   type BucketRow,
   type BucketState,
-} from './buckets/bucket-rows.ts';
-import { SOFT_DELETE_RETENTION_MS } from './storage-limits.ts';
-import { desiredLimits } from './quotas/s3-quota.ts';
+} from './bucket-rows.ts';
+import { SOFT_DELETE_RETENTION_MS } from '../storage-limits.ts';
+import { desiredLimits } from '../quotas/s3-quota.ts';
 
 /** What a bucket operation brings back: the store's report, and when it was made. */
 interface BucketOutcome {
@@ -24,19 +22,19 @@ interface BucketOutcome {
 }
 
 /**
- * The executors of the six object-storage operation types. `perform` makes the object store
- * match the bucket's or key's desired values as they are when it runs (so a repeated attempt,
+ * The executors of the four bucket operation types. `perform` makes the object store
+ * match the bucket's desired values as they are when it runs (so a repeated attempt,
  * or a later change queued behind it, converges on the latest); `succeeded` records the
  * store's report as the observed values and moves the state on; `failed` leaves the resource
  * where a user can act on it (in `error` when the store may not hold what was asked, back where
  * it was when the store still holds it); `cancelled` undoes what the request changed. A state
  * move applies only while the resource is still in the state the request left it in.
  */
-/** The operation types of buckets and S3 access keys. */
-export type StorageOperationType =
-  'bucket.create' | 'bucket.delete' | 'bucket.restore' | 'bucket.quota' | 'access_key.create' | 'access_key.revoke';
-
-export function storageExecutors(pool: Queryable, objectStore: ObjectStoreDriver, clock: Clock): Executors<StorageOperationType> {
+export function bucketExecutors(
+  pool: Queryable,
+  objectStore: ObjectStoreDriver,
+  clock: Clock,
+): Executors<'bucket.create' | 'bucket.delete' | 'bucket.restore' | 'bucket.quota'> {
   const bucketOf = async (operation: OperationRow): Promise<BucketRow> => {
     const bucket = await bucketOfOperation(pool, operation.org_id, operation.resource_id);
     // Only a cancel (before any attempt) or a purge (of a soft-deleted bucket) removes a row.
@@ -167,62 +165,10 @@ export function storageExecutors(pool: Queryable, objectStore: ObjectStoreDriver
     },
   };
 
-  const accessKeyOf = async (operation: OperationRow): Promise<AccessKeyRow> => {
-    const { rows } = await pool.query<AccessKeyRow>('SELECT * FROM s3_access_keys WHERE org_id = $1 AND id = $2', [
-      operation.org_id,
-      operation.resource_id,
-    ]);
-    if (!rows[0]) throw new Error(`access key ${operation.resource_id} of ${operation.type} has no record`);
-    return rows[0];
-  };
-
-  const createAccessKey: Executor<{ accessKeyId: string }> = {
-    async perform(operation) {
-      const key = await accessKeyOf(operation);
-      const secret = key.secretstore_path ? await objectStore.secrets.get(key.secretstore_path) : null;
-      if (secret === null) throw new PermanentBackendError('object store', 'the secret of the key is not in the secret store');
-      return objectStore.createAccessKey({ orgId: key.org_id, keyId: key.id, secret });
-    },
-    async succeeded(tx, operation, outcome) {
-      await updateAccessKey(tx, operation.resource_id, { state: 'active', objectstore_access_key_id: outcome.accessKeyId }, 'issuing');
-    },
-    async failed(tx, operation) {
-      await updateAccessKey(tx, operation.resource_id, { state: 'error' }, 'issuing');
-    },
-    async cancelled(tx, operation) {
-      // Never issued: the key goes, and its secret with it once the key's record is gone.
-      const key = await deleteAccessKeyRow(tx, operation.resource_id, 'issuing');
-      const path = key?.secretstore_path;
-      if (path) return () => objectStore.secrets.destroy(path);
-    },
-  };
-
-  const keyBackToPrevious = async (tx: Queryable, operation: OperationRow) => {
-    const { previous_state: previous } = operation.payload as { previous_state: AccessKeyState };
-    await updateAccessKey(tx, operation.resource_id, { state: previous }, 'revoking');
-  };
-
-  const revokeAccessKey: Executor<void> = {
-    async perform(operation) {
-      const key = await accessKeyOf(operation);
-      await objectStore.revokeAccessKey({ orgId: key.org_id, keyId: key.id });
-      if (key.secretstore_path) await objectStore.secrets.destroy(key.secretstore_path);
-    },
-    async succeeded(tx, operation) {
-      await updateAccessKey(tx, operation.resource_id, { state: 'revoked', secretstore_path: null }, 'revoking');
-    },
-    // The store still accepts the key: it is what it was before (active, or in error), and can
-    // be revoked again.
-    failed: (tx, operation) => keyBackToPrevious(tx, operation),
-    cancelled: (tx, operation) => keyBackToPrevious(tx, operation),
-  };
-
   return {
     'bucket.create': createBucket,
     'bucket.delete': deleteBucket,
     'bucket.restore': restoreBucket,
     'bucket.quota': setBucketQuota,
-    'access_key.create': createAccessKey,
-    'access_key.revoke': revokeAccessKey,
   };
 }
