@@ -174,7 +174,7 @@ class PageRun {
   async close(): Promise<void> {
     this.shell?.close();
     await Promise.all([...this.background, ...(this.server ? [this.server] : [])].map(stopGroup));
-    rmSync(this.dataDir, { recursive: true, force: true });
+    rmSync(this.dataDir, { recursive: true, force: true, maxRetries: 3 });
   }
 }
 
@@ -264,25 +264,28 @@ async function answers(url: string, status?: number): Promise<boolean> {
 }
 
 /**
- * Stops a process started in a group of its own, with everything it started, and waits for it:
- * the server stops its embedded PostgreSQL before it exits, and only then is DATA_DIR removed.
+ * Stops a process started in a group of its own, with everything it started, and waits until
+ * every process of the group has exited: npm (or the bash of a block) can exit at the signal while
+ * the server under it is still stopping its embedded PostgreSQL, which wrote into a DATA_DIR
+ * already being removed and left it behind. Only then is DATA_DIR removed.
  */
 async function stopGroup(child: ChildProcess): Promise<void> {
-  if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise((resolve) => child.once('exit', resolve));
-  try {
-    process.kill(-child.pid, 'SIGTERM');
-  } catch {
-    child.kill('SIGTERM');
-  }
-  const timeout = new Promise((resolve) => setTimeout(resolve, 30_000, 'timeout'));
-  if ((await Promise.race([exited, timeout])) === 'timeout') {
+  if (child.pid === undefined) return;
+  const group = -child.pid;
+  const signal = (name: NodeJS.Signals | 0): boolean => {
     try {
-      process.kill(-child.pid, 'SIGKILL');
+      process.kill(group, name);
+      return true;
     } catch {
-      child.kill('SIGKILL');
+      return false; // no process is left in the group
     }
+  };
+  if (!signal('SIGTERM')) return;
+  for (const deadline = Date.now() + 30_000; Date.now() < deadline;) {
+    if (!signal(0)) return;
+    await new Promise((resolve) => setTimeout(resolve, 100));
   }
+  signal('SIGKILL');
 }
 
 // The run itself, after the declarations it uses: page after page, each on its own.

@@ -188,6 +188,38 @@ describe('the documentation runner', () => {
     expect(result.stdout).toMatch(/^ok {3}.*own-server\.md:6 \(sh\)/m);
     expect(result.stdout).not.toMatch(/npm start serves/);
   });
+  test("a page's DATA_DIR is removed only once its server has stopped, even when the process the runner started exits first", async () => {
+    // The server block's bash exits at the signal; the server under it takes a moment to stop and
+    // writes into DATA_DIR meanwhile, as the embedded PostgreSQL does while it shuts down.
+    const serves = [
+      'node -e "',
+      "require('fs').writeFileSync(process.env.DATA_DIR + '/bootstrap.json', '{}');",
+      "require('http').createServer((request, response) => response.end('ready')).listen(process.env.PORT, '127.0.0.1');",
+      '"',
+    ].join(' ');
+    const stopped = path.join(workDir, 'slow-server-stopped');
+    const file = planted(
+      'slow-stop.md',
+      [
+        '<!-- readme-test: server (stops slowly) -->',
+        '```sh',
+        `( trap 'sleep 1; mkdir -p "$DATA_DIR"; echo late > "$DATA_DIR/late"; touch ${stopped}; exit 0' TERM; ${serves} & wait ) & wait`,
+        '```',
+        '',
+        '```sh',
+        'echo "data dir: $DATA_DIR"',
+        '```',
+        '',
+      ].join('\n'),
+    );
+    const result = await run(bin('tsx'), [runner, '--file', file, '--verbose']);
+    expect(result.code, result.stderr).toBe(0);
+    const dataDir = /data dir: (\S+)/.exec(result.stdout)?.[1];
+    expect(dataDir).toBeDefined();
+    // Once the slow server has finished stopping, nothing it wrote is left.
+    while (!existsSync(stopped)) await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(existsSync(dataDir!)).toBe(false);
+  });
 });
 
 describe('the wait_for helper of the docs (scripts/examples/wait-for.sh)', () => {
