@@ -31,7 +31,7 @@ export interface SampleOperation {
 /** The environment every sample reads: the API's address and a credential. */
 export const SAMPLE_ENVIRONMENT = ['BASE_URL', 'API_KEY'] as const;
 
-/** The import the TypeScript samples show: the client as a package (see README "The client as a package"). */
+/** The import the TypeScript samples show: the client as a package (see docs/using-the-api.md, "The client as a package"). */
 export const CLIENT_IMPORT = "import { createPlatformClient } from '@cloud-platform/client';";
 
 const METHODS = ['get', 'put', 'post', 'delete', 'patch'] as const;

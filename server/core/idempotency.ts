@@ -8,7 +8,7 @@ const PROCESSING_LOCK_SECONDS = 60;
 export type Claim = { kind: 'claimed' } | { kind: 'replay'; status: number; body: string } | { kind: 'reused' } | { kind: 'in_use' };
 
 /**
- * Idempotency-Key records (decisions.md): the same key and request replay the stored response;
+ * Idempotency-Key records (docs/architecture.md, "Lists and retries"): the same key and request replay the stored response;
  * the same key with another request is refused; a key whose first request still runs is
  * `in_use`. Claiming is one INSERT … ON CONFLICT DO NOTHING, so of two simultaneous requests
  * with one key exactly one runs. The record is completed in the transaction of the change, so a

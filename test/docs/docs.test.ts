@@ -1,8 +1,8 @@
 // The docs page in headless Chromium, as a reader opens it from disk: it fetches nothing from the
 // network, lists the local servers beside production, has a page of every error code, and every
-// operation shows its curl and TypeScript samples.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+// operation shows its curl and TypeScript samples. It is built as `npm run docs` builds it, into
+// site/, which git ignores: docs/ holds the documentation's pages, which are tracked.
+import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { chromium, type Browser, type Page } from 'playwright-core';
@@ -17,18 +17,16 @@ const operations = Object.values(bundle.paths as Record<string, Record<string, a
 ) as Array<{ method: string; operationId: string; tags: string[] }>;
 const slug = (text: string) => text.toLowerCase().replace(/[^a-z0-9]+/g, '-');
 
-let workDir: string;
+const site = path.join(repoRoot, 'site', 'index.html');
 let url: string;
 let browser: Browser;
 let page: Page;
 const external: string[] = [];
 
 beforeAll(async () => {
-  workDir = mkdtempSync(path.join(tmpdir(), 'docs-test-'));
-  const output = path.join(workDir, 'index.html');
-  const built = await run(bin('tsx'), [path.join(repoRoot, 'scripts', 'build-docs.ts'), '--output', output]);
+  const built = await run(bin('tsx'), [path.join(repoRoot, 'scripts', 'build-docs.ts')]);
   if (built.code !== 0) throw new Error(`npm run docs failed:\n${built.stdout}\n${built.stderr}`);
-  url = pathToFileURL(output).href;
+  url = pathToFileURL(site).href;
   browser = await chromium.launch({ executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', args: ['--no-sandbox'] });
   page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
   page.setDefaultTimeout(10_000);
@@ -44,7 +42,14 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await browser?.close();
-  if (workDir) rmSync(workDir, { recursive: true, force: true });
+});
+
+describe('npm run docs', () => {
+  test('writes the page to site/, which git ignores, not to docs/, where the pages are tracked', async () => {
+    expect(existsSync(site)).toBe(true);
+    expect((await run('git', ['check-ignore', '--quiet', 'site/index.html'])).code).toBe(0);
+    expect((await run('git', ['check-ignore', '--quiet', 'docs/README.md'])).code).toBe(1);
+  });
 });
 
 describe('the docs page', () => {

@@ -174,7 +174,7 @@ describe('the mock', () => {
   });
 });
 
-describe('Prefer: example= as the README says', () => {
+describe('Prefer: example= as docs/mock.md says', () => {
   test('an error example alone is served with its own status', async () => {
     const response = await fetch(`${base}/compute/vms/b8a3c5d7-2e4f-4a6b-9c8d-1e3f5a7b9c20`, {
       method: 'DELETE',

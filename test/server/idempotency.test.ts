@@ -1,4 +1,4 @@
-// Idempotency-Key (decisions.md): replay of the same request, refusal of another request under
+// Idempotency-Key (docs/architecture.md): replay of the same request, refusal of another request under
 // the same key, 409 while the first still runs, and one resource for concurrent duplicates.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';

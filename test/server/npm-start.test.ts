@@ -66,7 +66,7 @@ test.runIf(process.platform === 'linux')(
 
     expect(listening.url).toBe(`http://127.0.0.1:${port}`);
     expect(listening.node, 'the Node that runs the server').toBe(nodeOfNpmScripts());
-    // On the platforms npm has a Node 24 package for, that Node is 24 (the README's runtime), which
+    // On the platforms npm has a Node 24 package for, that Node is 24 (the runtime of docs/operating.md), which
     // runs the sources itself: the machine's Node 20 would need tsx, and say so.
     if (['x64', 'arm64'].includes(process.arch)) {
       expect(listening.node.split('.')[0]).toBe('24');

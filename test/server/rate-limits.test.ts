@@ -1,5 +1,5 @@
 // Rate limits: per verified credential whatever the spelling of its header, per client address
-// for everything without one, and counted by each server process on its own (README).
+// for everything without one, and counted by each server process on its own (docs/operating.md, "Rate limits").
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import {
   call,

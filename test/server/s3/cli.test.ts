@@ -1,4 +1,4 @@
-// The AWS CLI (the second client the issue names) against the endpoint: `aws s3` copies up
+// The AWS CLI (the second S3 client the endpoint is held to) against the endpoint: `aws s3` copies up
 // (multipart above 8 MiB) and down, lists, `aws s3api` lists versions, and over-quota writes
 // fail. CI installs the CLI (.ci/run); without it this test fails rather than skip.
 import { execFile } from 'node:child_process';

@@ -90,7 +90,7 @@ describe.each(storageDrivers())('object storage on the $name store', (factory) =
     if (factory.name === 'rgw' && overCount.stored) {
       // RGW checks caps against statistics it caches and refreshes in the background: a refresh
       // read before the last write was counted overwrites that count, and one write past the cap
-      // gets in (README, "Where RGW differs"). Once the statistics catch up the cap holds.
+      // gets in (docs/object-storage.md, "Where RGW differs"). Once the statistics catch up the cap holds.
       const refused = await eventually(async () => {
         const outcome = await plane.put(org, 'capped', 'e', 0);
         return outcome.stored ? undefined : outcome;

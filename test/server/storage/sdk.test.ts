@@ -4,7 +4,7 @@
 // bucket and its S3 access key through the platform API, then talks S3 with @aws-sdk/client-s3
 // (path-style; checksums only where S3 requires them, which RGW Pacific needs) to the endpoint the
 // platform tells users. Expectations differ per store only where RGW differs, each said in the
-// test's name and in the README's "Object storage on Ceph". The organization ceiling set below
+// test's name and in docs/object-storage.md, "Where RGW differs". The organization ceiling set below
 // usage (writes frozen, deletes working) runs through this same SDK data plane in
 // behaviour.test.ts; the embedded store's own SDK tests (default checksums, aws-chunked uploads,
 // presigned URLs, conditional reads, crash mid-upload) are in test/server/s3.
@@ -36,7 +36,7 @@ const md5 = (body: Buffer | string) => `"${createHash('md5').update(body).digest
 const bytesOf = async (client: S3Client, Bucket: string, Key: string, extra: { Range?: string; VersionId?: string } = {}) =>
   Buffer.from(await (await client.send(new GetObjectCommand({ Bucket, Key, ...extra }))).Body!.transformToByteArray());
 
-/** Where RGW answers otherwise than the embedded store (README: "Where RGW differs"). */
+/** Where RGW answers otherwise than the embedded store (docs/object-storage.md: "Where RGW differs"). */
 interface StoreExpectations {
   /** CompleteMultipartUpload's ETag: S3's `"md5-of-md5s-N"`, or empty from RGW Pacific (HeadObject has it). */
   completedMultipartEtag: 'multipart' | 'empty';
