@@ -138,7 +138,7 @@ export interface SimulatorConfig {
   embeddedStoreLatencyMs: [number, number];
 }
 
-/** A Ceph RADOS Gateway (README: "Object storage on Ceph"). */
+/** A Ceph RADOS Gateway (docs/object-storage.md, "Object storage on Ceph"). */
 export interface RgwConfig {
   /** Where the platform reaches the gateway's Admin Ops and S3 APIs (RGW_ENDPOINT). */
   endpoint: string;

@@ -1,5 +1,5 @@
 // `npm start`: serves the API. With no configuration: http://127.0.0.1:8080, an embedded
-// PostgreSQL in ./data, simulated backends. See README "Configuration".
+// PostgreSQL in ./data, simulated backends. See docs/operating.md, "Configuration".
 import { bootstrapIfEmpty, keepBootstrapAddressCurrent } from './bootstrap.ts';
 import { ConfigError, loadConfig, type Config } from './config.ts';
 import { startEmbeddedDatabase, type EmbeddedDatabase } from './db/embedded.ts';
