@@ -4,7 +4,6 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { setProtectionByOperator } from '../../../server/areas/compute/vms/vm-protection.ts';
 import { createScheduler } from '../../../server/areas/compute/schedules/scheduler.ts';
 import { loadCatalogue } from '../../../server/areas/compute/catalogue/catalogue.ts';
-import { createVmService } from '../../../server/areas/compute/vms/vm-service.ts';
 import { withTransaction } from '../../../server/db/pool.ts';
 import { createOrganizationClock } from '../../../server/core/test-clocks.ts';
 import { startTestServer, type TestOrg, type TestServer } from '../../support/server.ts';
@@ -306,7 +305,7 @@ describe('several schedulers at once', () => {
     const vms: VmOut[] = await Promise.all([1, 2, 3, 4, 5, 6].map(() => runningVm(server, org)));
     for (const vm of vms) await schedule(vm.id, { kind: 'once', run_at: '2026-11-20T10:20:00Z' });
     const catalogue = loadCatalogue();
-    const service = createVmService({ catalogue, budget: { assertCanCreateBillable: async () => {} }, maxAttempts: 5 });
+    const service = { catalogue, budget: { assertCanCreateBillable: async () => {} }, maxAttempts: 5 };
     const schedulers = [1, 2, 3].map(() =>
       createScheduler({ pool: server.pool, orgClock: createOrganizationClock(clock, false), vms: service }),
     );

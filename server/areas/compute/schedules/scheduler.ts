@@ -7,7 +7,7 @@ import { allowedActions, changeInFlight } from '../vms/vm-policy.ts';
 import { nextRunAfter } from './schedule-time.ts';
 import type { ScheduleRow } from './schedule-rows.ts';
 import { recurrenceOf } from './schedule-service.ts';
-import type { VmService } from '../vms/vm-service.ts';
+import { rebootVm, type VmServiceDependencies } from '../vms/vm-service.ts';
 import { toVmOut, type VmRow } from '../vms/vm-rows.ts';
 
 /** A run reached later than this after it came due is skipped (`missed`), not run late. */
@@ -23,7 +23,7 @@ type Outcome = Pick<ScheduleRow, 'last_outcome' | 'last_outcome_detail' | 'last_
  * LOCKED` inside the transaction that records their run, so with several processes each due run
  * is handled by exactly one of them, once.
  */
-export function createScheduler({ pool, orgClock, vms }: { pool: Pool; orgClock: OrganizationClock; vms: VmService }) {
+export function createScheduler({ pool, orgClock, vms }: { pool: Pool; orgClock: OrganizationClock; vms: VmServiceDependencies }) {
   async function runOne(tx: PoolClient, schedule: ScheduleRow, now: Date): Promise<void> {
     const due = schedule.next_run_at!;
     const outcome = now.getTime() - due.getTime() > GRACE_PERIOD_MS ? missed(due, now) : await restart(tx, schedule);
@@ -70,7 +70,7 @@ export function createScheduler({ pool, orgClock, vms }: { pool: Pool; orgClock:
     if (vm.state !== 'running') return refused(`The instance was ${vm.state}, not running, so nothing was restarted.`);
     try {
       await tx.query('SAVEPOINT scheduled_restart');
-      const change = await vms.reboot(tx, schedule.org_id, vm.id);
+      const change = await rebootVm(vms, tx, schedule.org_id, vm.id);
       await recordAudit(tx, {
         orgId: schedule.org_id,
         action: 'vm.reboot',
