@@ -124,14 +124,15 @@ export async function startPlatform(
   const contract = contractValidator({ validateResponses: config.validateResponses });
   const contractWarmedUp = warmUpContractValidator(contract);
   const database = await openDatabase(config, log, options.embedded);
+  // What the start opens, closed in reverse when it fails or when the platform stops.
+  const teardown = new Teardown();
+  teardown.add('database', () => database.stop());
   // The simulated backends stand for systems outside the platform: they have connections of
   // their own, so that a backend call never waits for one of the API's, and the transaction
   // guard refuses a backend call made inside a transaction.
   // The embedded object store serves S3 requests on these connections too: a few more of them.
   // None is kept while idle: a backend at rest needs no connection (each is a PostgreSQL process
   // of 15 to 25 MiB), and the first call after a quiet second opens one in a few milliseconds.
-  const teardown = new Teardown();
-  teardown.add('database', () => database.stop());
   const backendPoolSize = config.simulators.poolSize + (config.drivers.objectStore === 'embedded' ? EMBEDDED_STORE_CONNECTIONS : 0);
   const backendPool = createPool(database.connectionString, backendPoolSize, config.database, 'cloud-platform-backends', 0);
   teardown.add('backends pool', () => backendPool.end());
