@@ -164,6 +164,8 @@ export async function startPlatform(
           incompleteUploadRetentionMs: config.s3.incompleteUploadRetentionSeconds * 1000,
           rgw: config.rgw,
           listener,
+          qemu: config.qemu,
+          log,
         });
     embeddedStore = drivers.embeddedStore;
     await contractWarmedUp;

@@ -39,6 +39,8 @@ export async function advanceClock(
     secretStoreKey: config.s3.secretStoreKey,
     incompleteUploadRetentionMs: config.s3.incompleteUploadRetentionSeconds * 1000,
     rgw: config.rgw,
+    qemu: config.qemu,
+    log,
   });
   try {
     return await advanceWith(pool, drivers, config, log, orgClock, request);
