@@ -22,8 +22,6 @@ const run = promisify(execFile);
 const GUEST_ADDRESS = '10.0.2.15';
 /** QEMU run states in which the guest no longer runs through no request of the platform. */
 const FAILED_RUN_STATES = ['guest-panicked', 'internal-error', 'io-error'];
-/** The longest unix socket path (sun_path is 108 bytes with its terminating zero). */
-const MAX_SOCKET_PATH = 107;
 
 export interface QemuDriverOptions {
   dataDir: string;
@@ -43,13 +41,8 @@ export interface QemuDriverOptions {
 export async function createQemuHypervisor({ dataDir, config, log }: QemuDriverOptions): Promise<HypervisorDriver> {
   const layout = qemuLayout(dataDir);
   await checkTools(config);
-  const longest = layout.server('00000000-0000-0000-0000-000000000000').serialSocket;
-  if (longest.length > MAX_SOCKET_PATH) {
-    throw new ConfigError(
-      `DATA_DIR is too long for the QEMU driver's sockets (${longest.length} > ${MAX_SOCKET_PATH} characters); choose a shorter DATA_DIR`,
-    );
-  }
   await mkdir(layout.serversDir, { recursive: true });
+  if (layout.socketsDir) await mkdir(layout.socketsDir, { recursive: true, mode: 0o700 });
   await mkdir(layout.addressesDir, { recursive: true });
 
   const images = createImageSources(layout, config.testImageDir);
@@ -294,6 +287,7 @@ export async function createQemuHypervisor({ dataDir, config, log }: QemuDriverO
       serialized(spec.serverId, async () => {
         const files = layout.server(spec.serverId);
         await mkdir(files.dir, { recursive: true });
+        if (files.socketDir) await mkdir(files.socketDir, { recursive: true, mode: 0o700 });
         // A repeated create (after a crashed attempt) carries on from what the first one made.
         let record = await readRecord(files.record);
         if (!record) {
@@ -421,6 +415,7 @@ export async function createQemuHypervisor({ dataDir, config, log }: QemuDriverO
           if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
         }
         await rm(aside, { recursive: true, force: true });
+        if (files.socketDir) await rm(files.socketDir, { recursive: true, force: true });
       }),
 
     setFirewall: (server, rules) =>
