@@ -34,7 +34,7 @@ fail() {
 for tool in apt-get dpkg-deb xz gzip; do
   command -v "$tool" >/dev/null || fail "$tool is missing (Debian: apt-get install xz-utils gzip)"
 done
-[ -x "$BUSYBOX" ] && "$BUSYBOX" --list | grep -qx acpid || fail "$BUSYBOX is missing (Debian: apt-get install busybox-static)"
+[ -x "$BUSYBOX" ] && "$BUSYBOX" --list | grep -x acpid >/dev/null || fail "$BUSYBOX is missing (Debian: apt-get install busybox-static)"
 [ -x "$DROPBEAR" ] || fail "$DROPBEAR is missing (Debian: apt-get install dropbear-bin)"
 # A static busybox: the initramfs has no C library of its own beyond dropbear's.
 if ldd "$BUSYBOX" >/dev/null 2>&1; then fail "$BUSYBOX is not statically linked (install busybox-static, not busybox)"; fi
