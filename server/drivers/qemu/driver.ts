@@ -20,6 +20,8 @@ const run = promisify(execFile);
 
 /** The guest's address on QEMU's user-mode network (each server has a network of its own). */
 const GUEST_ADDRESS = '10.0.2.15';
+/** A server's folder is named by its id (a deleted one's is set aside as `<id>.deleting`). */
+const SERVER_FOLDER = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 /** QEMU run states in which the guest no longer runs through no request of the platform. */
 const FAILED_RUN_STATES = ['guest-panicked', 'internal-error', 'io-error'];
 
@@ -91,8 +93,8 @@ export async function createQemuHypervisor({ dataDir, config, log }: QemuDriverO
   async function reportReattached(): Promise<void> {
     const running: Array<{ serverId: string; pid: number }> = [];
     for (const name of await readdir(layout.serversDir)) {
-      if (name.endsWith('.deleting')) continue;
-      const pid = await runningPid(layout.server(name)).catch(() => undefined);
+      if (!SERVER_FOLDER.test(name)) continue;
+      const pid = await runningPid(layout.server(name));
       if (pid !== undefined) running.push({ serverId: name, pid });
     }
     if (running.length > 0)
@@ -253,7 +255,11 @@ export async function createQemuHypervisor({ dataDir, config, log }: QemuDriverO
 
   /** Brings the running QEMU's forwarded ports in line with the firewall and the addresses routed to the server. */
   async function applyForwards(files: ServerFiles, record: ServerRecord): Promise<ServerRecord> {
-    if ((await runState(files)) === undefined) return record;
+    // Not running: the next start forwards what the record says.
+    if ((await runState(files)) === undefined) {
+      await save(files, record);
+      return record;
+    }
     const routed = (await addresses.entries()).filter((entry) => entry.serverId === record.serverId).map((entry) => entry.address);
     const { forwards } = await planForwards(routed, openPorts(record.firewall), record.forwards);
     const key = (forward: Forward) => `${forward.protocol}:${forward.address}:${forward.hostPort}:${forward.guestPort}`;

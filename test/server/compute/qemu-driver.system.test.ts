@@ -141,6 +141,18 @@ describe.skipIf(absent !== undefined)('the QEMU driver', { timeout: 120_000 }, (
     expect(await driver.detachAddress({ addressId: 'b' }, { serverId, name: spec.name })).toMatchObject({ addresses: { public_ipv4: [] } });
     await driver.releaseAddress({ addressId: 'b' });
     expect((await driver.allocateAddress({ addressId: 'c', regionId: 'fra1' })).address).toBe(b.address);
+
+    // Rules and addresses set while the server is stopped are forwarded by its next start.
+    const stopped = await driver.stopServer({ serverId, name: spec.name });
+    expect(stopped.status).toBe('stopped');
+    await driver.attachAddress({ addressId: 'a' }, { serverId, name: spec.name });
+    await driver.setFirewall({ serverId, name: spec.name }, [{ protocol: 'tcp', ports: '8080', sources: ['127.0.0.0/8'] }]);
+    expect((await driver.startServer({ serverId, name: spec.name })).addresses.public_ipv4).toEqual([a.address]);
+    const started = JSON.parse(readFileSync(layout.server(serverId).record, 'utf8')) as {
+      forwards: Array<{ address: string; guestPort: number }>;
+    };
+    expect(started.forwards.map((forward) => `${forward.address}:${forward.guestPort}`)).toEqual([`${a.address}:8080`]);
+    await driver.detachAddress({ addressId: 'a' }, { serverId, name: spec.name });
     await driver.releaseAddress({ addressId: 'a' });
     await driver.releaseAddress({ addressId: 'c' });
 

@@ -8,6 +8,7 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { qemuLayout } from '../../../server/drivers/qemu/layout.ts';
 import { collectConsoleUrl, connectConsole } from '../../support/console-client.ts';
@@ -56,7 +57,7 @@ if (absent) console.warn(`QEMU driver: skipped, ${absent}`);
 /** Guests take a while under TCG on two shared cores: a boot is seconds, several at once more. */
 const BOOT_MS = 120_000;
 
-describe.skipIf(absent !== undefined)('COMPUTE_DRIVER=qemu', { timeout: 300_000 }, () => {
+describe.skipIf(absent !== undefined)('COMPUTE_DRIVER=qemu', { timeout: 600_000 }, () => {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'cp-qemu-'));
   const keyDir = mkdtempSync(path.join(tmpdir(), 'cp-qemu-key-'));
   const keyFile = path.join(keyDir, 'id_ed25519');
@@ -249,7 +250,8 @@ describe.skipIf(absent !== undefined)('COMPUTE_DRIVER=qemu', { timeout: 300_000 
   test('a guest that powers itself off is stopped, and its time no longer metered', async () => {
     const vm = await vmNamed('web-1');
     const address = vm.observed_addresses!.public_ipv4[0]!;
-    await ssh(address, sshPort(vm.id, address), 'poweroff');
+    // In the background, so that the login ends before the guest goes (a retried `poweroff` would wait for a guest that is gone).
+    await ssh(address, sshPort(vm.id, address), 'setsid sh -c "sleep 1; poweroff" </dev/null >/dev/null 2>&1 &');
     const stopped = await eventually(
       async () => {
         const read = await getVm(vm.id);
@@ -259,6 +261,14 @@ describe.skipIf(absent !== undefined)('COMPUTE_DRIVER=qemu', { timeout: 300_000 
       30_000,
     );
     expect(stopped).toMatchObject({ desired_state: 'stopped', observed_status: 'stopped' });
+    // Metering follows the powered run: none is open while the guest is off.
+    const database = new pg.Client({ connectionString: databaseUrl });
+    await database.connect();
+    try {
+      expect((await database.query('SELECT powered_since FROM vms WHERE id = $1', [vm.id])).rows[0].powered_since).toBeNull();
+    } finally {
+      await database.end();
+    }
     await eventually(async () => (qemuPids(dataDir, vm.id).length === 0 ? true : undefined), 'its QEMU to end', 30_000);
     await operation(await org.call('POST', `/compute/vms/${vm.id}/start`));
     expect(await getVm(vm.id)).toMatchObject({ state: 'running', observed_status: 'running' });
