@@ -1,6 +1,5 @@
 import { execFile } from 'node:child_process';
 import { mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import type { InstalledSshKey } from '../hypervisor.ts';
@@ -29,7 +28,8 @@ export function seedFiles(server: { serverId: string; name: string; sshKeys: Ins
  */
 export async function writeSeed(target: string, server: { serverId: string; name: string; sshKeys: InstalledSshKey[] }): Promise<void> {
   const { metaData, userData } = seedFiles(server);
-  const work = await mkdtemp(path.join(tmpdir(), 'cloud-platform-seed-'));
+  // Beside the seed, in the server's folder: a crash here leaves nothing outside it.
+  const work = await mkdtemp(path.join(path.dirname(target), 'seed-files-'));
   try {
     await writeFile(path.join(work, 'meta-data'), metaData);
     await writeFile(path.join(work, 'user-data'), userData);
