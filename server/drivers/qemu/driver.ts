@@ -209,7 +209,14 @@ export async function createQemuHypervisor({ dataDir, config, log }: QemuDriverO
     }
     const spec = { files, name: record.name, vcpus: record.vcpus, memoryMb: record.memoryMb, kernel, forwards };
     let result = await launchQemu(config.binary, qemuArguments({ ...spec, accelerator }));
-    if (!result.started && accelerator === 'kvm' && /kvm/i.test(result.output)) {
+    // KVM can fail at the start (QEMU says so) or just after it (a CPU without hardware
+    // virtualisation aborts on its first MSR): either way TCG takes over, for good.
+    let kvmFailed = accelerator === 'kvm' && !result.started && /kvm/i.test(result.output);
+    if (accelerator === 'kvm' && result.started) {
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      kvmFailed = (await runState(files)) === undefined;
+    }
+    if (kvmFailed) {
       log.warn({ output: result.output }, 'QEMU driver: KVM failed; guests run under TCG from now on');
       accelerator = 'tcg';
       result = await launchQemu(config.binary, qemuArguments({ ...spec, accelerator }));
@@ -510,7 +517,25 @@ export async function createQemuHypervisor({ dataDir, config, log }: QemuDriverO
       }
     },
   };
-  return driver;
+  return withBackendErrors(driver, log);
+}
+
+/**
+ * The interface's promise: a failure is a TransientBackendError or a PermanentBackendError. What
+ * the host threw otherwise (a qemu-img or file-system error, a monitor that went away) is logged
+ * here, with its own words, and becomes a transient failure: the operation is tried again.
+ */
+function withBackendErrors(driver: HypervisorDriver, log: Logger): HypervisorDriver {
+  const wrapped: Record<string, unknown> = {};
+  for (const [name, method] of Object.entries(driver) as Array<[string, (...args: unknown[]) => Promise<unknown>]>) {
+    wrapped[name] = (...args: unknown[]) =>
+      method(...args).catch((error: unknown) => {
+        if (error instanceof PermanentBackendError || error instanceof TransientBackendError) throw error;
+        log.warn({ err: error, call: name }, `QEMU driver: ${name} failed`);
+        throw new TransientBackendError('compute backend', `${name} failed on this host`);
+      });
+  }
+  return wrapped as unknown as HypervisorDriver;
 }
 
 async function fileExists(file: string): Promise<boolean> {

@@ -109,6 +109,33 @@ describe.skipIf(absent !== undefined)('the QEMU driver', { timeout: 120_000 }, (
     expect(existsSync(layout.server('4f1c2b4a-5d6e-4f70-8a9b-0c1d2e3f4a5b').dir)).toBe(false);
   });
 
+  // Only where the CPU has no hardware virtualisation (as on CI's machines): there QEMU aborts under KVM.
+  const kvmUsable = /^flags\s*:.*\b(vmx|svm)\b/m.test(readFileSync('/proc/cpuinfo', 'utf8'));
+  test.skipIf(kvmUsable)('QEMU_ACCEL=kvm on a host where KVM does not work: the guest runs under TCG instead', async () => {
+    const kvmDataDir = mkdtempSync(path.join(tmpdir(), 'cp-qemu-kvm-'));
+    const kvmConfig = loadConfig({ COMPUTE_DRIVER: 'qemu', QEMU_ACCEL: 'kvm', QEMU_STOP_TIMEOUT_MS: '500' }).qemu!;
+    const kvmDriver = await createQemuHypervisor({ dataDir: kvmDataDir, config: kvmConfig, log: createLogger('silent') });
+    const kvmLayout = qemuLayout(kvmDataDir);
+    try {
+      execFileSync('bash', [
+        path.join(repoRoot, 'scripts', 'qemu', 'register-image.sh'),
+        'fra1',
+        'cloudy-kvm',
+        path.join(work, 'cloudy.qcow2'),
+        kvmDataDir,
+      ]);
+      expect((await kvmDriver.createServer({ ...spec, imageId: 'cloudy-kvm' })).status).toBe('running');
+      const record = JSON.parse(readFileSync(kvmLayout.server(serverId).record, 'utf8')) as { accelerator: string };
+      expect(record.accelerator).toBe('tcg');
+      const pid = Number(readFileSync(kvmLayout.server(serverId).pidFile, 'utf8'));
+      expect(readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')).toContain('tcg');
+    } finally {
+      await kvmDriver.deleteServer({ serverId, name: spec.name });
+      rmSync(kvmDataDir, { recursive: true, force: true });
+      if (kvmLayout.socketsDir) rmSync(kvmLayout.socketsDir, { recursive: true, force: true });
+    }
+  });
+
   test('the address pool: one address per id, none when it is used up, and a port the host has taken is forwarded from another', async () => {
     const a = await driver.allocateAddress({ addressId: 'a', regionId: 'fra1' });
     expect(await driver.allocateAddress({ addressId: 'a', regionId: 'fra1' })).toEqual(a);
