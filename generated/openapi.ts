@@ -2219,7 +2219,10 @@ export interface components {
          *     `creating`, `rebooting`, `resizing`, `rebuilding` or `deleting`, or while `desired_state`
          *     differs from `state`, a start, stop, reboot, resize, rebuild, rescue, unrescue or delete is
          *     refused with `409 vm_state_conflict` (poll the operation, then retry). Each action's own
-         *     description says which states accept it.
+         *     description says which states accept it. A guest that powers itself off (`poweroff` inside
+         *     it) becomes `stopped`, `desired_state` too, without an operation, once the hypervisor has
+         *     reported it `stopped`: metering stops with it. A guest that crashed stays `running`, with
+         *     `observed_status` `crashed`, until a reboot or a stop.
          *
          *     **`allowed_actions`** tells which actions the platform's policy allows for this instance:
          *

@@ -1,5 +1,6 @@
-import { availableParallelism } from 'node:os';
+import { availableParallelism, homedir } from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 /**
  * The server's configuration, parsed once at start-up from the environment. A bad value stops
@@ -32,12 +33,14 @@ export interface Config {
    * `simulator` keeps objects as figures only, with no S3 endpoint; `rgw` is a Ceph RADOS Gateway,
    * which serves S3 itself (the embedded endpoint is then not started).
    */
-  drivers: { compute: 'simulator'; objectStore: 'embedded' | 'simulator' | 'rgw'; billing: 'simulator' };
+  drivers: { compute: 'simulator' | 'qemu'; objectStore: 'embedded' | 'simulator' | 'rgw'; billing: 'simulator' };
   /** The S3 endpoint of the embedded object store. */
   s3: S3Config;
   simulators: SimulatorConfig;
   /** The Ceph RADOS Gateway of OBJECT_STORE_DRIVER=rgw; undefined with another object store. */
   rgw: RgwConfig | undefined;
+  /** Real guests on this host (COMPUTE_DRIVER=qemu, drivers/qemu/); undefined with the simulator. */
+  qemu: QemuConfig | undefined;
   /** Background loops (operations workers, reconciler, scheduler, metering); off in some tests. */
   background: boolean;
   /** New organizations made at first start get an invented, labelled usage history (demos, sandboxes). */
@@ -153,6 +156,25 @@ export interface RgwConfig {
   timeoutMs: number;
 }
 
+/** The QEMU driver (README: "Real instances with QEMU"). */
+export interface QemuConfig {
+  /** The system emulator (QEMU_BINARY, default qemu-system-x86_64 on PATH). */
+  binary: string;
+  /** The disk tool (QEMU_IMG, default qemu-img on PATH). */
+  imgBinary: string;
+  /** `kvm`, `tcg`, or `auto` (QEMU_ACCEL, default auto: KVM where the CPU offers it and /dev/kvm opens, else TCG). */
+  accel: 'auto' | 'kvm' | 'tcg';
+  /** The addresses public IPs are given (QEMU_ADDRESS_POOL, default 127.0.0.2-127.0.0.254: loopback, nothing leaves the host). */
+  addressPool: { first: string; last: string };
+  /** The tiny test image scripts/qemu/build-test-image.sh builds (QEMU_TEST_IMAGE_DIR). */
+  testImageDir: string;
+  /** How long an ACPI shutdown may take before the guest is powered off hard (QEMU_STOP_TIMEOUT_MS). */
+  stopTimeoutMs: number;
+}
+
+/** The compute catalogue of COMPUTE_DRIVER=qemu when CATALOGUE_FILE is not set: the images this host can boot. */
+export const QEMU_CATALOGUE_FILE = path.join(path.dirname(fileURLToPath(import.meta.url)), 'drivers', 'qemu', 'catalogue.json');
+
 export class ConfigError extends Error {}
 
 /**
@@ -169,6 +191,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const port = integer(env, 'PORT', 8080, 0, 65535);
   const oidcIssuer = env.OIDC_ISSUER;
   const objectStore = oneOf(env, 'OBJECT_STORE_DRIVER', 'embedded', ['embedded', 'simulator', 'rgw']);
+  const compute = oneOf(env, 'COMPUTE_DRIVER', 'simulator', ['simulator', 'qemu']);
   if (oidcIssuer && !env.OIDC_AUDIENCE) throw new ConfigError('OIDC_AUDIENCE is required when OIDC_ISSUER is set');
   return {
     host,
@@ -216,7 +239,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       objectStoreSweepMs: integer(env, 'OBJECT_STORE_SWEEP_INTERVAL_MS', 60_000, 10, 3_600_000),
     },
     drivers: {
-      compute: oneOf(env, 'COMPUTE_DRIVER', 'simulator', ['simulator']),
+      compute,
       objectStore,
       billing: oneOf(env, 'BILLING_DRIVER', 'simulator', ['simulator']),
     },
@@ -234,9 +257,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       faults: env.SIM_FAULTS ?? '',
     },
     rgw: objectStore === 'rgw' ? rgwConfig(env) : undefined,
+    qemu: compute === 'qemu' ? qemuConfig(env) : undefined,
     background: boolean(env, 'BACKGROUND_WORK', true),
     demoHistory: boolean(env, 'DEMO_HISTORY', false),
-    catalogueFile: env.CATALOGUE_FILE ? path.resolve(env.CATALOGUE_FILE) : undefined,
+    catalogueFile: env.CATALOGUE_FILE ? path.resolve(env.CATALOGUE_FILE) : compute === 'qemu' ? QEMU_CATALOGUE_FILE : undefined,
     priceListFile: env.PRICE_LIST ? path.resolve(env.PRICE_LIST) : undefined,
     testClocks: boolean(env, 'TEST_CLOCKS', false),
     collectWhenIdle: boolean(env, 'GC_WHEN_IDLE', true),
@@ -263,6 +287,35 @@ function rgwConfig(env: NodeJS.ProcessEnv): RgwConfig {
     adminAccessKey: required('RGW_ADMIN_ACCESS_KEY'),
     adminSecretKey: required('RGW_ADMIN_SECRET_KEY'),
     timeoutMs: integer(env, 'RGW_TIMEOUT_MS', 10_000, 100, 600_000),
+  };
+}
+
+function qemuConfig(env: NodeJS.ProcessEnv): QemuConfig {
+  const pool = (env.QEMU_ADDRESS_POOL || '127.0.0.2-127.0.0.254').split('-');
+  const [first = '', last = first] = pool;
+  const quad = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/;
+  const valid = (address: string) => quad.test(address) && address.split('.').every((octet) => Number(octet) <= 255);
+  if (
+    pool.length > 2 ||
+    !valid(first) ||
+    !valid(last) ||
+    first.split('.').slice(0, 3).join('.') !== last.split('.').slice(0, 3).join('.')
+  ) {
+    throw new ConfigError(
+      `QEMU_ADDRESS_POOL must be a range of IPv4 addresses within one /24, such as 127.0.0.2-127.0.0.254, not ${JSON.stringify(env.QEMU_ADDRESS_POOL)}`,
+    );
+  }
+  if (Number(first.split('.')[3]) > Number(last.split('.')[3])) throw new ConfigError(`QEMU_ADDRESS_POOL: ${last} is below ${first}`);
+  const cache = env.XDG_CACHE_HOME || path.join(homedir(), '.cache');
+  return {
+    binary: env.QEMU_BINARY || 'qemu-system-x86_64',
+    imgBinary: env.QEMU_IMG || 'qemu-img',
+    accel: oneOf(env, 'QEMU_ACCEL', 'auto', ['auto', 'kvm', 'tcg']),
+    addressPool: { first, last },
+    testImageDir: path.resolve(
+      env.QEMU_TEST_IMAGE_DIR || path.join(env.QEMU_CACHE_DIR || path.join(cache, 'cloud-platform', 'qemu'), 'test-image'),
+    ),
+    stopTimeoutMs: integer(env, 'QEMU_STOP_TIMEOUT_MS', 30_000, 100, 600_000),
   };
 }
 

@@ -149,6 +149,8 @@ export async function startPlatform(
           incompleteUploadRetentionMs: config.s3.incompleteUploadRetentionSeconds * 1000,
           rgw: config.rgw,
           listener,
+          qemu: config.qemu,
+          log,
         });
     const { embeddedStore } = drivers;
     if (embeddedStore) teardown.add('embedded object store', () => embeddedStore.close());

@@ -1,10 +1,12 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Config, RgwConfig } from '../config.ts';
+import type { Logger } from '../logging.ts';
 import type { DatabaseListener } from '../db/listener.ts';
 import type { Pool } from '../db/pool.ts';
 import { createEmbeddedObjectStore, type EmbeddedObjectStore } from './embedded/store.ts';
 import type { Drivers } from './index.ts';
+import { createQemuHypervisor } from './qemu/driver.ts';
 import { createRgwObjectStore } from './rgw/object-store.ts';
 import { FaultInjector, parseFaultRules } from './simulators/faults.ts';
 import { createSimulatedDrivers } from './simulators/index.ts';
@@ -47,6 +49,9 @@ export async function createDrivers(
     rgw?: Config['rgw'];
     /** The process's listener, which holds the embedded store's instance lock (see createEmbeddedObjectStore). */
     listener?: DatabaseListener;
+    /** The QEMU driver's settings (COMPUTE_DRIVER=qemu) and the log it reports to. */
+    qemu?: Config['qemu'];
+    log?: Logger;
   },
 ): Promise<DriverSet> {
   // Each choice is checked by loadConfig, so a new driver is one more case here, not a change of the areas.
@@ -64,11 +69,31 @@ export async function createDrivers(
         })
       : undefined;
   return {
-    hypervisor: choice.compute === 'simulator' ? simulated.hypervisor : unreachable(choice.compute),
+    hypervisor: await hypervisorOf(choice.compute, {
+      simulated: simulated.hypervisor,
+      dataDir: options.dataDir,
+      qemu: options.qemu,
+      log: options.log,
+    }),
     objectStore: objectStoreOf(choice.objectStore, { embeddedStore, simulated: simulated.objectStore, pool, rgw: options.rgw }),
     billing: choice.billing === 'simulator' ? simulated.billing : unreachable(choice.billing),
     embeddedStore,
   };
+}
+
+async function hypervisorOf(
+  choice: Config['drivers']['compute'],
+  built: { simulated: Drivers['hypervisor']; dataDir: string; qemu: Config['qemu']; log: Logger | undefined },
+): Promise<Drivers['hypervisor']> {
+  switch (choice) {
+    case 'simulator':
+      return built.simulated;
+    case 'qemu':
+      if (!built.qemu || !built.log) throw new Error('COMPUTE_DRIVER is qemu, but no QEMU settings or log were given');
+      return createQemuHypervisor({ dataDir: built.dataDir, config: built.qemu, log: built.log.child({ component: 'qemu' }) });
+    default:
+      return unreachable(choice);
+  }
 }
 
 function objectStoreOf(

@@ -532,6 +532,23 @@ describe('the life of an instance', () => {
     expect((await org.call('GET', `/compute/vms/${vm.id}`)).body.observed_status).toBe('running');
   });
 
+  test('a guest that powers itself off is stopped, and no longer metered', async () => {
+    const vm = await runningVm(server, org);
+    // What `poweroff` typed inside the guest does to the simulated server.
+    await server.pool.query(`UPDATE sim_servers SET power = 'stopped' WHERE server_id = $1`, [vm.id]);
+    const stopped = await eventually(async () => {
+      const read = (await org.call('GET', `/compute/vms/${vm.id}`)).body as VmOut;
+      return read.state === 'stopped' ? read : undefined;
+    });
+    expect(stopped).toMatchObject({ desired_state: 'stopped', observed_status: 'stopped' });
+    expect(stopped.allowed_actions).toContain('start');
+    const { rows } = await server.pool.query(`SELECT powered_since FROM vms WHERE id = $1`, [vm.id]);
+    expect(rows[0].powered_since).toBeNull();
+    // A start brings it back.
+    await act(server, org, 'POST', `/compute/vms/${vm.id}/start`);
+    expect((await org.call('GET', `/compute/vms/${vm.id}`)).body).toMatchObject({ state: 'running', observed_status: 'running' });
+  });
+
   test('every change leaves an audit event with before and after', async () => {
     const vm = await runningVm(server, org);
     await act(server, org, 'POST', `/compute/vms/${vm.id}/reboot`);

@@ -239,6 +239,26 @@ export async function recordObservations(db: Queryable, reports: ServerReport[])
   );
 }
 
+/**
+ * Instances whose guest powered itself off (`poweroff` inside it): the hypervisor's word wins, as
+ * with a cloud's "shutdown from inside stops the instance", and the instance is `stopped`
+ * (desired too), so that metering, which follows `state`, stops counting time the guest does not
+ * run. A `crashed` guest is left as it is: it still holds its place and a reboot recovers it.
+ * Only an instance at rest in `running` or `rescue` is moved, and only by a report made after its
+ * last change: a start that succeeded after the report was made is not undone.
+ */
+export async function settleUnrequestedStops(db: Queryable, reports: ServerReport[]): Promise<void> {
+  const stopped = reports.filter((report) => report.status === 'stopped');
+  if (stopped.length === 0) return;
+  await db.query(
+    `UPDATE vms SET state = 'stopped', desired_state = 'stopped', updated_at = now()
+     FROM unnest($1::uuid[], $2::timestamptz[]) AS r (id, observed_at)
+     WHERE vms.id = r.id AND vms.deleted_at IS NULL AND vms.state IN ('running', 'rescue') AND vms.desired_state = vms.state
+       AND vms.updated_at < r.observed_at`,
+    [stopped.map((report) => report.serverId), stopped.map((report) => report.observedAt)],
+  );
+}
+
 /** The failure of the instance's latest operation, as the engine phrased it. */
 export const failureFields = (failure: OperationFailure) => ({ error_class: failure.errorClass, error_detail: failure.errorDetail });
 
