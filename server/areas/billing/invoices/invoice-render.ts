@@ -210,14 +210,15 @@ export async function renderInvoicePdf(document: InvoiceDocument): Promise<Buffe
   }
   // The seller and the buyer side by side, as on the page.
   const partiesTop = pdf.y;
-  const party = (heading: string, lines: string[], x: number) => {
-    pdf.font('Helvetica-Bold').fontSize(9).text(heading, x, partiesTop, { width: 220 });
+  const party = (heading: string, lines: string[], x: number, width: number) => {
+    pdf.font('Helvetica-Bold').fontSize(9).text(heading, x, partiesTop, { width });
     pdf.font('Helvetica').fontSize(10);
-    for (const line of lines) pdf.text(line, x, pdf.y, { width: 220 });
+    for (const line of lines) pdf.text(line, x, pdf.y, { width });
     return pdf.y;
   };
-  const sellerBottom = party('From', facts.seller, 56);
-  const buyerBottom = party('Billed to', facts.buyer, 300);
+  const sellerBottom = party('From', facts.seller, 56, 200);
+  // Wide enough for "Organization id: <uuid>" on one line (about 265 points).
+  const buyerBottom = party('Billed to', facts.buyer, 270, 269);
   pdf.x = 56;
   pdf.y = Math.max(sellerBottom, buyerBottom);
   pdf.moveDown();
