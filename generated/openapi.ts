@@ -3500,7 +3500,14 @@ export interface components {
              */
             spend_budget_cents: number | bigint | null;
         };
-        /** @description An invoice the platform's billing run issued for one monthly period, with a line per meter (shown on its page and PDF); the billing provider collects it. */
+        /**
+         * @description An invoice the platform's billing run issued for one monthly period; the billing provider
+         *     collects it. Its page and PDF (`hosted_invoice_url`, `invoice_pdf`) carry what this summary
+         *     leaves out: the seller's details and the buyer's, a line per meter, the subtotal, the tax line,
+         *     the amount paid beside the amount due, and how amounts are rounded. What an invoice says is
+         *     fixed when it is issued: a later change of the platform's seller details or tax rate never
+         *     changes it.
+         */
         InvoiceOut: {
             /**
              * @description The invoice id (not a uuid), one per organization and month.
@@ -3520,13 +3527,19 @@ export interface components {
             currency: string;
             /**
              * Format: int64
-             * @description What remains to be paid, in cents of `currency`.
+             * @description What remains to be paid, in cents of `currency`: the total (tax included) less what the
+             *     billing provider has collected (the page's "Amount paid"). The whole total while `draft` or
+             *     `open` and unpaid, 0 once `paid`, 0 for `void` (nobody owes a cancelled invoice); what was
+             *     left unpaid for `uncollectible`.
              * @example 0
              */
             amount_due_cents: number;
             /**
              * Format: int64
-             * @description The invoice total, in cents of `currency`.
+             * @description The invoice total, in cents of `currency`, tax included: the sum of its lines (each rounded
+             *     to the cent) plus the tax at the rate configured when it was issued, computed once on that
+             *     sum and rounded half up to the cent. With no tax rate configured the tax is 0, and the
+             *     invoice's page says so.
              * @example 12840
              */
             total_cents: number;

@@ -56,6 +56,37 @@ export interface Config {
   console: ConsoleConfig;
   /** How long a signed link to an invoice's page or PDF works. */
   invoiceLinkTtlSeconds: number;
+  invoicing: InvoicingConfig;
+}
+
+/**
+ * What invoices say beyond their lines: who sells (INVOICE_SELLER_*) and the tax charged
+ * (INVOICE_TAX_*). Both are fixed into an invoice when it is issued; a later change applies to
+ * invoices issued after it. Every process that issues invoices (the servers, and `npm run admin --
+ * clock advance`) reads them, so give them all the same values, as with PRICE_LIST.
+ */
+export interface InvoicingConfig {
+  seller: SellerDetails;
+  /** Undefined when no rate is configured: invoices carry no tax and say so. */
+  tax: TaxRate | undefined;
+}
+
+/** The seller as invoices show it; a field left unset is shown as not configured, never invented. */
+export interface SellerDetails {
+  legalName: string | undefined;
+  /** INVOICE_SELLER_ADDRESS, its lines separated by `;`. Empty when unset. */
+  addressLines: string[];
+  /** The seller's VAT or other tax identification number. */
+  taxId: string | undefined;
+  /** Where customers write about their invoices. */
+  email: string | undefined;
+}
+
+export interface TaxRate {
+  /** What the tax is called on invoices (INVOICE_TAX_NAME: VAT, GST, Sales tax); `Tax` by default. */
+  name: string;
+  /** The rate in hundredths of a percent (INVOICE_TAX_RATE=8.1 is 810), so that it is an exact integer. */
+  basisPoints: number;
 }
 
 /** The console gateway's sessions. */
@@ -269,7 +300,78 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       checkIntervalMs: integer(env, 'CONSOLE_CHECK_INTERVAL_MS', 1_000, 10, 60_000),
     },
     invoiceLinkTtlSeconds: integer(env, 'INVOICE_LINK_TTL_SECONDS', 86_400, 60, 31_536_000),
+    invoicing: invoicingConfig(env),
   };
+}
+
+const SELLER_VARIABLES = ['INVOICE_SELLER_NAME', 'INVOICE_SELLER_ADDRESS', 'INVOICE_SELLER_TAX_ID', 'INVOICE_SELLER_EMAIL'] as const;
+
+function invoicingConfig(env: NodeJS.ProcessEnv): InvoicingConfig {
+  const given = (name: string) => (env[name] ?? '').trim() || undefined;
+  const legalName = invoiceText(given('INVOICE_SELLER_NAME'), 'INVOICE_SELLER_NAME', 200);
+  // A seller known only by an address or an id is a typo in the configuration, not a seller.
+  if (!legalName) {
+    const other = SELLER_VARIABLES.find((name) => given(name));
+    if (other) throw new ConfigError(`INVOICE_SELLER_NAME is required when ${other} is set`);
+  }
+  const address = given('INVOICE_SELLER_ADDRESS');
+  const addressLines = address ? address.split(';').map((line) => line.trim()) : [];
+  if (addressLines.some((line) => !line) || addressLines.length > 8) {
+    throw new ConfigError(`INVOICE_SELLER_ADDRESS must be 1 to 8 non-empty lines separated by ";", not ${JSON.stringify(address)}`);
+  }
+  addressLines.forEach((line) => invoiceText(line, 'INVOICE_SELLER_ADDRESS', 100));
+  const taxId = given('INVOICE_SELLER_TAX_ID');
+  if (taxId !== undefined && !/^[A-Za-z0-9][A-Za-z0-9 ./-]{1,30}$/.test(taxId)) {
+    throw new ConfigError(
+      `INVOICE_SELLER_TAX_ID must be 2 to 31 letters, digits, spaces, ".", "/" or "-" (DE123456789), not ${JSON.stringify(taxId)}`,
+    );
+  }
+  const email = given('INVOICE_SELLER_EMAIL');
+  if (email !== undefined && !/^[^\s@]{1,64}@[^\s@]+\.[^\s@]{2,}$/.test(email)) {
+    throw new ConfigError(`INVOICE_SELLER_EMAIL must be an email address, not ${JSON.stringify(email)}`);
+  }
+  invoiceText(email, 'INVOICE_SELLER_EMAIL', 254);
+
+  const rate = given('INVOICE_TAX_RATE');
+  const taxName = invoiceText(given('INVOICE_TAX_NAME'), 'INVOICE_TAX_NAME', 40);
+  if (taxName && rate === undefined)
+    throw new ConfigError('INVOICE_TAX_NAME is set but INVOICE_TAX_RATE is not: set the rate too (0 for none)');
+  return {
+    seller: { legalName, addressLines, taxId, email },
+    tax: rate === undefined ? undefined : { name: taxName ?? 'Tax', basisPoints: percentInBasisPoints(rate, 'INVOICE_TAX_RATE') },
+  };
+}
+
+/** `19` → 1900, `8.1` → 810: a percentage from 0 to 100 with at most two decimal places, read exactly. */
+function percentInBasisPoints(raw: string, name: string): number {
+  const match = /^(\d{1,3})(?:\.(\d{1,2}))?$/.exec(raw);
+  const basisPoints = match ? Number(match[1]) * 100 + Number((match[2] ?? '').padEnd(2, '0')) : NaN;
+  if (!(basisPoints <= 10_000)) {
+    throw new ConfigError(
+      `${name} must be a percentage from 0 to 100 with at most two decimal places (19, 8.1), not ${JSON.stringify(raw)}`,
+    );
+  }
+  return basisPoints;
+}
+
+/**
+ * Characters the invoice PDF can print: its built-in Helvetica is encoded as Windows-1252, so
+ * anything outside (Cyrillic, CJK, emoji) would come out as other letters on the PDF.
+ */
+const PRINTABLE_ON_INVOICES = new Set(new TextDecoder('windows-1252').decode(Uint8Array.from({ length: 256 }, (_, byte) => byte)));
+
+/** A text shown on invoices: at most `max` characters, each printable on the PDF. */
+function invoiceText(value: string | undefined, name: string, max: number): string | undefined {
+  if (value === undefined) return undefined;
+  if (value.length > max) throw new ConfigError(`${name} must be at most ${max} characters, not ${value.length}`);
+  const bad = [...value].find((char) => char < ' ' || (char >= '\x7f' && char <= '\x9f') || !PRINTABLE_ON_INVOICES.has(char));
+  if (bad !== undefined) {
+    const code = `U+${bad.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}`;
+    throw new ConfigError(
+      `${name} has a character invoices cannot print (${code}): the PDF's font covers Western European (Windows-1252) text`,
+    );
+  }
+  return value;
 }
 
 function rgwConfig(env: NodeJS.ProcessEnv): RgwConfig {

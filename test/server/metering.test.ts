@@ -6,6 +6,7 @@ import type { MeteredResource, UsageSource } from '../../server/areas/area.ts';
 import { createBillingRun } from '../../server/areas/billing/metering/billing-run.ts';
 import { loadPriceList } from '../../server/areas/billing/prices/price-list.ts';
 import { accrueUsage, startOfMonth } from '../../server/areas/billing/metering/usage-ledger.ts';
+import { loadConfig } from '../../server/config.ts';
 import { createOrganizationClock } from '../../server/core/test-clocks.ts';
 import { withTransaction } from '../../server/db/pool.ts';
 import type { BillingProviderDriver } from '../../server/drivers/billing-provider.ts';
@@ -56,6 +57,7 @@ test('a pass that began before an instance started does not drop the hours anoth
       orgClock: createOrganizationClock({ now: () => new Date(start.getTime() + hours * 3_600_000) }, false),
       provider: {} as BillingProviderDriver, // metering never calls the provider
       prices: loadPriceList(),
+      invoicing: loadConfig({}).invoicing,
       sources: () => sources,
       log: createLogger('silent'),
     });

@@ -142,9 +142,15 @@ async function newOrg(url: string, pool: pg.Pool, name: string, options: { demoH
   return orgClient(url, pool, created.orgId, created.apiKey, created.memberId);
 }
 
-/** The real platform in this test process, on its own database. */
-export async function startTestServer(env: Record<string, string> = {}, options: { clock?: Clock } = {}): Promise<TestServer> {
-  const databaseUrl = await createTestDatabase();
+/**
+ * The real platform in this test process, on its own database; `databaseUrl`: on another server's
+ * (closed first), as a restart with another configuration would find it.
+ */
+export async function startTestServer(
+  env: Record<string, string> = {},
+  options: { clock?: Clock; databaseUrl?: string } = {},
+): Promise<TestServer> {
+  const databaseUrl = options.databaseUrl ?? (await createTestDatabase());
   const dataDir = mkdtempSync(path.join(tmpdir(), 'cloud-platform-test-'));
   const config = loadConfig({
     ...TEST_ENV,

@@ -1,3 +1,4 @@
+import type { InvoicingConfig } from '../../../config.ts';
 import type { OrganizationClock } from '../../../core/test-clocks.ts';
 import { withTransaction, type Pool } from '../../../db/pool.ts';
 import type { BillingProviderDriver } from '../../../drivers/billing-provider.ts';
@@ -21,11 +22,13 @@ export function createBillingRun(deps: {
   orgClock: OrganizationClock;
   provider: BillingProviderDriver;
   prices: PriceList;
+  /** The seller and tax fixed into each invoice issued. */
+  invoicing: InvoicingConfig;
   /** Every area's usage sources, read at each pass (the platform binds them once every area is built). */
   sources: () => readonly UsageSource[];
   log: Logger;
 }) {
-  const { pool, orgClock, provider, prices, sources, log } = deps;
+  const { pool, orgClock, provider, prices, invoicing, sources, log } = deps;
 
   /**
    * Accrues usage up to now; counters are read for `orgIds` only, when given. `offsets`: the
@@ -56,7 +59,7 @@ export function createBillingRun(deps: {
     const nowOf = (orgId: string) => orgClock.nowWith(clocks, orgId);
     for (const orgId of orgIds ?? (await organizationsToBill(pool, nowOf))) {
       try {
-        await runBilling(pool, provider, prices, orgId, nowOf(orgId));
+        await runBilling(pool, provider, prices, invoicing, orgId, nowOf(orgId));
       } catch (error) {
         log.warn({ err: error, org_id: orgId }, 'the billing run failed for an organization; tried again at the next run');
       }
