@@ -143,7 +143,10 @@ async function newOrg(url: string, pool: pg.Pool, name: string, options: { demoH
 }
 
 /** The real platform in this test process, on its own database. */
-export async function startTestServer(env: Record<string, string> = {}, options: { clock?: Clock } = {}): Promise<TestServer> {
+export async function startTestServer(
+  env: Record<string, string> = {},
+  options: { clock?: Clock; resolveHost?: (hostname: string) => Promise<string[]> } = {},
+): Promise<TestServer> {
   const databaseUrl = await createTestDatabase();
   const dataDir = mkdtempSync(path.join(tmpdir(), 'cloud-platform-test-'));
   const config = loadConfig({
@@ -154,7 +157,10 @@ export async function startTestServer(env: Record<string, string> = {}, options:
     HOST: '127.0.0.1',
     DATA_DIR: dataDir,
   });
-  const platform: Platform = await startPlatform(config, createLogger(config.logLevel), { clock: options.clock });
+  const platform: Platform = await startPlatform(config, createLogger(config.logLevel), {
+    clock: options.clock,
+    resolveHost: options.resolveHost,
+  });
   const pool = platform.pool;
   const org = await newOrg(platform.url, pool, 'Acme Robotics');
   return {

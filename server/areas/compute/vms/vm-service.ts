@@ -3,7 +3,7 @@ import type { components } from '../../../../generated/openapi.ts';
 import type { PoolClient, Queryable } from '../../../db/pool.ts';
 import { prepared, runPrepared } from '../../../db/statements.ts';
 import type { InstalledSshKey } from '../../../drivers/hypervisor.ts';
-import { recordFinishedOperation, type OperationRow } from '../../../engine/operation-record.ts';
+import { recordFinishedOperation, type OperationRow, type OperationType } from '../../../engine/operation-record.ts';
 import { invalidReference, type FieldError } from '../../../core/errors.ts';
 import type { BudgetGuard } from '../../area.ts';
 import type { Catalogue } from '../catalogue/catalogue.ts';
@@ -91,7 +91,7 @@ export function createVmService({ catalogue, budget, maxAttempts }: VmServiceDep
   async function apply(
     tx: PoolClient,
     before: VmRow,
-    type: OperationRow['type'],
+    type: OperationType,
     changes: Parameters<typeof updateVm>[2],
     payload: Record<string, unknown> = {},
   ): Promise<VmChange> {
@@ -109,7 +109,7 @@ export function createVmService({ catalogue, budget, maxAttempts }: VmServiceDep
     orgId: string,
     vmId: string,
     action: VmAction & StateChange,
-    type: OperationRow['type'],
+    type: OperationType,
     changes: Parameters<typeof updateVm>[2],
   ): Promise<VmChange> {
     const vm = await lockLive(tx, orgId, vmId);
