@@ -57,6 +57,7 @@ test('a pass that began before an instance started does not drop the hours anoth
       provider: {} as BillingProviderDriver, // metering never calls the provider
       prices: loadPriceList(),
       sources: () => sources,
+      links: () => Promise.reject(new Error('metering closes no month')),
       log: createLogger('silent'),
     });
 

@@ -1,8 +1,10 @@
+import { recordEvents } from '../../../core/events.ts';
 import { withTransaction, type Pool, type Queryable } from '../../../db/pool.ts';
 import type { BillingProviderDriver } from '../../../drivers/billing-provider.ts';
 import { monthOf, startOfMonth } from '../metering/usage-ledger.ts';
 import { priceInCents, type PriceList } from '../prices/price-list.ts';
-import { invoiceIdOf, type InvoiceRow } from './invoice-rows.ts';
+import type { InvoiceLinks } from './invoice-links.ts';
+import { invoiceIdOf, toInvoiceOut, type InvoiceRow } from './invoice-rows.ts';
 
 /** Two-key advisory lock space of the billing run (the second key is the organization). */
 const BILLING_RUN_LOCK = 7_361_204_119;
@@ -18,7 +20,14 @@ const BILLING_RUN_LOCK = 7_361_204_119;
  * never lands in a closed month afterwards (usage.ts). A crash between issuing and collecting
  * leaves a draft, collected by the next run.
  */
-export async function runBilling(pool: Pool, provider: BillingProviderDriver, prices: PriceList, orgId: string, now: Date): Promise<void> {
+export async function runBilling(
+  pool: Pool,
+  provider: BillingProviderDriver,
+  prices: PriceList,
+  orgId: string,
+  now: Date,
+  links: () => Promise<InvoiceLinks>,
+): Promise<void> {
   await withTransaction(pool, async (tx) => {
     await tx.query('SELECT pg_advisory_xact_lock($1::int, hashtext($2))', [BILLING_RUN_LOCK % 2_147_483_647, orgId]);
     const { rows } = await tx.query<{ month: string; demo: boolean }>(
@@ -80,11 +89,20 @@ export async function runBilling(pool: Pool, provider: BillingProviderDriver, pr
       totalCents: Number(draft.total_cents),
       demo: draft.demo,
     });
-    await pool.query(`UPDATE invoices SET status = $2, amount_due_cents = $3 WHERE id = $1 AND status = 'draft'`, [
-      draft.id,
-      collected.status,
-      collected.amountDueCents,
-    ]);
+    // Finalized: no longer a draft, and announced in the same transaction (once: only the
+    // process whose update finds the draft announces it).
+    const invoiceLinks = await links();
+    await withTransaction(pool, async (tx) => {
+      const { rows: finalized } = await tx.query<InvoiceRow>(
+        `UPDATE invoices SET status = $2, amount_due_cents = $3 WHERE id = $1 AND status = 'draft' RETURNING *`,
+        [draft.id, collected.status, collected.amountDueCents],
+      );
+      const invoice = finalized[0];
+      if (!invoice) return;
+      await recordEvents(tx, [
+        { orgId, type: 'invoice.finalized', resourceId: invoice.id, data: { invoice: toInvoiceOut(invoice, invoiceLinks) } },
+      ]);
+    });
   }
 }
 
