@@ -53,7 +53,7 @@ export async function listen(client: PlatformClient, options: ListenOptions, io:
   const recent = async (): Promise<EventOut[]> => {
     const items: EventOut[] = [];
     const since = new Date(newest - LOOKBACK_MS).toISOString();
-    for await (const event of client.paginate('listEvents', { query: { since, limit: 200 } })) items.push(event as EventOut);
+    for await (const event of client.paginate('listEvents', { query: { since, limit: 200 } })) items.push(event);
     return items;
   };
   try {
