@@ -5,7 +5,7 @@
 //   npm run bench               the full run (about ten minutes)
 //   npm run bench -- --quick    a smoke run (also BENCH_QUICK=1): short loads, 10,000 rows
 //   npm run bench -- --only requests,startup   only the named sections
-//     (startup, requests, lists, engine, s3, cli; memory comes with requests and lists)
+//     (startup, requests, lists, engine, events, s3, cli; memory comes with requests and lists)
 // Each section is a module of scripts/bench/; a new one is a function called below.
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
@@ -16,13 +16,14 @@ import { runS3Bench } from './bench-s3.ts';
 import { cliSection } from './bench/cli.ts';
 import { mib } from './bench/api.ts';
 import { acceptOnlySection, driveOnlySection, ENGINE_ENV, engineSection } from './bench/engine.ts';
+import { eventsSection } from './bench/events.ts';
 import { listsSection } from './bench/lists.ts';
 import { memoryOf } from './bench/processes.ts';
 import { printTable, record, section } from './bench/report.ts';
 import { requestsSection } from './bench/requests.ts';
 import { startWithDataDir, type RunningServer } from './bench/servers.ts';
 
-const SECTIONS = ['startup', 'requests', 'lists', 'engine', 's3', 'cli'] as const;
+const SECTIONS = ['startup', 'requests', 'lists', 'engine', 'events', 's3', 'cli'] as const;
 const { values } = parseArgs({ options: { quick: { type: 'boolean', default: false }, only: { type: 'string' } } });
 const quick = values.quick || process.env.BENCH_QUICK === '1';
 const only = values.only?.split(',').map((name) => name.trim());
@@ -122,6 +123,14 @@ try {
     const driveOnly = await start('engine-accept', ENGINE_ENV);
     await driveOnlySection(driveOnly);
     await stop(driveOnly);
+  }
+
+  if (runs('events')) {
+    await eventsSection(
+      start,
+      stop,
+      quick ? { connections: 32, seconds: 2, warmupSeconds: 1 } : { connections: 32, seconds: 10, warmupSeconds: 3 },
+    );
   }
 
   // The S3 figures, on servers of their own: the embedded store, and RGW beside it when Ceph is
