@@ -89,9 +89,8 @@ export async function openDatabase(config: Config, log: Logger, starting?: Promi
  */
 function withEventLogSetting(connectionString: string, recording: boolean): string {
   if (recording) return connectionString;
-  const url = new URL(connectionString);
-  url.searchParams.set('options', `${url.searchParams.get('options') ?? ''} -c cloud_platform.event_log=off`.trim());
-  return url.toString();
+  // Appended as text: the embedded database's address (a socket folder, no host) is no WHATWG URL.
+  return `${connectionString}${connectionString.includes('?') ? '&' : '?'}options=${encodeURIComponent('-c cloud_platform.event_log=off')}`;
 }
 
 /** How long a start waits for a database that is there but does not answer yet. */
