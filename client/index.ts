@@ -3,6 +3,7 @@ export { createPlatformClient, newRequestId, type PlatformClient } from './clien
 export { OperationFailedError, OperationTimeoutError, PlatformError, PlatformNetworkError, ProblemError } from './errors.ts';
 export { parseJson, stringifyJson } from './json.ts';
 export { defaultRetryOptions, isIdempotent, retryStatuses } from './retry.ts';
+export { verifyWebhook, WebhookVerificationError, type WebhookEvent, type WebhookHeaders } from './webhooks.ts';
 export type {
   CallArgs,
   CallInit,

@@ -6,7 +6,7 @@
 //   npm run bench               the full run (about ten minutes)
 //   npm run bench -- --quick    a smoke run (also BENCH_QUICK=1): short loads, 10,000 rows
 //   npm run bench -- --only requests,startup   only the named sections
-//     (startup, requests, lists, engine, s3, cli, qemu; memory comes with requests and lists)
+//     (startup, requests, lists, engine, events, s3, cli, qemu; memory comes with requests and lists)
 // Each section is a module of scripts/bench/; a new one is a function called below.
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
@@ -18,6 +18,7 @@ import { runS3Bench } from './bench-s3.ts';
 import { cliSection } from './bench/cli.ts';
 import { mib } from './bench/api.ts';
 import { acceptOnlySection, driveOnlySection, ENGINE_ENV, engineSection } from './bench/engine.ts';
+import { eventsSection } from './bench/events.ts';
 import { listsSection } from './bench/lists.ts';
 import { memoryOf } from './bench/processes.ts';
 import { QEMU_ENV, qemuMissing, qemuSection } from './bench/qemu.ts';
@@ -25,7 +26,7 @@ import { printTable, record, section } from './bench/report.ts';
 import { requestsSection } from './bench/requests.ts';
 import { startWithDataDir, type RunningServer } from './bench/servers.ts';
 
-const SECTIONS = ['startup', 'requests', 'lists', 'engine', 's3', 'cli', 'qemu'] as const;
+const SECTIONS = ['startup', 'requests', 'lists', 'engine', 'events', 's3', 'cli', 'qemu'] as const;
 const { values } = parseArgs({ options: { quick: { type: 'boolean', default: false }, only: { type: 'string' } } });
 const quick = values.quick || process.env.BENCH_QUICK === '1';
 const only = values.only?.split(',').map((name) => name.trim());
@@ -127,6 +128,14 @@ try {
     await stop(driveOnly);
   }
 
+  if (runs('events')) {
+    await eventsSection(
+      start,
+      stop,
+      quick ? { connections: 32, seconds: 2, warmupSeconds: 1 } : { connections: 32, seconds: 10, warmupSeconds: 3 },
+    );
+  }
+
   // The S3 figures, on servers of their own: the embedded store, and RGW beside it when Ceph is
   // there (scripts/bench-s3.ts).
   if (runs('s3')) await runS3Bench({ quick });
@@ -134,6 +143,20 @@ try {
     const forCli = await start('cli');
     cliSection(forCli, { quick });
     await stop(forCli);
+  }
+
+  // Real guests, where QEMU and the test image are there (the driver's own default folder for it).
+  if (runs('qemu')) {
+    const testImageDir = loadConfig({ ...process.env, COMPUTE_DRIVER: 'qemu' }).qemu!.testImageDir;
+    const missing = qemuMissing(testImageDir);
+    if (missing) {
+      section('real guests (COMPUTE_DRIVER=qemu)');
+      console.log(`  skipped: ${missing}`);
+    } else {
+      const guests = await start('qemu', QEMU_ENV);
+      await qemuSection(guests, workDir, quick ? 1 : 3);
+      await stop(guests);
+    }
   }
   console.log(`\nload average at the end: ${loadNow()}`);
   printTable();

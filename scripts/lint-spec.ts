@@ -89,6 +89,12 @@ try {
       ...finding,
     })),
   ];
+  // One exemption, narrow: the responses of the `webhooks` section are the answers of the
+  // customers' receivers, which carry whatever headers they like; the headers every response of
+  // the API carries (X-Request-Id, RateLimit-*) are the API's own.
+  const receiversAnswer = (finding: Finding) =>
+    finding.rule === 'response-contains-header' && /(^bundle#\/webhooks\/|^spec\/resources\/events\/webhooks\/)/.test(finding.where);
+  findings.splice(0, findings.length, ...findings.filter((finding) => !receiversAnswer(finding)));
   for (const finding of findings) {
     console.log(`${finding.tool} ${finding.severity} ${finding.rule} at ${finding.where}\n    ${finding.message}`);
   }

@@ -56,6 +56,7 @@ export interface Config {
   console: ConsoleConfig;
   /** How long a signed link to an invoice's page or PDF works. */
   invoiceLinkTtlSeconds: number;
+  events: EventsConfig;
   invoicing: InvoicingConfig;
 }
 
@@ -88,6 +89,33 @@ export interface TaxRate {
   /** The rate in hundredths of a percent (INVOICE_TAX_RATE=8.1 is 810), so that it is an exact integer. */
   basisPoints: number;
 }
+
+/** The event log and its webhook deliveries (server/areas/events/). */
+export interface EventsConfig {
+  /** Events are recorded (EVENT_LOG); off only to measure what the log costs (`npm run bench`). */
+  recording: boolean;
+  /** How long events (and their deliveries) are kept (EVENT_RETENTION_DAYS, default 30). */
+  retentionDays: number;
+  /**
+   * Development only (WEBHOOK_ALLOW_INSECURE): webhook URLs may be plain `http` and reach loopback
+   * addresses (a receiver on the developer's machine). Private, link-local and metadata addresses
+   * stay refused.
+   */
+  allowInsecureUrls: boolean;
+  /** The pause before each retry of a delivery, in ms (WEBHOOK_RETRY_SCHEDULE, such as `5s,5m,30m`). */
+  retryScheduleMs: number[];
+  /** One attempt, connection to answer (WEBHOOK_TIMEOUT_MS). */
+  timeoutMs: number;
+  /** Attempts under way to one endpoint at most, across processes (WEBHOOK_ENDPOINT_CONCURRENCY). */
+  endpointConcurrency: number;
+  /** Attempts under way at most, across processes: the rest of the engine is the operations' (WEBHOOK_MAX_IN_FLIGHT). */
+  maxInFlight: number;
+  /** How often due deliveries are looked for, besides when one is announced (WEBHOOK_DISPATCH_INTERVAL_MS). */
+  dispatchIntervalMs: number;
+}
+
+/** The Standard Webhooks schedule stretched to about three days: 5 s, 5 min, 30 min, 2, 5, 10, 14, 20, 20 h. */
+const DEFAULT_RETRY_SCHEDULE = '5s,5m,30m,2h,5h,10h,14h,20h,20h';
 
 /** The console gateway's sessions. */
 export interface ConsoleConfig {
@@ -300,6 +328,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       checkIntervalMs: integer(env, 'CONSOLE_CHECK_INTERVAL_MS', 1_000, 10, 60_000),
     },
     invoiceLinkTtlSeconds: integer(env, 'INVOICE_LINK_TTL_SECONDS', 86_400, 60, 31_536_000),
+    events: {
+      recording: boolean(env, 'EVENT_LOG', true),
+      retentionDays: integer(env, 'EVENT_RETENTION_DAYS', 30, 1, 3650),
+      allowInsecureUrls: boolean(env, 'WEBHOOK_ALLOW_INSECURE', false),
+      retryScheduleMs: durations(env, 'WEBHOOK_RETRY_SCHEDULE', DEFAULT_RETRY_SCHEDULE),
+      timeoutMs: integer(env, 'WEBHOOK_TIMEOUT_MS', 10_000, 100, 60_000),
+      endpointConcurrency: integer(env, 'WEBHOOK_ENDPOINT_CONCURRENCY', 4, 1, 64),
+      maxInFlight: integer(env, 'WEBHOOK_MAX_IN_FLIGHT', 16, 1, 1024),
+      dispatchIntervalMs: integer(env, 'WEBHOOK_DISPATCH_INTERVAL_MS', 1_000, 10, 600_000),
+    },
     invoicing: invoicingConfig(env),
   };
 }
@@ -372,6 +410,24 @@ function invoiceText(value: string | undefined, name: string, max: number): stri
     );
   }
   return value;
+}
+
+const DURATION_UNITS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** A comma-separated list of durations (`500ms,5s,5m,2h,1d`), each from 1 ms to 7 days; at most 30. */
+function durations(env: NodeJS.ProcessEnv, name: string, fallback: string): number[] {
+  const raw = env[name] || fallback;
+  const parts = raw.split(',').map((part) => part.trim());
+  const values = parts.map((part) => {
+    const match = /^(\d+)(ms|s|m|h|d)$/.exec(part);
+    const value = match ? Number(match[1]) * DURATION_UNITS[match[2]!]! : NaN;
+    if (!(value >= 1 && value <= 7 * 86_400_000)) {
+      throw new ConfigError(`${name} must be durations such as "5s,5m,2h" (each 1ms to 7d), not ${JSON.stringify(raw)}`);
+    }
+    return value;
+  });
+  if (values.length > 30) throw new ConfigError(`${name} lists at most 30 retries, not ${values.length}`);
+  return values;
 }
 
 function rgwConfig(env: NodeJS.ProcessEnv): RgwConfig {

@@ -13,6 +13,7 @@ import { BackgroundRunner } from './core/background.ts';
 import { systemClock, type Clock } from './core/clock.ts';
 import { purgeExpiredKeys } from './core/idempotency.ts';
 import { Teardown } from './core/teardown.ts';
+import { setEventLogRecording } from './core/events.ts';
 import { createOrganizationClock } from './core/test-clocks.ts';
 import { startEmbeddedDatabase, type EmbeddedDatabase } from './db/embedded.ts';
 import { DatabaseListener } from './db/listener.ts';
@@ -62,7 +63,8 @@ export async function openDatabase(config: Config, log: Logger, starting?: Promi
   const embedded = config.databaseUrl
     ? undefined
     : await (starting ?? startEmbeddedDatabase(config.dataDir, (message) => log.info(message)));
-  const connectionString = config.databaseUrl ?? embedded!.connectionString;
+  const connectionString = withEventLogSetting(config.databaseUrl ?? embedded!.connectionString, config.events.recording);
+  setEventLogRecording(config.events.recording);
   const pool = createPool(connectionString, config.database.poolSize, config.database);
   try {
     await migrateOnceReachable(pool, driverMigrations(config.drivers), log);
@@ -79,6 +81,16 @@ export async function openDatabase(config: Config, log: Logger, starting?: Promi
       if (embedded?.ownsServer) await embedded.stop();
     },
   };
+}
+
+/**
+ * The connection string with the event log's switch for the database's own recorder (the trigger
+ * on vms, migration 1000): set only when the operator turned the log off (EVENT_LOG=false).
+ */
+function withEventLogSetting(connectionString: string, recording: boolean): string {
+  if (recording) return connectionString;
+  // Appended as text: the embedded database's address (a socket folder, no host) is no WHATWG URL.
+  return `${connectionString}${connectionString.includes('?') ? '&' : '?'}options=${encodeURIComponent('-c cloud_platform.event_log=off')}`;
 }
 
 /** How long a start waits for a database that is there but does not answer yet. */
@@ -118,7 +130,13 @@ export interface Database {
 export async function startPlatform(
   config: Config,
   log: Logger,
-  options: { clock?: Clock; drivers?: (pool: Pool) => Drivers; embedded?: Promise<EmbeddedDatabase> } = {},
+  options: {
+    clock?: Clock;
+    drivers?: (pool: Pool) => Drivers;
+    embedded?: Promise<EmbeddedDatabase>;
+    /** Resolves outside host names (webhook URLs); the system's resolver when absent. */
+    resolveHost?: (hostname: string) => Promise<string[]>;
+  } = {},
 ): Promise<Platform> {
   // The validator loads and compiles the contract while the database starts (and migrates).
   const contract = contractValidator({ validateResponses: config.validateResponses });
@@ -164,6 +182,7 @@ export async function startPlatform(
       listener,
       { api: database.pool, backends: backendPool },
       teardown,
+      options.resolveHost,
     );
     return { ...platform, close: () => teardown.run((step, error) => log.error({ err: error, step }, 'a part failed to stop')) };
   } catch (error) {
@@ -182,6 +201,7 @@ async function composePlatform(
   listener: DatabaseListener,
   pools: { api: Pool; backends: Pool },
   teardown: Teardown,
+  resolveHost: ((hostname: string) => Promise<string[]>) | undefined,
 ): Promise<Omit<Platform, 'close'>> {
   const pool = pools.api;
   // Known once the server listens (PORT=0 picks a port); PUBLIC_BASE_URL wins when set.
@@ -201,6 +221,7 @@ async function composePlatform(
     embeddedStore: drivers.embeddedStore,
     listener,
     credentials,
+    ...(resolveHost && { resolveHost }),
   });
   const engine = new OperationEngine(
     pool,

@@ -7,7 +7,8 @@ import { PermanentBackendError, TransientBackendError } from '../drivers/errors.
 import type { Logger } from '../logging.ts';
 import type { AfterCommit } from '../core/write.ts';
 import type { Executor, ExecutorRegistry, OperationFailure } from './executor.ts';
-import { OPERATION_COLUMNS, OPERATIONS_CHANNEL, type OperationRow } from './operation-record.ts';
+import { recordEvents } from '../core/events.ts';
+import { JOB_TYPES, OPERATION_COLUMNS, OPERATIONS_CHANNEL, operationEndEvents, type OperationRow } from './operation-record.ts';
 
 /** A cancelled operation, and the backend work its undoing left for after the commit. */
 export interface CancelledOperation {
@@ -155,11 +156,12 @@ export class OperationEngine {
   async cancelQueued(tx: PoolClient, orgId: string, operationId: string): Promise<CancelledOperation | undefined> {
     const { rows } = await tx.query<OperationRow>(
       `UPDATE operations SET state = 'cancelled', finished_at = now()
-       WHERE id = $1 AND org_id = $2 AND state = 'queued' AND attempt = 0 RETURNING *`,
-      [operationId, orgId],
+       WHERE id = $1 AND org_id = $2 AND state = 'queued' AND attempt = 0 AND NOT (type = ANY ($3::text[])) RETURNING *`,
+      [operationId, orgId, JOB_TYPES],
     );
     const operation = rows[0];
     if (!operation) return undefined;
+    await recordEvents(tx, operationEndEvents([operation]));
     const afterCommit = await this.executorFor(operation).cancelled(tx, operation);
     return { operation, afterCommit: afterCommit ?? undefined };
   }
@@ -410,6 +412,10 @@ export class OperationEngine {
   private async succeedAll(tx: PoolClient, batch: PendingSuccess[]): Promise<void> {
     const { rows } = await runPrepared<OperationRow>(tx, FINISH_SUCCEEDED, [batch.map((success) => success.operation.id), this.workerId]);
     const finished = new Map(rows.map((row) => [row.id, row]));
+    // The ends are announced in the same transaction; the statement goes at once (the connection
+    // pipelines) and is awaited last, so that it costs no round trip of its own.
+    const announced = recordEvents(tx, operationEndEvents(rows));
+    announced.catch(() => {});
     const inOrder = [...batch].sort((a, b) => a.operation.seq - b.operation.seq);
     const record = async (success: PendingSuccess): Promise<void> => {
       const operation = finished.get(success.operation.id);
@@ -420,12 +426,14 @@ export class OperationEngine {
     const inOneStatement = (success: PendingSuccess) => this.executorFor(success.operation).succeedsInOneStatement === true;
     await Promise.all(inOrder.filter(inOneStatement).map(record));
     for (const success of inOrder.filter((success) => !inOneStatement(success))) await record(success);
+    await announced;
   }
 
   private async fail(operation: OperationRow, failure: OperationFailure, log: Logger): Promise<void> {
     await withTransaction(this.pool, async (tx) => {
       const finished = await this.finish(tx, operation, 'failed', failure);
       if (!finished) return log.warn('lost the lease before failing; another worker owns the operation');
+      await recordEvents(tx, operationEndEvents([finished]));
       await this.executorFor(operation).failed(tx, finished, failure);
     });
   }

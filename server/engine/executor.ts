@@ -1,7 +1,7 @@
 import type { PoolClient } from '../db/pool.ts';
 import type { AfterCommit } from '../core/write.ts';
 import type { Logger } from '../logging.ts';
-import type { OperationRow, OperationType } from './operation-record.ts';
+import type { OperationRow, WorkType } from './operation-record.ts';
 
 /**
  * Carries out one type of operation. The engine calls `perform` (the backend work, which must
@@ -39,12 +39,12 @@ export interface OperationFailure {
 }
 
 /**
- * An executor for every operation type of the contract: the platform composes it from the areas'
- * `Executors`, and a type without one does not compile.
+ * An executor for every operation type of the contract and every job of the platform: the platform
+ * composes it from the areas' `Executors`, and a type without one does not compile.
  */
 // `any`: each executor has its own outcome type, and the engine only passes it from perform to succeeded.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
-export type ExecutorRegistry = { [Type in OperationType]: Executor<any> };
+export type ExecutorRegistry = { [Type in WorkType]: Executor<any> };
 
-/** The executors of some operation types (an area's share of the registry). */
-export type Executors<Types extends OperationType> = Pick<ExecutorRegistry, Types>;
+/** The executors of some operation types and jobs (an area's share of the registry). */
+export type Executors<Types extends WorkType> = Pick<ExecutorRegistry, Types>;

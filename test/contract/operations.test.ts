@@ -66,6 +66,18 @@ const operations: Array<[string, string, string]> = [
   ['listAuditEvents', 'get', `${org}/audit-events`],
   // decisions.md, wave 3: whose credential this is, outside the organization paths
   ['getAccount', 'get', '/v1/account'],
+  // decisions.md, wave 3: outbound events
+  ['listEvents', 'get', `${org}/events`],
+  ['getEvent', 'get', `${org}/events/{event_id}`],
+  ['listWebhookEndpoints', 'get', `${org}/webhook-endpoints`],
+  ['createWebhookEndpoint', 'post', `${org}/webhook-endpoints`],
+  ['getWebhookEndpoint', 'get', `${org}/webhook-endpoints/{endpoint_id}`],
+  ['updateWebhookEndpoint', 'patch', `${org}/webhook-endpoints/{endpoint_id}`],
+  ['deleteWebhookEndpoint', 'delete', `${org}/webhook-endpoints/{endpoint_id}`],
+  ['rotateWebhookEndpointSecret', 'post', `${org}/webhook-endpoints/{endpoint_id}/rotate-secret`],
+  ['testWebhookEndpoint', 'post', `${org}/webhook-endpoints/{endpoint_id}/test`],
+  ['listWebhookEndpointDeliveries', 'get', `${org}/webhook-endpoints/{endpoint_id}/deliveries`],
+  ['resendWebhookEndpointDelivery', 'post', `${org}/webhook-endpoints/{endpoint_id}/deliveries/{delivery_id}/resend`],
 ];
 
 /** Operations outside the organization paths, taking no credential (decided by us: the interface is silent on probes). */

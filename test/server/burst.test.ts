@@ -19,7 +19,7 @@ type BurstRequest = (index: number) => { params?: Record<string, string>; body?:
 
 let server: TestServer;
 beforeAll(async () => {
-  server = await startTestServer({ DATABASE_POOL_SIZE: '10', SIM_POOL_SIZE: '4' });
+  server = await startTestServer({ DATABASE_POOL_SIZE: '10', SIM_POOL_SIZE: '4', WEBHOOK_ALLOW_INSECURE: 'true' });
 });
 afterAll(() => server?.close());
 
@@ -110,6 +110,11 @@ describe('a burst of 200 concurrent requests to each write operation', () => {
     // Each twice: of two cancels of one operation, one at least is refused.
     const toCancel = [...queued, ...issued].map((answer) => answer.body.operation.id as string);
 
+    // Webhook endpoints (to a closed port of this machine: every delivery fails, quickly).
+    const hook = (await org.call('POST', '/webhook-endpoints', { body: { url: 'http://127.0.0.1:9/hook' } })).body.webhook_endpoint;
+    const doomedHook = (await org.call('POST', '/webhook-endpoints', { body: { url: 'http://127.0.0.1:9/doomed' } })).body.webhook_endpoint;
+    const ping = (await org.call('POST', `/webhook-endpoints/${hook.id}/test`)).body;
+
     // Every write operation of the contract, in an order that keeps each one meaningful.
     const requests: Record<WriteOperation, BurstRequest> = {
       cancelOperation: (index) => ({ params: { operation_id: toCancel[index % toCancel.length]! } }),
@@ -160,6 +165,12 @@ describe('a burst of 200 concurrent requests to each write operation', () => {
       createApiToken: (index) => ({ body: { name: `burst-${index}`, scopes: ['read'] } }),
       revokeApiToken: () => ({ params: { token_id: token.token.id } }),
       deleteVm: () => ({ params: { vm_id: doomed.id } }),
+      createWebhookEndpoint: (index) => ({ body: { url: `http://127.0.0.1:9/burst-${index}` } }),
+      updateWebhookEndpoint: (index) => ({ params: { endpoint_id: hook.id }, body: { description: `burst ${index}` } }),
+      rotateWebhookEndpointSecret: () => ({ params: { endpoint_id: hook.id } }),
+      testWebhookEndpoint: () => ({ params: { endpoint_id: hook.id } }),
+      resendWebhookEndpointDelivery: () => ({ params: { endpoint_id: hook.id, delivery_id: ping.delivery.id } }),
+      deleteWebhookEndpoint: () => ({ params: { endpoint_id: doomedHook.id } }),
     };
 
     const writeOperations = (Object.keys(operationRoutes) as OperationId[]).filter((id) => operationRoutes[id].method !== 'get');

@@ -59,6 +59,7 @@ test('a pass that began before an instance started does not drop the hours anoth
       prices: loadPriceList(),
       invoicing: loadConfig({}).invoicing,
       sources: () => sources,
+      links: () => Promise.reject(new Error('metering closes no month')),
       log: createLogger('silent'),
     });
 

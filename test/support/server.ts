@@ -148,7 +148,7 @@ async function newOrg(url: string, pool: pg.Pool, name: string, options: { demoH
  */
 export async function startTestServer(
   env: Record<string, string> = {},
-  options: { clock?: Clock; databaseUrl?: string } = {},
+  options: { clock?: Clock; databaseUrl?: string; resolveHost?: (hostname: string) => Promise<string[]> } = {},
 ): Promise<TestServer> {
   const databaseUrl = options.databaseUrl ?? (await createTestDatabase());
   const dataDir = mkdtempSync(path.join(tmpdir(), 'cloud-platform-test-'));
@@ -160,7 +160,10 @@ export async function startTestServer(
     HOST: '127.0.0.1',
     DATA_DIR: dataDir,
   });
-  const platform: Platform = await startPlatform(config, createLogger(config.logLevel), { clock: options.clock });
+  const platform: Platform = await startPlatform(config, createLogger(config.logLevel), {
+    clock: options.clock,
+    resolveHost: options.resolveHost,
+  });
   const pool = platform.pool;
   const org = await newOrg(platform.url, pool, 'Acme Robotics');
   return {

@@ -26,6 +26,7 @@ export function billingArea({ pool, config, orgClock, drivers, listener, publicB
     prices,
     invoicing: config.invoicing,
     sources: () => ports.usageSources,
+    links,
     log,
   });
 

@@ -214,6 +214,13 @@ describe('runs', () => {
     const missedWeekly = await runAt(vm.id, weekly.id, '2026-11-20T10:10:00.000Z');
     expect(missedWeekly).toMatchObject({ state: 'scheduled', last_outcome: 'missed', next_run_at: '2026-11-27T10:10:00.000Z' });
     expect((await org.call('GET', `/compute/vms/${vm.id}`)).body.state).toBe('running');
+    // Each miss is announced, with the schedule as the miss left it.
+    const announced = (await org.call('GET', '/events?type=schedule.restart_missed&limit=200')).body.items as any[];
+    for (const missed of [missedOnce, missedWeekly]) {
+      expect(announced.filter((event) => event.resource_id === missed.id).map((event) => event.data)).toEqual([
+        { scheduled_action: missed },
+      ]);
+    }
   });
 
   test('an instance that cannot reboot then: refused, with a sentence why', async () => {

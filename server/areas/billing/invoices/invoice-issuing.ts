@@ -1,9 +1,11 @@
 import type { InvoicingConfig } from '../../../config.ts';
+import { recordEvents } from '../../../core/events.ts';
 import { withTransaction, type Pool, type Queryable } from '../../../db/pool.ts';
 import type { BillingProviderDriver } from '../../../drivers/billing-provider.ts';
 import { monthOf, startOfMonth } from '../metering/usage-ledger.ts';
 import { priceInCents, type PriceList } from '../prices/price-list.ts';
-import { invoiceIdOf, type InvoiceRow } from './invoice-rows.ts';
+import type { InvoiceLinks } from './invoice-links.ts';
+import { invoiceIdOf, toInvoiceOut, type InvoiceRow } from './invoice-rows.ts';
 import { invoiceTerms } from './invoice-terms.ts';
 
 /** Two-key advisory lock space of the billing run (the second key is the organization). */
@@ -29,6 +31,7 @@ export async function runBilling(
   invoicing: InvoicingConfig,
   orgId: string,
   now: Date,
+  links: () => Promise<InvoiceLinks>,
 ): Promise<void> {
   await withTransaction(pool, async (tx) => {
     await tx.query('SELECT pg_advisory_xact_lock($1::int, hashtext($2))', [BILLING_RUN_LOCK % 2_147_483_647, orgId]);
@@ -106,12 +109,20 @@ export async function runBilling(
       totalCents: Number(draft.total_cents),
       demo: draft.demo,
     });
-    await pool.query(`UPDATE invoices SET status = $2, amount_due_cents = $3, amount_paid_cents = $4 WHERE id = $1 AND status = 'draft'`, [
-      draft.id,
-      collected.status,
-      collected.amountDueCents,
-      collected.amountPaidCents,
-    ]);
+    // Finalized: no longer a draft, and announced in the same transaction (once: only the
+    // process whose update finds the draft announces it).
+    const invoiceLinks = await links();
+    await withTransaction(pool, async (tx) => {
+      const { rows: finalized } = await tx.query<InvoiceRow>(
+        `UPDATE invoices SET status = $2, amount_due_cents = $3, amount_paid_cents = $4 WHERE id = $1 AND status = 'draft' RETURNING *`,
+        [draft.id, collected.status, collected.amountDueCents, collected.amountPaidCents],
+      );
+      const invoice = finalized[0];
+      if (!invoice) return;
+      await recordEvents(tx, [
+        { orgId, type: 'invoice.finalized', resourceId: invoice.id, data: { invoice: toInvoiceOut(invoice, invoiceLinks) } },
+      ]);
+    });
   }
 }
 

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { PoolClient } from '../../../db/pool.ts';
-import type { OperationRow } from '../../../engine/operation-record.ts';
+import type { OperationRow, OperationType } from '../../../engine/operation-record.ts';
 import { invalidReference } from '../../../core/errors.ts';
 import type { BudgetGuard } from '../../area.ts';
 import type { Catalogue } from '../catalogue/catalogue.ts';
@@ -40,7 +40,7 @@ export function createPublicIpService({
   const apply = async (
     tx: PoolClient,
     before: PublicIpRow,
-    type: OperationRow['type'],
+    type: OperationType,
     changes: Parameters<typeof updatePublicIp>[2],
     payload: Record<string, unknown> = {},
   ): Promise<PublicIpChange> => {

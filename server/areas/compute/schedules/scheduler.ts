@@ -1,11 +1,12 @@
 import { recordAudit } from '../../../core/audit.ts';
+import { recordEvents } from '../../../core/events.ts';
 import type { OrganizationClock } from '../../../core/test-clocks.ts';
 import { SYSTEM_ACTOR } from '../../../core/principal.ts';
 import { withTransaction, type Pool, type PoolClient } from '../../../db/pool.ts';
 import { DomainError } from '../../../core/errors.ts';
 import { allowedActions, changeInFlight } from '../vms/vm-policy.ts';
 import { nextRunAfter } from './schedule-time.ts';
-import type { ScheduleRow } from './schedule-rows.ts';
+import { toScheduledActionOut, type ScheduleRow } from './schedule-rows.ts';
 import { recurrenceOf } from './schedule-service.ts';
 import { rebootVm, type VmServiceDependencies } from '../vms/vm-service.ts';
 import { toVmOut, type VmRow } from '../vms/vm-rows.ts';
@@ -31,10 +32,10 @@ export function createScheduler({ pool, orgClock, vms }: { pool: Pool; orgClock:
     // The next run after both the due instant and now: after an outage, runs in the past are not
     // replayed one by one.
     const next = recurrence ? nextRunAfter(recurrence, new Date(Math.max(due.getTime(), now.getTime()))) : null;
-    await tx.query(
+    const { rows } = await tx.query<ScheduleRow>(
       `UPDATE scheduled_actions SET last_run_at = $2, last_outcome = $3, last_outcome_detail = $4, last_operation_id = $5,
          state = $6, next_run_at = $7, updated_at = now()
-       WHERE id = $1`,
+       WHERE id = $1 RETURNING *`,
       [
         schedule.id,
         due,
@@ -45,6 +46,17 @@ export function createScheduler({ pool, orgClock, vms }: { pool: Pool; orgClock:
         next,
       ],
     );
+    // A missed restart is announced with the schedule as it now stands, in the same transaction.
+    if (outcome.last_outcome === 'missed') {
+      await recordEvents(tx, [
+        {
+          orgId: schedule.org_id,
+          type: 'schedule.restart_missed',
+          resourceId: schedule.id,
+          data: { scheduled_action: toScheduledActionOut(rows[0]!) },
+        },
+      ]);
+    }
   }
 
   function missed(due: Date, now: Date): Outcome {

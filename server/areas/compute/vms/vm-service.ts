@@ -4,7 +4,7 @@ import { invalidReference, type FieldError } from '../../../core/errors.ts';
 import type { PoolClient } from '../../../db/pool.ts';
 import { prepared, runPrepared } from '../../../db/statements.ts';
 import type { InstalledSshKey } from '../../../drivers/hypervisor.ts';
-import { recordFinishedOperation, type OperationRow } from '../../../engine/operation-record.ts';
+import { recordFinishedOperation, type OperationRow, type OperationType } from '../../../engine/operation-record.ts';
 import type { BudgetGuard } from '../../area.ts';
 import type { Catalogue } from '../catalogue/catalogue.ts';
 import { checkFirewallRules } from './firewall.ts';
@@ -60,7 +60,7 @@ async function apply(
   deps: VmServiceDependencies,
   tx: PoolClient,
   before: VmRow,
-  type: OperationRow['type'],
+  type: OperationType,
   changes: Parameters<typeof updateVm>[2],
   payload: Record<string, unknown> = {},
 ): Promise<VmChange> {
@@ -78,7 +78,7 @@ async function plainAction(
   tx: PoolClient,
   target: { orgId: string; vmId: string },
   action: VmAction & StateChange,
-  type: OperationRow['type'],
+  type: OperationType,
   changes: Parameters<typeof updateVm>[2],
 ): Promise<VmChange> {
   const vm = await lockLive(tx, target.orgId, target.vmId);

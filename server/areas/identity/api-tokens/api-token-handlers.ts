@@ -33,6 +33,7 @@ export function apiTokenHandlers({
           // The secret is never stored: a replay returns the key without it.
           replayBody: { token },
           audit: { resourceId: token.id, after: token },
+          events: [{ orgId: context.principal.orgId, type: 'api_key.created', resourceId: token.id, data: { api_key: token } }],
         };
       }),
 
@@ -45,6 +46,11 @@ export function apiTokenHandlers({
         return {
           response: { status: 200 as const, body: token },
           audit: { resourceId: token.id, before: toApiTokenOut(before), after: token },
+          // Revoking a revoked key changes nothing, and announces nothing.
+          events:
+            before.revoked_at === null
+              ? [{ orgId: context.principal.orgId, type: 'api_key.revoked' as const, resourceId: token.id, data: { api_key: token } }]
+              : [],
         };
       });
       // Other processes hear of it from the database (NOTIFY on commit). The answer waits until

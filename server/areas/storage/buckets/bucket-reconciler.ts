@@ -3,6 +3,7 @@ import { recordAudit } from '../../../core/audit.ts';
 import { withTransaction } from '../../../db/pool.ts';
 import type { AreaDependencies, BackgroundTask } from '../../area.ts';
 import { bucketsDueForPurge, bucketsOfOrganization, deleteBucketRow, recordBucketObservation, toBucketOut } from './bucket-rows.ts';
+import { announceQuotaWarnings } from '../quotas/quota-warnings.ts';
 import { desiredLimits, organizationsWithStorage, recordOrganizationObservation } from '../quotas/s3-quota.ts';
 
 /** Purges per run of the purge task; the rest wait for the next run. */
@@ -41,6 +42,7 @@ export function storageReconciler({ pool, drivers, clock, config, log }: AreaDep
         await recordBucketObservation(tx, bucket.id, seen, observedAt);
       }
       await recordOrganizationObservation(tx, orgId, report.usage, enforced, observedAt);
+      await announceQuotaWarnings(tx, orgId, report.usage.bytes, desired.hardBytes);
     });
   }
 
