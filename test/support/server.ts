@@ -38,7 +38,7 @@ export const TEST_ENV: Record<string, string> = {
   // The simulated object store (figures only, faults injectable); the S3 tests choose `embedded`.
   OBJECT_STORE_DRIVER: 'simulator',
   // Most test servers share a test worker's heap with the tests: a full collection there, each
-  // time the worker waits, would only slow the run. test/server/idle-memory.test.ts turns it on.
+  // time the worker waits, would only slow the run. test/server/idle-memory.system.test.ts turns it on.
   GC_WHEN_IDLE: 'false',
 };
 
