@@ -39,6 +39,26 @@ async function admin(databaseUrl: string, args: string[]): Promise<Record<string
   return JSON.parse(stdout);
 }
 
+/** What the metering passes' rounding (each adds quantities to a millionth) may leave off an exact figure. */
+const ROUNDING = 1e-4;
+
+/** Waits until a metering pass has seen each of `resources` ([type, id]) of the organization: it meters each from then on. */
+async function meteringHasSeen(db: pg.Pool, orgId: string, resources: Array<[string, string]>): Promise<void> {
+  await eventually(
+    async () => {
+      const { rows } = await db.query<{ resource_type: string; resource_id: string }>(
+        'SELECT resource_type, resource_id FROM metering_cursors WHERE org_id = $1',
+        [orgId],
+      );
+      // An instance is metered per powered run: its cursor is named `<id>:<powered since>`.
+      const sees = ([type, id]: [string, string]) =>
+        rows.some((row) => row.resource_type === type && (row.resource_id === id || row.resource_id.startsWith(`${id}:`)));
+      return resources.every(sees) ? true : undefined;
+    },
+    `the metering pass to see ${resources.map(([type]) => type).join(', ')}`,
+  );
+}
+
 /** Milliseconds from `at` to one day past the start of the next month (UTC). */
 const pastMonthEnd = (at: Date) => Date.UTC(at.getUTCFullYear(), at.getUTCMonth() + 1, 2) - at.getTime();
 
@@ -74,8 +94,14 @@ describe('a month of metered use, closed into an invoice', () => {
       async () => ((await org.call('GET', '/s3/quota')).body.usage_bytes === objectBytes ? true : undefined),
       'the stored bytes to be measured',
     );
-    // Everything is running and metered from now on.
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    // Everything is running and metered from now on: the metering pass has seen each resource
+    // (it keeps a cursor for each, and meters it from there).
+    await meteringHasSeen(server.pool, org.orgId, [
+      ['vm', small.id],
+      ['vm', large.id],
+      ['public_ip', allocated.body.public_ip.id],
+      ['bucket', bucket.id],
+    ]);
     const readyAt = Date.now();
 
     // Nothing invoiced yet: the month is not over.
@@ -115,14 +141,13 @@ describe('a month of metered use, closed into an invoice', () => {
     );
     const quantity = (meter: string) => Number(lines.find((line) => line.meter === meter)?.quantity);
     const hoursFrom = (at: number) => (monthEnd.getTime() - at) / HOUR;
-    // Between "metered from the moment it ran" and "from when the test saw everything ready".
-    // Metering starts at a resource's first sighting by the metering pass, which on a loaded
-    // machine can come a few passes after the test saw it ready: a few seconds of slack, far below
-    // the hours a missing or doubled stretch would show.
-    const METERING_SLACK_MS = 5_000;
+    // Between "metered from the moment it ran" and "from when the test saw the metering pass had
+    // seen it": a resource is metered from its first sighting by a metering pass, and the test
+    // waited for that sighting, however late it came on a busy machine. Each pass rounds what it
+    // adds to a millionth, hence the tolerance.
     const within = (value: number, perHour: number) => {
-      expect(value).toBeGreaterThanOrEqual(perHour * hoursFrom(readyAt + METERING_SLACK_MS) - 1e-6);
-      expect(value).toBeLessThanOrEqual(perHour * hoursFrom(startedAt) + 1e-6);
+      expect(value).toBeGreaterThanOrEqual(perHour * hoursFrom(readyAt) - ROUNDING);
+      expect(value).toBeLessThanOrEqual(perHour * hoursFrom(startedAt) + ROUNDING);
     };
     expect(lines.map((line) => line.meter)).toEqual([
       'vcpu_hour',
@@ -233,6 +258,7 @@ describe('several processes on one database', () => {
     processes.push(...others);
     const api = (method: string, where: string, body?: unknown, url = first.url) =>
       call(url, method, `/v1/orgs/${credentials.org_id}${where}`, { defaultKey: credentials.api_key, body });
+    const requestedAt = Date.now();
     const created = await api('POST', '/compute/vms', {
       name: 'shared-1',
       image: 'ubuntu-24.04',
@@ -248,7 +274,10 @@ describe('several processes on one database', () => {
     await eventually(async () =>
       (await api('GET', `/operations/${created.body.operation.id}`)).body.state === 'succeeded' ? true : undefined,
     );
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    // Metered from a sighting between the request and now; the month is closed only once one is seen.
+    const meteringPool = new pg.Pool({ connectionString: databaseUrl, max: 1 });
+    await meteringHasSeen(meteringPool, credentials.org_id, [['vm', created.body.vm.id]]).finally(() => meteringPool.end());
+    const sightedBy = Date.now();
     // Moved forward where every process sees it at once: they race to meter and close the month.
     await admin(databaseUrl, ['clock', 'advance', '--org', credentials.org_id, '--by', `${Math.ceil(pastMonthEnd(new Date()) / 1000)}s`]);
     const invoice = await eventually(async () => {
@@ -271,10 +300,11 @@ describe('several processes on one database', () => {
     expect(rows[0]!.id).toBe(invoice.id);
     // vCPU, memory and disk hours: one line each.
     expect(rows[0]!.lines).toBe(3);
-    // Two vCPUs from (about) now to the month's end: never twice that.
+    // Two vCPUs from their first sighting (after the request, before the test saw it) to the
+    // month's end, counted once: never twice that.
     const monthEnd = Date.parse(invoice.period_end);
-    expect(Number(rows[0]!.vcpu)).toBeLessThanOrEqual((2 * (monthEnd - Date.now() + 60_000)) / HOUR);
-    expect(Number(rows[0]!.vcpu)).toBeGreaterThanOrEqual((2 * (monthEnd - Date.now() - 60_000)) / HOUR);
+    expect(Number(rows[0]!.vcpu)).toBeLessThanOrEqual((2 * (monthEnd - requestedAt)) / HOUR + ROUNDING);
+    expect(Number(rows[0]!.vcpu)).toBeGreaterThanOrEqual((2 * (monthEnd - sightedBy)) / HOUR - ROUNDING);
     expect(invoice.total_cents).toBe(Number(rows[0]!.total));
   });
 });
