@@ -16,6 +16,7 @@ import { expect, test } from 'vitest';
 import { WriteRefusedError } from '../../../server/drivers/simulators/object-store.ts';
 import { CEPH_MISSING, rgwTestable, startCeph } from '../../support/ceph.ts';
 import type { TestOrg, TestServer } from '../../support/server.ts';
+import { ONE_CONNECTION_PER_REQUEST } from '../s3/support.ts';
 import { objectStoreOf } from './support.ts';
 
 /** How a write ended: stored (with its version id), or refused with S3's error code. */
@@ -189,6 +190,7 @@ export function s3Client(endpoint: string, credentials: { accessKeyId: string; s
     requestChecksumCalculation: 'WHEN_REQUIRED',
     responseChecksumValidation: 'WHEN_REQUIRED',
     maxAttempts: 1,
+    requestHandler: { httpAgent: ONE_CONNECTION_PER_REQUEST },
   });
 }
 
