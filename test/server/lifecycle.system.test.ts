@@ -35,13 +35,13 @@ function spawnServer(env: Record<string, string>): Started {
   return started;
 }
 
-/** What a process wrote that is not a JSON log line nor the Node 20 notice about tsx: what an operator reads. */
+/** What a process wrote that is not a JSON log line: what an operator reads. */
 function plainLines(started: Started): string[] {
   return started
     .output()
     .trim()
     .split('\n')
-    .filter((line) => !line.startsWith('{') && !line.includes('running through tsx'));
+    .filter((line) => !line.startsWith('{'));
 }
 
 async function startEmbedded(dataDir: string, port: number): Promise<Started> {
