@@ -11,7 +11,9 @@ if (!entry) {
   process.exit(2);
 }
 if (!process.features.typescript) {
-  console.error(`cloud-platform: Node ${process.versions.node} cannot run TypeScript itself; use Node 22.18+ or 24 (npm install brings 24).`);
+  console.error(
+    `cloud-platform: Node ${process.versions.node} cannot run TypeScript itself; use Node 22.18+ or 24 (npm install brings 24).`,
+  );
   process.exit(1);
 }
 // The entry point sees its own arguments, as if it had been started directly.
