@@ -2,7 +2,7 @@
  * Code samples of every operation, made from the contract itself: the path and query values are
  * the parameters' examples, the body is the operation's first named request example. Nothing is
  * written by hand per operation, so a sample cannot drift from the contract: the docs page shows
- * them (`x-codeSamples`), and test/docs/samples.test.ts runs every curl sample against the mock
+ * them (`x-codeSamples`), and test/docs/samples.system.test.ts runs every curl sample against the mock
  * and type-checks every TypeScript sample against the typed client.
  */
 

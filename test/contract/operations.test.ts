@@ -64,9 +64,9 @@ const operations: Array<[string, string, string]> = [
   ['getOperation', 'get', `${org}/operations/{operation_id}`],
   ['cancelOperation', 'post', `${org}/operations/{operation_id}/cancel`],
   ['listAuditEvents', 'get', `${org}/audit-events`],
-  // decisions.md, wave 3: whose credential this is, outside the organization paths
+  // docs/architecture.md: whose credential this is, outside the organization paths
   ['getAccount', 'get', '/v1/account'],
-  // decisions.md, wave 3: outbound events
+  // docs/architecture.md: outbound events
   ['listEvents', 'get', `${org}/events`],
   ['getEvent', 'get', `${org}/events/{event_id}`],
   ['listWebhookEndpoints', 'get', `${org}/webhook-endpoints`],

@@ -73,8 +73,9 @@ test('a query the server does not answer fails at the read timeout; what its tra
   expect(stuckError).toBeInstanceOf(Error);
   expect((stuckError as Error).message).toBe(READ_TIMEOUT_MESSAGE);
   expect(isDatabaseUnavailable(stuckError)).toBe(true);
+  // Not before the read timeout. (Not after the sleep's 3 s either, but that is the message above:
+  // an answer from PostgreSQL would be no read timeout, and how late one comes depends on the machine.)
   expect(waited).toBeGreaterThanOrEqual(READ_TIMEOUT_MS - 50);
-  expect(waited).toBeLessThan(2_500);
   expect(await queued).toBeInstanceOf(Error);
   expect(await committed).toBeInstanceOf(Error);
   client.release(stuckError as Error);

@@ -44,23 +44,30 @@ const total = (counts: Record<string, number>) => Object.values(counts).reduce((
 test("after a burst, the server goes back to its own connection and the API pool's first within seconds", async () => {
   const { org } = server;
   const get = () => org.call('GET', '/billing');
-  let duringBurst: Record<string, number> = {};
-  const until = Date.now() + 1_500;
+  // 24 requests at a time, until the pool is seen holding more than it keeps at rest (else this
+  // test proves nothing): how soon that shows depends on the machine, so it is watched for.
+  let busiest: Record<string, number> = {};
+  const burstEnds = Date.now() + 30_000;
+  const busy = () => (busiest['cloud-platform-api'] ?? 0) > 2;
   await Promise.all([
     ...Array.from({ length: 24 }, async () => {
-      while (Date.now() < until) {
+      while (!busy() && Date.now() < burstEnds) {
         expect((await get()).status).toBe(200);
       }
     }),
     (async () => {
-      await new Promise((resolve) => setTimeout(resolve, 1_000));
-      duringBurst = await connections();
+      while (!busy() && Date.now() < burstEnds) {
+        const counts = await connections();
+        if ((counts['cloud-platform-api'] ?? 0) > (busiest['cloud-platform-api'] ?? 0)) busiest = counts;
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
     })(),
   ]);
-  // The burst did open more than the server keeps at rest (else this test proves nothing).
-  expect(duringBurst['cloud-platform-api']).toBeGreaterThan(2);
+  expect(busiest['cloud-platform-api'], 'API connections during the burst').toBeGreaterThan(2);
 
-  const restingBy = Date.now() + 4_000;
+  // A connection beyond those kept is closed after a second idle (pg's default, 10 s, kept them
+  // all that long): 8 s leaves the machine seven seconds of slack and still tells the two apart.
+  const restingBy = Date.now() + 8_000;
   let atRest = await connections();
   const resting = (counts: Record<string, number>) =>
     counts['cloud-platform-listener'] === 1 &&
@@ -71,5 +78,5 @@ test("after a burst, the server goes back to its own connection and the API pool
     await new Promise((resolve) => setTimeout(resolve, 100));
     atRest = await connections();
   }
-  expect(atRest, 'connections 4 s after the burst').toSatisfy(resting);
+  expect(atRest, 'connections 8 s after the burst').toSatisfy(resting);
 });

@@ -264,20 +264,21 @@ describe('the operations engine', () => {
   test('a success waiting its turn to be recorded keeps its lease, and is not attempted again', async () => {
     // Recording is slow for reboots: the two batch writers are both busy with one each (the
     // second reboot finishes while the first's batch is being written), and the resize that
-    // finishes next waits for a writer longer than its lease lasts.
+    // finishes next waits for a writer about twice as long as its lease lasts. The lease is
+    // renewed every third of it: 900 ms leaves a busy machine 600 ms to run each renewal.
     const slowRecord: Executor<string> = {
       ...scriptedExecutor(async (operation) => {
         await new Promise((resolve) => setTimeout(resolve, operation.payload.delayMs as number));
         return 'rebooted';
       }),
       async succeeded(tx, operation, outcome) {
-        await new Promise((resolve) => setTimeout(resolve, 1_500));
+        await new Promise((resolve) => setTimeout(resolve, 2_000));
         await tx.query('INSERT INTO applied (operation_id, outcome) VALUES ($1, $2)', [operation.id, outcome]);
         return { outcome };
       },
     };
     const resize = scriptedExecutor(async () => new Promise((resolve) => setTimeout(() => resolve('resized'), 250)));
-    const engine = await startEngine({ 'vm.reboot': slowRecord, 'vm.resize': resize }, { leaseMs: 300 });
+    const engine = await startEngine({ 'vm.reboot': slowRecord, 'vm.resize': resize }, { leaseMs: 900 });
     const [first, second] = [
       await enqueueOperation(pool, {
         orgId,

@@ -1,5 +1,5 @@
 // Liveness and readiness probes: no credential, outside the organization paths, in the contract.
-// (Readiness through a database outage: outage.test.ts.)
+// (Readiness through a database outage: outage.system.test.ts.)
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { startTestServer, type TestServer } from '../support/server.ts';
 

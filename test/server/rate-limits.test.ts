@@ -1,15 +1,7 @@
 // Rate limits: per verified credential whatever the spelling of its header, per client address
-// for everything without one, and counted by each server process on its own (docs/operating.md, "Rate limits").
+// for everything without one. Counted by each server process on its own: rate-limits.system.test.ts.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import {
-  call,
-  createTestDatabase,
-  readBootstrap,
-  startServerProcess,
-  startTestServer,
-  type ApiResponse,
-  type TestServer,
-} from '../support/server.ts';
+import { call, startTestServer, type ApiResponse, type TestServer } from '../support/server.ts';
 
 function expectLimited(response: ApiResponse): void {
   expect(response.status, response.text).toBe(429);
@@ -114,31 +106,5 @@ describe('an address over its budget', () => {
     expect(revoked.status, revoked.text).toBe(200);
     expectLimited(await org.call('GET', '/billing', { key: second.secret }));
     expectLimited(await call(server.url, 'GET', '/v1/nothing-here'));
-  });
-});
-
-describe('several server processes on one database', () => {
-  test('each process counts its own requests: a credential has the limit at each of them', async () => {
-    const databaseUrl = await createTestDatabase();
-    const env = { RATE_LIMIT: '2', RATE_LIMIT_WINDOW_SECONDS: '60' };
-    const first = await startServerProcess(databaseUrl, env);
-    try {
-      const second = await startServerProcess(databaseUrl, env);
-      try {
-        const { org_id: orgId, api_key: apiKey } = await readBootstrap(first.dataDir);
-        const path = `/v1/orgs/${orgId}/billing`;
-        const statusesAt = async (url: string) => {
-          const statuses = [];
-          for (let index = 0; index < 3; index++) statuses.push((await call(url, 'GET', path, { defaultKey: apiKey })).status);
-          return statuses;
-        };
-        expect(await statusesAt(first.url)).toEqual([200, 200, 429]);
-        expect(await statusesAt(second.url)).toEqual([200, 200, 429]);
-      } finally {
-        await second.stop();
-      }
-    } finally {
-      await first.stop();
-    }
   });
 });

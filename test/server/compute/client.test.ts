@@ -111,7 +111,8 @@ test('create an instance, wait for it, open its console, attach a public IP, and
   expect(await client.call('getPublicIp', { path: { public_ip_id: ip.id } })).toMatchObject({ state: 'allocated', vm_id: null });
   await client.waitForOperation((await client.call('releasePublicIp', { path: { public_ip_id: ip.id } })).operation, quickly);
   await expect(client.call('getPublicIp', { path: { public_ip_id: ip.id } })).rejects.toMatchObject({ status: 404 });
-});
+  // A dozen operations waited for: past a minute at load 13.
+}, 300_000);
 
 test('waitForOperation rejects with the fixed phrase when the backend refuses', async () => {
   const created = await client.call('createVm', {

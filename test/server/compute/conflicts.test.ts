@@ -2,7 +2,7 @@
 // answered as the contract answers anything transient: 503 service_unavailable with Retry-After,
 // nothing changed, and its Idempotency-Key free for the retry. Never a 500.
 import pg from 'pg';
-import { afterAll, beforeAll, expect, test } from 'vitest';
+import { afterAll, beforeAll, expect, inject, test } from 'vitest';
 import { startTestServer, type TestServer } from '../../support/server.ts';
 import { eventually } from '../../support/eventually.ts';
 import { runningVm } from './fixtures.ts';
@@ -13,6 +13,14 @@ beforeAll(async () => {
   server = await startTestServer({ RATE_LIMIT: '100000' });
   other = new pg.Client({ connectionString: server.databaseUrl });
   await other.connect();
+  // As another test file of the run might: an advisory lock waited for, in another database.
+  const holder = new pg.Client({ connectionString: inject('postgresAdminUrl') });
+  await holder.connect();
+  await holder.query('SELECT pg_advisory_lock(42)');
+  const waiter = new pg.Client({ connectionString: inject('postgresAdminUrl') });
+  await waiter.connect();
+  void waiter.query('SELECT pg_advisory_lock(42)').catch(() => {});
+  await new Promise((resolve) => setTimeout(resolve, 500));
 });
 afterAll(async () => {
   await other?.end();
@@ -30,11 +38,23 @@ test('a request chosen as the victim of a deadlock answers 503 with Retry-After,
   // on a loaded machine the other transaction's check, begun a moment later, could run first.
   await other.query("SET deadlock_timeout = '60s'");
   await other.query('BEGIN');
-  await other.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`operations:${org.orgId}:vm:${vm.id}`]);
+  const lineLock = `operations:${org.orgId}:vm:${vm.id}`;
+  await other.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [lineLock]);
   const stop = org.call('POST', `/compute/vms/${vm.id}/stop`, { headers: { 'Idempotency-Key': 'stop-after-deadlock' } });
+  // The stop is seen waiting for this very lock, blocked by this session, in this database. The
+  // test run's PostgreSQL serves every test file at once: a count of all waiting advisory locks
+  // could be met by another file's, and the row below be locked before the stop had locked it,
+  // which is no deadlock (the stop then waited for the row until its statement timeout: a 503
+  // with Retry-After 5). A bigint advisory key is held in pg_locks as classid (high half) and
+  // objid (low half).
   await eventually(async () => {
     const { rows } = await other.query<{ n: number }>(
-      `SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`,
+      `SELECT count(*)::int AS n FROM pg_locks
+       WHERE locktype = 'advisory' AND NOT granted AND objsubid = 1
+         AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+         AND ((classid::bigint << 32) | objid::bigint) = hashtextextended($1, 0)
+         AND pg_backend_pid() = ANY(pg_blocking_pids(pid))`,
+      [lineLock],
     );
     return rows[0]!.n === 1 ? true : undefined;
   }, 'the stop waiting for the lock');

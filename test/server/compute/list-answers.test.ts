@@ -47,7 +47,6 @@ describe('a list of instances', () => {
   });
 
   test('pages and filters as before: each page the instances its cursor names, in order', async () => {
-    // Compared without observed_at: the reconciler refreshes it between two reads.
     const all = (await listed()).map(settled);
     const first = await org.call('GET', '/compute/vms?limit=1');
     expect(first.body.items.map(settled)).toEqual([all[0]]);

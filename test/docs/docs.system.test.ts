@@ -101,10 +101,11 @@ describe('the docs page', () => {
             chosen = true;
           }
           // The block can be in the page before Redoc has written the sample into it (it was empty
-          // once, on a loaded machine): its text is read again until it holds the sample or 5 s pass.
+          // once, on a loaded machine): its text is read again until it holds the sample, for as
+          // long as a busy machine may take to render it (a wrong sample never turns right).
           const block = panel.locator('[data-component-name="CodeBlock/CodeBlockContainer"]').first();
           let sample = await block.innerText();
-          for (const deadline = Date.now() + 5_000; !sample.includes(expected(operation)) && Date.now() < deadline;) {
+          for (const deadline = Date.now() + 20_000; !sample.includes(expected(operation)) && Date.now() < deadline;) {
             await page.waitForTimeout(50);
             sample = await block.innerText();
           }

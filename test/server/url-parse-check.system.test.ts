@@ -19,8 +19,8 @@ async function parseOnce(...args: string[]): Promise<{ noDeprecation: boolean; d
 // The validator's url.parse on every request: until one call has warned, Node 24 captures a stack
 // trace on each call from node_modules to decide whether to warn (server/http/url-parse-check.ts).
 describe('the legacy url.parse check, settled at start', () => {
-  // Node 24's check: the first call outside node_modules warns. Node 20 runs the fixture through
-  // tsx, and its check (which sees tsx's loader, in node_modules, on the stack) may not warn at all.
+  // Node 24's check (DEP0169 is Node 24's): the first call outside node_modules warns. Node 22
+  // has no such check to settle.
   it.runIf(Number(process.versions.node.split('.')[0]) >= 24)(
     'is live until settled: a first url.parse outside node_modules warns (DEP0169)',
     async () => {

@@ -239,8 +239,9 @@ describe('the wait_for helper of the docs (scripts/examples/wait-for.sh)', () =>
   test('fails at once, saying so, when the poll is refused or unanswered', async () => {
     const result = await waitFor('http://127.0.0.1:9', 'c1d2e3f4-a5b6-4c7d-8e9f-0a1b2c3d4e51');
     expect(result.code).not.toBe(0);
+    // This message comes only from the failed poll's own return, before any pause: a helper that
+    // polled on would end with its timeout's message ("still … after 5 s") instead.
     expect(result.stderr).toMatch(/wait_for: GET http:\/\/127\.0\.0\.1:9\/operations\/c1d2e3f4-a5b6-4c7d-8e9f-0a1b2c3d4e51 failed/);
-    // Not the timeout's message: it gave up on the first refused poll.
     expect(result.stderr).not.toMatch(/still/);
   });
 });
