@@ -3,7 +3,8 @@ import type { StoredBucket } from '../rows.ts';
 import type { EmbeddedObjectStore } from '../store.ts';
 import { S3Error } from './errors.ts';
 import type { S3Platform } from './platform-port.ts';
-import { sendXml, smallBody, type S3Handler } from './request.ts';
+import { checkedBody } from './config-body.ts';
+import { sendXml, type S3Handler } from './request.ts';
 import { blocks, document, text, unescapeXml } from './xml.ts';
 
 /**
@@ -158,7 +159,7 @@ export async function preflight(
 
 const putBucketCors: S3Handler = async (request) => {
   const bucket = await request.access.bucket(request.caller, request.bucketName);
-  const rules = parseCorsConfiguration((await smallBody(request.req, request.res, 64 * 1024)).toString('utf8'));
+  const rules = parseCorsConfiguration(await checkedBody(request));
   await request.store.settings.setCors(bucket.id, rules);
   request.res.statusCode = 200;
   request.res.end();

@@ -4,7 +4,8 @@ import type { SealingRequest } from '../objects.ts';
 import type { StoredBucket, StoredUpload, StoredVersion, VersionEncryption } from '../rows.ts';
 import type { WrappingKey } from '../sealing.ts';
 import { S3Error, invalidArgument, notImplemented } from './errors.ts';
-import { sendXml, smallBody, type S3Handler } from './request.ts';
+import { checkedBody } from './config-body.ts';
+import { sendXml, type S3Handler } from './request.ts';
 import { blocks, document, text } from './xml.ts';
 
 /**
@@ -152,7 +153,7 @@ const MALFORMED = () =>
 /** PutBucketEncryption: a default of SSE-S3 (AES256); SSE-KMS is not offered. */
 const putBucketEncryption: S3Handler = async (request) => {
   const bucket = await request.access.bucket(request.caller, request.bucketName);
-  const xml = (await smallBody(request.req, request.res)).toString('utf8');
+  const xml = await checkedBody(request);
   const rules = blocks(xml, 'Rule');
   if (!xml.includes('ServerSideEncryptionConfiguration') || rules.length !== 1) throw MALFORMED();
   const algorithm = text(rules[0]!, 'SSEAlgorithm');

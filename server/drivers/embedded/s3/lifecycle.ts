@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import type { LifecycleRule } from '../lifecycle.ts';
 import { S3Error, invalidArgument, notImplemented } from './errors.ts';
-import { sendXml, smallBody, type S3Handler } from './request.ts';
+import { checkedBody } from './config-body.ts';
+import { sendXml, type S3Handler } from './request.ts';
 import { blocks, document, text, type XmlNode } from './xml.ts';
 
 /**
@@ -159,7 +160,7 @@ function renderRule(rule: LifecycleRule): XmlNode {
 
 const putLifecycle: S3Handler = async (request) => {
   const bucket = await request.access.bucket(request.caller, request.bucketName);
-  const rules = parseLifecycleConfiguration((await smallBody(request.req, request.res)).toString('utf8'));
+  const rules = parseLifecycleConfiguration(await checkedBody(request));
   await request.store.settings.setLifecycle(bucket.id, rules);
   request.res.statusCode = 200;
   request.res.end();

@@ -2,7 +2,8 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { defaultRetentionFrom, type DefaultRetention, type VersionLock } from '../object-lock.ts';
 import type { Retention, StoredBucket, StoredVersion } from '../rows.ts';
 import { S3Error, invalidArgument } from './errors.ts';
-import { sendXml, smallBody, type S3Handler, type S3Request } from './request.ts';
+import { checkedBody } from './config-body.ts';
+import { sendXml, type S3Handler, type S3Request } from './request.ts';
 import { blocks, document, text } from './xml.ts';
 
 /**
@@ -99,7 +100,7 @@ function parseDefaultRetention(xml: string): DefaultRetention | null {
 
 const putObjectLockConfiguration: S3Handler = async (request) => {
   const bucket = await request.access.bucket(request.caller, request.bucketName);
-  const xml = (await smallBody(request.req, request.res)).toString('utf8');
+  const xml = await checkedBody(request);
   if (!/<(?:\w+:)?ObjectLockConfiguration[\s>]/.test(xml) || text(xml, 'ObjectLockEnabled') !== 'Enabled') throw malformed();
   const rule = parseDefaultRetention(xml);
   if (!bucket.object_lock_enabled && !(await request.store.objectLock.enable(bucket.id)))
@@ -148,7 +149,7 @@ async function lockedVersion(request: S3Request, bucket: StoredBucket): Promise<
 
 const putObjectRetention: S3Handler = async (request) => {
   const bucket = await lockedBucket(request);
-  const xml = (await smallBody(request.req, request.res)).toString('utf8');
+  const xml = await checkedBody(request);
   if (!/<(?:\w+:)?Retention[\s>]/.test(xml)) throw malformed();
   const mode = text(xml, 'Mode');
   const until = text(xml, 'RetainUntilDate');
@@ -173,7 +174,7 @@ const getObjectRetention: S3Handler = async (request) => {
 
 const putObjectLegalHold: S3Handler = async (request) => {
   const bucket = await lockedBucket(request);
-  const xml = (await smallBody(request.req, request.res)).toString('utf8');
+  const xml = await checkedBody(request);
   const status = text(xml, 'Status');
   if (!/<(?:\w+:)?LegalHold[\s>]/.test(xml) || (status !== 'ON' && status !== 'OFF')) throw malformed();
   await request.store.objectLock.setLegalHold(bucket.id, request.key, versionIdOf(request), status === 'ON');
