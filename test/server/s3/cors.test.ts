@@ -86,11 +86,12 @@ describe('preflight requests', () => {
   test('a rule for any origin answers *; what no rule allows is 403 AccessForbidden with no CORS headers', async () => {
     const anyone = await preflight(`/${BUCKET}/x`, { Origin: 'https://elsewhere.example.org', 'Access-Control-Request-Method': 'GET' });
     expect([anyone.status, anyone.headers.get('access-control-allow-origin')]).toEqual([200, '*']);
-    for (const headers of [
+    const refusedPreflights: Array<Record<string, string>> = [
       { Origin: 'https://elsewhere.example.org', 'Access-Control-Request-Method': 'PUT' },
       { Origin: 'https://app.example.com', 'Access-Control-Request-Method': 'DELETE' },
       { Origin: 'https://app.example.com', 'Access-Control-Request-Method': 'PUT', 'Access-Control-Request-Headers': 'authorization-x' },
-    ]) {
+    ];
+    for (const headers of refusedPreflights) {
       const refused = await preflight(`/${BUCKET}/x`, headers);
       expect(refused.status, JSON.stringify(headers)).toBe(403);
       expect(await refused.text()).toContain('<Code>AccessForbidden</Code>');

@@ -223,7 +223,7 @@ describe('what is not given is refused, and nothing is stored', () => {
     ).toEqual({ code: 'NotImplemented', status: 501 });
   });
 
-  test('an unknown algorithm is InvalidArgument', async () => {
+  test('an unknown algorithm, or SSE-S3 with SSE-C (even over plain HTTP), is InvalidArgument', async () => {
     const unknown = await signedRequest(server, key, {
       method: 'PUT',
       path: '/sealed/unknown.bin',
@@ -231,6 +231,13 @@ describe('what is not given is refused, and nothing is stored', () => {
       body: 'x',
     });
     expect([unknown.status, unknown.code]).toEqual([400, 'InvalidArgument']);
+    const both = await signedRequest(server, key, {
+      method: 'PUT',
+      path: '/sealed/both.bin',
+      headers: { 'x-amz-server-side-encryption': 'AES256', 'x-amz-server-side-encryption-customer-algorithm': 'AES256' },
+      body: 'x',
+    });
+    expect([both.status, both.code]).toEqual([400, 'InvalidArgument']);
   });
 
   test('SSE-C over plain HTTP is refused as AWS refuses it (the key would travel in the clear)', async () => {

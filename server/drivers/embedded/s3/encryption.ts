@@ -80,9 +80,10 @@ function refuseKms(): never {
  */
 export function writeEncryption(request: EncryptionSource, bucket: Pick<StoredBucket, 'default_encryption'>): SealingRequest | undefined {
   const sse = header(request, SSE)?.trim();
-  const customer = customerKeyOf(request, CUSTOMER);
-  if (sse !== undefined && customer)
+  // The conflict is S3's InvalidArgument whatever the connection (before SSE-C's own checks).
+  if (sse !== undefined && ['algorithm', 'key', 'key-md5'].some((name) => header(request, `${CUSTOMER}${name}`) !== undefined))
     throw invalidArgument('Server Side Encryption with Customer provided key is incompatible with the encryption method specified');
+  const customer = customerKeyOf(request, CUSTOMER);
   if (header(request, KMS_KEY_ID) !== undefined && (sse === undefined || !KMS_VALUES.has(sse)))
     throw invalidArgument('Server Side Encryption with AWS KMS managed key requires HTTP header x-amz-server-side-encryption : aws:kms');
   if (sse !== undefined && KMS_VALUES.has(sse)) refuseKms();

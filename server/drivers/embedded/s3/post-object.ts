@@ -29,6 +29,8 @@ const EXEMPT = (name: string): boolean =>
   name.startsWith('x-ignore-') ||
   name.startsWith('x-amz-checksum-');
 const OWNER_ONLY_ACLS = new Set(['private', 'bucket-owner-full-control']);
+/** The longest field value read (S3's form fields are small; the file is not a field). */
+const FIELD_LIMIT = 1024 * 1024;
 const ISO_INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?Z$/;
 
 const invalidPolicy = (why: string) => new S3Error('InvalidPolicyDocument', 400, `Invalid Policy: ${why}`);
@@ -47,7 +49,7 @@ function readForm(req: IncomingMessage): Promise<Form> {
   return new Promise<Form>((resolve, reject) => {
     let parser: busboy.Busboy;
     try {
-      parser = busboy({ headers: req.headers, limits: { files: 1, fields: 1000, fieldSize: 1024 * 1024 } });
+      parser = busboy({ headers: req.headers, limits: { fields: 1000, fieldSize: FIELD_LIMIT } });
     } catch {
       reject(new S3Error('MalformedPOSTRequest', 400, 'The body of your POST request is not well-formed multipart/form-data.'));
       return;
@@ -63,13 +65,34 @@ function readForm(req: IncomingMessage): Promise<Form> {
       const lower = name.toLowerCase();
       if (!fields.has(lower)) fields.set(lower, value);
     });
+    // Some clients send every field as a file part (with a filename): those are fields all the same.
+    const fieldParts: Array<Promise<void>> = [];
     parser.on('file', (name, stream, info) => {
-      if (settled || name.toLowerCase() !== 'file') {
+      const lower = name.toLowerCase();
+      if (settled) {
         stream.resume();
         return;
       }
+      if (lower !== 'file') {
+        const chunks: Buffer[] = [];
+        let size = 0;
+        fieldParts.push(
+          new Promise<void>((done) => {
+            stream.on('data', (chunk: Buffer) => {
+              size += chunk.length;
+              if (size <= FIELD_LIMIT) chunks.push(chunk);
+            });
+            stream.on('end', () => {
+              if (!fields.has(lower)) fields.set(lower, Buffer.concat(chunks).toString('utf8'));
+              done();
+            });
+            stream.on('error', () => done());
+          }),
+        );
+        return;
+      }
       settled = true;
-      resolve({ fields, file: { stream, filename: info.filename ?? '' }, finished });
+      void Promise.all(fieldParts).then(() => resolve({ fields, file: { stream, filename: info.filename ?? '' }, finished }));
     });
     parser.on('close', () => {
       if (!settled) reject(invalidArgument('POST requires exactly one file upload per request.', 'file', '0'));
@@ -140,8 +163,9 @@ function checkConditions(policy: Policy, values: Map<string, string>): { min: nu
       continue;
     }
     covered.add(condition.field);
-    const value = values.get(condition.field);
-    const holds = value !== undefined && (condition.kind === 'eq' ? value === condition.value : value.startsWith(condition.value));
+    // A field the form leaves out is empty: ["starts-with", "$field", ""] allows it to be absent, as S3 does.
+    const value = values.get(condition.field) ?? '';
+    const holds = condition.kind === 'eq' ? value === condition.value : value.startsWith(condition.value);
     if (!holds) throw policyFailed(`Policy Condition failed: ["${condition.kind}", "$${condition.field}", "${condition.value}"]`);
   }
   for (const name of values.keys()) if (!EXEMPT(name) && !covered.has(name)) throw policyFailed(`Extra input fields: ${name}`);
