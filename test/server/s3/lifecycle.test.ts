@@ -20,6 +20,8 @@ import {
   type S3Client,
 } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { createEmbeddedObjectStore } from '../../../server/drivers/embedded/store.ts';
+import { FaultInjector } from '../../../server/drivers/simulators/faults.ts';
 import { createAccessKey, createBucket, s3Client, s3ErrorOf, settles, signedRequest, startS3Server, type IssuedKey } from './support.ts';
 
 let server: Awaited<ReturnType<typeof startS3Server>>;
@@ -168,6 +170,58 @@ describe('the background work applies the rules', () => {
     // Several runs later, the held version is still there.
     await new Promise((resolve) => setTimeout(resolve, 3000));
     expect(await versionsOf('kept', 'evidence')).toContain(held.VersionId);
+  });
+});
+
+describe('several processes', () => {
+  test('running the rules at once (this server and two more stores on the same database) expires each object once', async () => {
+    const org = await server.createOrg('Busy Logs Ltd');
+    await createBucket(server, org, 'busy');
+    const client = s3Client(server, await createAccessKey(server, org));
+    const names = [
+      ...Array.from({ length: 230 }, (_, index) => `old/${index}`),
+      ...Array.from({ length: 20 }, (_, index) => `new/${index}`),
+    ];
+    for (let at = 0; at < names.length; at += 25)
+      await Promise.all(
+        names.slice(at, at + 25).map((name) => client.send(new PutObjectCommand({ Bucket: 'busy', Key: name, Body: 'x'.repeat(1000) }))),
+      );
+    // Two more stores, as other processes sharing the database hold them, run the same rules at the same time.
+    const others = await Promise.all(
+      [1, 2].map(() =>
+        createEmbeddedObjectStore({
+          pool: server.pool,
+          dataDir: server.dataDir,
+          secretKey: undefined,
+          faults: new FaultInjector(server.pool, []),
+        }),
+      ),
+    );
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 2000));
+      await client.send(
+        new PutBucketLifecycleConfigurationCommand({
+          Bucket: 'busy',
+          LifecycleConfiguration: { Rules: [{ ID: 'old', Filter: { Prefix: 'old/' }, Status: 'Enabled', Expiration: { Days: 1 } }] },
+        }),
+      );
+      await Promise.all(others.map((store) => store.lifecycle.run()));
+    } finally {
+      await Promise.all(others.map((store) => store.close()));
+    }
+    let listed: string[] = [];
+    await settles(async () => {
+      listed = [];
+      let token: string | undefined;
+      do {
+        const page = await client.send(new ListObjectsV2Command({ Bucket: 'busy', ContinuationToken: token }));
+        listed.push(...(page.Contents ?? []).map((item) => item.Key!));
+        token = page.NextContinuationToken;
+      } while (token);
+      expect(listed.sort()).toEqual(names.filter((name) => name.startsWith('new/')).sort());
+    });
+    // The usage fell by what went, once: not twice for the objects two runs both chose.
+    await settles(async () => expect((await org.call('GET', '/s3/quota')).body.usage_bytes).toBe(20_000));
   });
 });
 
