@@ -147,7 +147,11 @@ export function objectOperations(context: StoreContext) {
   const openedPiece = (piece: Piece, customerKey: Buffer | undefined): Readable => {
     const sealing = piece.segment.sealing!;
     const opened = openRange(keyring.dataKeyOf(sealing, customerKey), piece.segment.size, piece.start, piece.end);
-    return blobs.read(piece.segment.blob, opened.fileStart, opened.fileEnd).pipe(opened.open);
+    const file = blobs.read(piece.segment.blob, opened.fileStart, opened.fileEnd);
+    // pipe() passes neither errors nor an early end along: the file is closed with its reader.
+    file.on('error', (error) => opened.open.destroy(error));
+    opened.open.on('close', () => file.destroy());
+    return file.pipe(opened.open);
   };
 
   return {
