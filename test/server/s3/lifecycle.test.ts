@@ -9,6 +9,7 @@ import {
   DeleteBucketLifecycleCommand,
   DeleteObjectCommand,
   GetBucketLifecycleConfigurationCommand,
+  HeadObjectCommand,
   ListMultipartUploadsCommand,
   ListObjectVersionsCommand,
   ListObjectsV2Command,
@@ -106,6 +107,28 @@ function rule(id: string, parts: { status?: string; action?: string; filter?: st
     parts.action ?? '<Expiration><Days>1</Days></Expiration>'
   }</Rule>`;
 }
+
+describe('the answers say when an object will expire', () => {
+  test('PUT and HEAD carry x-amz-expiration with the earliest rule that expires the object', async () => {
+    await createBucket(server, server.org, 'announced');
+    await setRules('announced', [
+      { ID: 'month', Filter: { Prefix: 'reports/' }, Status: 'Enabled', Expiration: { Days: 30 } },
+      { ID: 'week', Filter: { Prefix: 'reports/draft-' }, Status: 'Enabled', Expiration: { Days: 7 } },
+      { ID: 'off', Filter: { Prefix: 'reports/' }, Status: 'Disabled', Expiration: { Days: 1 } },
+    ]);
+    const before = Date.now();
+    const put = await s3.send(new PutObjectCommand({ Bucket: 'announced', Key: 'reports/draft-q3', Body: 'numbers' }));
+    expect(put.Expiration).toMatch(/^expiry-date="[^"]+", rule-id="week"$/);
+    // Seven lifecycle days (a second each here), counted from the write rounded up to a whole day.
+    const expiry = Date.parse(/expiry-date="([^"]+)"/.exec(put.Expiration!)![1]!);
+    expect(expiry).toBeGreaterThanOrEqual(Math.floor(before / 1000) * 1000 + 7000);
+    expect(expiry).toBeLessThanOrEqual(Math.ceil(Date.now() / 1000) * 1000 + 8000);
+    const head = await s3.send(new HeadObjectCommand({ Bucket: 'announced', Key: 'reports/draft-q3' }));
+    expect(head.Expiration).toBe(put.Expiration);
+    const untouched = await s3.send(new PutObjectCommand({ Bucket: 'announced', Key: 'kept/forever', Body: 'x' }));
+    expect(untouched.Expiration).toBeUndefined();
+  });
+});
 
 describe('the background work applies the rules', () => {
   test('current objects past their days are deleted, others stay, and the freed bytes leave the usage', async () => {

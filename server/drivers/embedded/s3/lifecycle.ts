@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import type { LifecycleRule } from '../lifecycle.ts';
+import { expiryOf, ruleScope, type LifecycleRule } from '../lifecycle.ts';
+import type { StoredBucket, StoredVersion } from '../rows.ts';
 import { S3Error, invalidArgument, notImplemented } from './errors.ts';
 import { checkedBody } from './config-body.ts';
 import { sendXml, type S3Handler } from './request.ts';
@@ -156,6 +157,26 @@ function renderRule(rule: LifecycleRule): XmlNode {
     AbortIncompleteMultipartUpload:
       rule.abortIncompleteUploadDays !== undefined ? { DaysAfterInitiation: rule.abortIncompleteUploadDays } : undefined,
   };
+}
+
+/**
+ * S3's `x-amz-expiration` of a version a rule will expire (PUT, GET, HEAD answer it): the
+ * earliest such rule's date and its ID; undefined when no enabled rule expires it.
+ */
+export function expirationHeader(bucket: Pick<StoredBucket, 'lifecycle'>, version: StoredVersion, dayMs: number): Record<string, string> {
+  const rules = Array.isArray(bucket.lifecycle) ? (bucket.lifecycle as LifecycleRule[]) : [];
+  let earliest: { at: Date; id: string } | undefined;
+  for (const rule of rules) {
+    if (!rule.enabled || !rule.expiration || (rule.expiration.days === undefined && rule.expiration.date === undefined)) continue;
+    const scope = ruleScope(rule);
+    if (!version.key.startsWith(scope.prefix)) continue;
+    if (scope.sizeGreaterThan !== null && !(version.size_bytes > scope.sizeGreaterThan)) continue;
+    if (scope.sizeLessThan !== null && !(version.size_bytes < scope.sizeLessThan)) continue;
+    const at =
+      rule.expiration.days !== undefined ? expiryOf(version.last_modified, rule.expiration.days, dayMs) : new Date(rule.expiration.date!);
+    if (!earliest || at < earliest.at) earliest = { at, id: rule.id };
+  }
+  return earliest ? { 'x-amz-expiration': `expiry-date="${earliest.at.toUTCString()}", rule-id="${earliest.id}"` } : {};
 }
 
 const putLifecycle: S3Handler = async (request) => {

@@ -5,6 +5,7 @@ import { hashing, type NativeDigest } from '../hashing.ts';
 import type { StoredBucket, StoredVersion } from '../rows.ts';
 import { copySourceKey, encryptionHeaders, readKey, writeEncryption } from './encryption.ts';
 import { S3Error, invalidArgument, noSuchKey } from './errors.ts';
+import { expirationHeader } from './lifecycle.ts';
 import { bypassesGovernance, lockHeaders, writeLock } from './object-lock.ts';
 import { uploadBody } from './payload.ts';
 import { sendXml, type S3Handler, type S3Request } from './request.ts';
@@ -64,7 +65,12 @@ function versionHeaders(bucket: StoredBucket, version: StoredVersion, request: S
   };
   if (bucket.versioning) headers['x-amz-version-id'] = version.version_id;
   for (const [name, value] of Object.entries(version.headers)) headers[name] = value;
-  Object.assign(headers, encryptionHeaders(version.encryption), lockHeaders(version));
+  Object.assign(
+    headers,
+    encryptionHeaders(version.encryption),
+    lockHeaders(version),
+    expirationHeader(bucket, version, request.store.lifecycle.dayMs),
+  );
   if (header(request, 'x-amz-checksum-mode')?.toUpperCase() === 'ENABLED') {
     for (const [algorithm, value] of Object.entries(version.checksums)) {
       if (isChecksumAlgorithm(algorithm)) headers[`x-amz-checksum-${algorithm}`] = value;
@@ -263,9 +269,13 @@ async function assertPutCondition(request: S3Request, bucket: StoredBucket): Pro
   }
 }
 
-/** The answer headers of a stored write: its ETag, version, checksums and encryption. */
-function writeHeaders(bucket: StoredBucket, version: StoredVersion): Record<string, string> {
-  const headers: Record<string, string> = { ETag: quoted(version.etag), ...encryptionHeaders(version.encryption) };
+/** The answer headers of a stored write: its ETag, version, checksums, encryption and expiration. */
+function writeHeaders(request: S3Request, bucket: StoredBucket, version: StoredVersion): Record<string, string> {
+  const headers: Record<string, string> = {
+    ETag: quoted(version.etag),
+    ...encryptionHeaders(version.encryption),
+    ...expirationHeader(bucket, version, request.store.lifecycle.dayMs),
+  };
   if (bucket.versioning) headers['x-amz-version-id'] = version.version_id;
   for (const [algorithm, value] of Object.entries(version.checksums)) {
     if (isChecksumAlgorithm(algorithm)) headers[`x-amz-checksum-${algorithm}`] = value;
@@ -295,7 +305,7 @@ const putObject: S3Handler = async (request) => {
     lock,
   });
   request.res.statusCode = 200;
-  setHeaders(request.res, writeHeaders(bucket, version));
+  setHeaders(request.res, writeHeaders(request, bucket, version));
   request.res.setHeader('Content-Length', '0');
   request.res.end();
 };
