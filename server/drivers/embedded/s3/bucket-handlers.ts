@@ -325,7 +325,6 @@ const deleteBucket: S3Handler = async (request) => {
   );
 };
 
-/** The bucket operations offered, by method and sub-resource ('' for none); every other pair is 501. */
 /** Bucket settings with modules of their own: encryption, CORS, lifecycle and object lock. */
 const BUCKET_SETTINGS = {
   GET: {
@@ -343,6 +342,7 @@ const BUCKET_SETTINGS = {
   DELETE: { encryption: bucketEncryptionRoutes.DELETE, cors: bucketCorsRoutes.DELETE, lifecycle: bucketLifecycleRoutes.DELETE },
 } satisfies Record<string, Partial<Record<BucketSubResource, S3Handler>>>;
 
+/** The bucket operations offered, by method and sub-resource ('' for none); every other pair is 501. */
 const BUCKET_OPERATIONS: Record<string, Partial<Record<BucketSubResource | '', S3Handler>>> = {
   GET: {
     '': listObjects,
