@@ -131,13 +131,13 @@ export function partWrapping(request: EncryptionSource, upload: Pick<StoredUploa
     if (given) throw new S3Error('InvalidRequest', 400, 'The encryption parameters are not applicable to this upload.');
     return undefined;
   }
-  if (upload.encryption.customerKeyMd5 === undefined) return { by: 'platform' };
-  return { by: 'customer', key: keyForVersion(given, upload.encryption)! };
+  const key = keyForVersion(given, upload.encryption);
+  return key ? { by: 'customer', key } : { by: 'platform' };
 }
 
-/** CompleteMultipartUpload of an SSE-C upload gives the upload's key again. */
+/** CompleteMultipartUpload of an SSE-C upload gives the upload's key again (and no other upload's completion gives one). */
 export function assertCompletionKey(request: EncryptionSource, upload: Pick<StoredUpload, 'encryption'>): void {
-  if (upload.encryption?.customerKeyMd5 !== undefined) keyForVersion(customerKeyOf(request, CUSTOMER), upload.encryption);
+  keyForVersion(customerKeyOf(request, CUSTOMER), upload.encryption);
 }
 
 /** The headers S3 answers a write or a read of a sealed version (or upload) with. */
