@@ -21,6 +21,8 @@ import {
   type S3Client,
 } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { storageUsage } from '../../../server/areas/storage/storage-metering.ts';
+import { BYTES_PER_BILLED_GB } from '../../../server/areas/storage/storage-limits.ts';
 import { createEmbeddedObjectStore } from '../../../server/drivers/embedded/store.ts';
 import { FaultInjector } from '../../../server/drivers/simulators/faults.ts';
 import { createAccessKey, createBucket, s3Client, s3ErrorOf, settles, signedRequest, startS3Server, type IssuedKey } from './support.ts';
@@ -132,7 +134,7 @@ describe('the answers say when an object will expire', () => {
 
 describe('the background work applies the rules', () => {
   test('current objects past their days are deleted, others stay, and the freed bytes leave the usage', async () => {
-    await createBucket(server, server.org, 'expiring');
+    const bucket = await createBucket(server, server.org, 'expiring');
     const body = 'x'.repeat(10_000);
     for (const name of ['logs/a', 'logs/b', 'keep/c']) await s3.send(new PutObjectCommand({ Bucket: 'expiring', Key: name, Body: body }));
     await settles(async () => expect(await usageBytes()).toBe(30_000));
@@ -142,6 +144,13 @@ describe('the background work applies the rules', () => {
     ]);
     await settles(async () => expect(await keysOf('expiring')).toEqual(['keep/c']));
     await settles(async () => expect(await usageBytes()).toBe(10_000));
+    // What metering bills as stored from now on: the bytes that stayed.
+    await settles(async () => {
+      const metered = await storageUsage.meteredResources(server.pool);
+      expect(metered.find((resource) => resource.resourceId === bucket.id)?.ratesPerHour.storage_gb_month).toBe(
+        10_000 / BYTES_PER_BILLED_GB,
+      );
+    });
   });
 
   test('in a versioned bucket: the current version gets a delete marker, old versions go (the newest kept), lone markers go', async () => {
