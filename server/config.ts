@@ -140,6 +140,18 @@ export interface S3Config {
    * 7 days: what S3's lifecycle rule AbortIncompleteMultipartUpload is commonly set to).
    */
   incompleteUploadRetentionSeconds: number;
+  /**
+   * The endpoint terminates TLS itself with this certificate chain and key (S3_TLS_CERT and
+   * S3_TLS_KEY, PEM files, both or neither): it then serves https only. SSE-C and browsers need TLS.
+   */
+  tls: { certFile: string; keyFile: string } | undefined;
+  /**
+   * Behind a proxy that terminates TLS: requests whose X-Forwarded-Proto is https count as
+   * having come over TLS (S3_TRUST_FORWARDED_PROTO; only for an endpoint reachable through that proxy alone).
+   */
+  trustForwardedProto: boolean;
+  /** How long a day of lifecycle rules lasts (S3_LIFECYCLE_DAY_SECONDS, default 86400; shorter for tests, as Ceph's debug interval). */
+  lifecycleDaySeconds: number;
 }
 
 export interface OidcConfig {
@@ -169,6 +181,8 @@ export interface LoopIntervals {
   schedulerMs: number;
   /** The embedded object store's sweep (interrupted writes, garbage, abandoned multipart uploads). */
   objectStoreSweepMs: number;
+  /** The embedded object store's lifecycle run (S3 lifecycle rules: expirations, aborted uploads). */
+  lifecycleMs: number;
 }
 
 /**
@@ -296,6 +310,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       meteringMs: integer(env, 'METERING_INTERVAL_MS', 60_000, 10, 3_600_000),
       schedulerMs: integer(env, 'SCHEDULER_INTERVAL_MS', 15_000, 10, 3_600_000),
       objectStoreSweepMs: integer(env, 'OBJECT_STORE_SWEEP_INTERVAL_MS', 60_000, 10, 3_600_000),
+      lifecycleMs: integer(env, 'S3_LIFECYCLE_INTERVAL_MS', 600_000, 10, 86_400_000),
     },
     drivers: {
       compute,
@@ -308,6 +323,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       region: env.S3_REGION || 'us-east-1',
       secretStoreKey: env.SECRET_STORE_KEY || undefined,
       incompleteUploadRetentionSeconds: integer(env, 'S3_INCOMPLETE_UPLOAD_RETENTION_SECONDS', 7 * 86_400, 1, 10 * 365 * 86_400),
+      tls: tlsFiles(env),
+      trustForwardedProto: boolean(env, 'S3_TRUST_FORWARDED_PROTO', false),
+      lifecycleDaySeconds: integer(env, 'S3_LIFECYCLE_DAY_SECONDS', 86_400, 1, 86_400),
     },
     simulators: {
       poolSize: integer(env, 'SIM_POOL_SIZE', 4, 1, 100),
@@ -428,6 +446,14 @@ function durations(env: NodeJS.ProcessEnv, name: string, fallback: string): numb
   });
   if (values.length > 30) throw new ConfigError(`${name} lists at most 30 retries, not ${values.length}`);
   return values;
+}
+
+function tlsFiles(env: NodeJS.ProcessEnv): S3Config['tls'] {
+  const cert = env.S3_TLS_CERT || undefined;
+  const key = env.S3_TLS_KEY || undefined;
+  if ((cert === undefined) !== (key === undefined))
+    throw new ConfigError('S3_TLS_CERT and S3_TLS_KEY are set together (PEM files), or neither');
+  return cert && key ? { certFile: path.resolve(cert), keyFile: path.resolve(key) } : undefined;
 }
 
 function rgwConfig(env: NodeJS.ProcessEnv): RgwConfig {

@@ -165,6 +165,7 @@ export async function startPlatform(
           dataDir: config.dataDir,
           secretStoreKey: config.s3.secretStoreKey,
           incompleteUploadRetentionMs: config.s3.incompleteUploadRetentionSeconds * 1000,
+          lifecycleDayMs: config.s3.lifecycleDaySeconds * 1000,
           rgw: config.rgw,
           listener,
           qemu: config.qemu,

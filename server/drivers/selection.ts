@@ -46,6 +46,8 @@ export async function createDrivers(
     secretStoreKey: string | undefined;
     /** Multipart uploads older than this are aborted by the embedded store's sweep. */
     incompleteUploadRetentionMs?: number;
+    /** How long a day of S3 lifecycle rules lasts for the embedded store. */
+    lifecycleDayMs?: number;
     rgw?: Config['rgw'];
     /** The process's listener, which holds the embedded store's instance lock (see createEmbeddedObjectStore). */
     listener?: DatabaseListener;
@@ -63,6 +65,7 @@ export async function createDrivers(
           dataDir: options.dataDir,
           secretKey: options.secretStoreKey,
           incompleteUploadRetentionMs: options.incompleteUploadRetentionMs,
+          lifecycleDayMs: options.lifecycleDayMs,
           faults: new FaultInjector(pool, parseFaultRules(options.simulators.faults)),
           latencyMs: options.simulators.embeddedStoreLatencyMs,
           listener: options.listener,

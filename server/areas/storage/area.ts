@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { startS3Endpoint } from '../../drivers/embedded/s3/server.ts';
 import type { Caller } from '../../drivers/embedded/s3/access.ts';
 import { budgetOf, defineArea, type AreaDependencies } from '../area.ts';
@@ -48,7 +49,15 @@ export function storageArea(deps: AreaDependencies) {
       storageReconciler(deps),
       storagePurge(deps),
       ...(embeddedStore
-        ? [{ name: 'object-store-sweep', intervalMs: config.intervals.objectStoreSweepMs, run: () => embeddedStore.sweep() }]
+        ? [
+            { name: 'object-store-sweep', intervalMs: config.intervals.objectStoreSweepMs, run: () => embeddedStore.sweep() },
+            // S3 lifecycle rules (RGW runs its own): expired versions go, and their bytes leave the metered usage.
+            {
+              name: 'object-store-lifecycle',
+              intervalMs: config.intervals.lifecycleMs,
+              run: (signal: AbortSignal) => embeddedStore.lifecycle.run(signal),
+            },
+          ]
         : []),
     ],
     provides: { storageQuotaOf },
@@ -60,6 +69,8 @@ export function storageArea(deps: AreaDependencies) {
         keys: credentials.section<Caller>('s3'),
         port: config.s3.port,
         host: config.host,
+        tls: config.s3.tls && { cert: readFileSync(config.s3.tls.certFile), key: readFileSync(config.s3.tls.keyFile) },
+        trustForwardedProto: config.s3.trustForwardedProto,
         region: config.s3.region,
         log: log.child({ component: 's3' }),
       }),

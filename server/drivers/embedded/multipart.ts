@@ -4,8 +4,10 @@ import { withTransaction, type PoolClient } from '../../db/pool.ts';
 import { isChecksumAlgorithm, runningChecksum } from './checksums.ts';
 import { lockForWrite } from './quota.ts';
 import { StoreRefusal } from './refusals.ts';
-import { num, type StoredPart, type StoredUpload, type StoredVersion } from './rows.ts';
+import { num, type StoredPart, type StoredUpload, type StoredVersion, type VersionEncryption } from './rows.ts';
 import { commitVersion, type VersionAttributes } from './objects.ts';
+import type { VersionLock } from './object-lock.ts';
+import { sealingTransform, type WrappingKey } from './sealing.ts';
 import { assertCommitFits, dropGarbage, markGarbage, streamedWrite, type StoreContext } from './write-path.ts';
 
 /** S3's smallest part, except for the last one. */
@@ -19,7 +21,7 @@ const partOf = (row: StoredPart): StoredPart => ({ ...row, size_bytes: num(row.s
  * version without being copied, or is aborted, when they go.
  */
 export function multipartOperations(context: StoreContext) {
-  const { pool } = context;
+  const { pool, keyring } = context;
 
   const uploadOf = async (db: Pick<PoolClient, 'query'>, bucketId: string, key: string, uploadId: string): Promise<StoredUpload> => {
     const { rows } = await db.query<StoredUpload>('SELECT * FROM store_uploads WHERE upload_id = $1 AND bucket_id = $2 AND key = $3', [
@@ -36,11 +38,38 @@ export function multipartOperations(context: StoreContext) {
   };
 
   return {
-    async createUpload(bucketId: string, key: string, attributes: VersionAttributes, checksumAlgorithm: string | null): Promise<string> {
+    /**
+     * A new upload. `encryption`: how its parts are sealed (each part's write then names the
+     * wrapping key); `lock`: the retention and legal hold of the version it completes into.
+     */
+    async createUpload(
+      bucketId: string,
+      key: string,
+      attributes: VersionAttributes,
+      checksumAlgorithm: string | null,
+      options: { encryption?: VersionEncryption | null; lock?: VersionLock } = {},
+    ): Promise<string> {
       const uploadId = randomBytes(24).toString('base64url');
+      const lock = options.lock
+        ? {
+            mode: options.lock.retention?.mode ?? null,
+            until: options.lock.retention?.until.toISOString() ?? null,
+            legalHold: options.lock.legalHold ?? false,
+          }
+        : null;
       await pool.query(
-        'INSERT INTO store_uploads (upload_id, bucket_id, key, content_type, headers, checksum_algorithm) VALUES ($1, $2, $3, $4, $5, $6)',
-        [uploadId, bucketId, key, attributes.contentType, JSON.stringify(attributes.headers), checksumAlgorithm],
+        `INSERT INTO store_uploads (upload_id, bucket_id, key, content_type, headers, checksum_algorithm, encryption, lock)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+        [
+          uploadId,
+          bucketId,
+          key,
+          attributes.contentType,
+          JSON.stringify(attributes.headers),
+          checksumAlgorithm,
+          options.encryption ? JSON.stringify(options.encryption) : null,
+          lock ? JSON.stringify(lock) : null,
+        ],
       );
       return uploadId;
     },
@@ -59,9 +88,12 @@ export function multipartOperations(context: StoreContext) {
       body: Readable;
       transforms: Transform[];
       digests(): Promise<{ etag: string; checksums: Record<string, string> }>;
+      /** The key that wraps the part's data key, when the upload is sealed (its `encryption`). */
+      wrapping?: WrappingKey;
     }): Promise<StoredPart> {
       await uploadOf(pool, request.bucketId, request.key, request.uploadId);
       let digests: { etag: string; checksums: Record<string, string> } | undefined;
+      const sealed = request.wrapping && keyring.newDataKey(request.wrapping);
       const previousPart = async (tx: PoolClient) => {
         const { rows } = await tx.query<StoredPart>('SELECT * FROM store_parts WHERE upload_id = $1 AND part_number = $2', [
           request.uploadId,
@@ -76,6 +108,7 @@ export function multipartOperations(context: StoreContext) {
         objects: 0,
         body: request.body,
         transforms: request.transforms,
+        seal: sealed && sealingTransform(sealed.dataKey),
         replaces: async (tx) => ({ bytes: (await previousPart(tx))?.size_bytes ?? 0, objects: 0 }),
         verify: async () => void (digests = await request.digests()),
         async commit(tx, locked, blob) {
@@ -84,11 +117,19 @@ export function multipartOperations(context: StoreContext) {
           const previous = await previousPart(tx);
           await assertCommitFits(tx, locked, request.orgId, { bytes: request.size - (previous?.size_bytes ?? 0), objects: 0 });
           const { rows } = await tx.query<StoredPart>(
-            `INSERT INTO store_parts (upload_id, part_number, blob, size_bytes, etag, checksums) VALUES ($1, $2, $3, $4, $5, $6)
+            `INSERT INTO store_parts (upload_id, part_number, blob, size_bytes, etag, checksums, sealing) VALUES ($1, $2, $3, $4, $5, $6, $7)
              ON CONFLICT (upload_id, part_number) DO UPDATE SET blob = EXCLUDED.blob, size_bytes = EXCLUDED.size_bytes,
-               etag = EXCLUDED.etag, checksums = EXCLUDED.checksums, last_modified = now()
+               etag = EXCLUDED.etag, checksums = EXCLUDED.checksums, sealing = EXCLUDED.sealing, last_modified = now()
              RETURNING *`,
-            [request.uploadId, request.partNumber, blob, request.size, digests!.etag, JSON.stringify(digests!.checksums)],
+            [
+              request.uploadId,
+              request.partNumber,
+              blob,
+              request.size,
+              digests!.etag,
+              JSON.stringify(digests!.checksums),
+              sealed ? JSON.stringify(sealed.sealing) : null,
+            ],
           );
           const freedBlobs = previous ? [previous.blob] : [];
           await markGarbage(tx, freedBlobs);
@@ -158,6 +199,9 @@ export function multipartOperations(context: StoreContext) {
           }
           chosen.push(part);
         });
+        // Every part of a sealed upload is sealed, and none of a plain one (the S3 endpoint sees to it as parts come).
+        if (chosen.some((part) => (part.sealing !== null) !== (upload.encryption !== null)))
+          throw new StoreRefusal('InvalidPart', 'A part was not uploaded with the encryption of its upload');
         chosen.slice(0, -1).forEach((part) => {
           if (part.size_bytes < MIN_PART_BYTES)
             throw new StoreRefusal('EntityTooSmall', `Part ${part.part_number} is smaller than the minimum allowed size (5 MiB)`);
@@ -170,9 +214,17 @@ export function multipartOperations(context: StoreContext) {
           size,
           etag,
           checksums,
-          segments: chosen.map((part) => ({ blob: part.blob, size: part.size_bytes })),
+          segments: chosen.map((part) => ({ blob: part.blob, size: part.size_bytes, ...(part.sealing ? { sealing: part.sealing } : {}) })),
           attributes: { contentType: upload.content_type, headers: upload.headers },
           excludeUpload: upload.upload_id,
+          encryption: upload.encryption,
+          lock: upload.lock
+            ? {
+                retention:
+                  upload.lock.mode && upload.lock.until ? { mode: upload.lock.mode, until: new Date(upload.lock.until) } : undefined,
+                legalHold: upload.lock.legalHold,
+              }
+            : undefined,
         });
         const unused = [...stored.values()].filter((part) => !chosen.includes(part)).map((part) => part.blob);
         await markGarbage(tx, unused);

@@ -1,8 +1,13 @@
 import { createHash } from 'node:crypto';
+import { StoreRefusal } from '../refusals.ts';
 import type { StoredBucket, StoredVersion } from '../rows.ts';
 import { S3Error, invalidArgument, notImplemented } from './errors.ts';
 import { BUCKET_SUB_RESOURCES, subResourceOf, type BucketSubResource } from './sub-resources.ts';
 import { multipartRoutes } from './multipart-handlers.ts';
+import { bucketCorsRoutes } from './cors.ts';
+import { bucketEncryptionRoutes } from './encryption.ts';
+import { bucketLifecycleRoutes } from './lifecycle.ts';
+import { bypassesGovernance, objectLockRoutes } from './object-lock.ts';
 import { sendXml, smallBody, type S3Handler, type S3Request } from './request.ts';
 import { blocks, document, element, text, type XmlNode } from './xml.ts';
 
@@ -277,7 +282,9 @@ const deleteObjects: S3Handler = async (request) => {
   const errors: XmlNode[] = [];
   for (const object of objects) {
     try {
-      const outcome = await request.store.objects.deleteObject(request.caller.orgId, bucket.id, object.key, object.versionId || undefined);
+      const outcome = await request.store.objects.deleteObject(request.caller.orgId, bucket.id, object.key, object.versionId || undefined, {
+        bypassGovernance: bypassesGovernance(request),
+      });
       if (quiet) continue;
       deleted.push({
         Key: object.key,
@@ -286,7 +293,9 @@ const deleteObjects: S3Handler = async (request) => {
         DeleteMarkerVersionId: outcome.deleteMarker && !object.versionId ? outcome.versionId : undefined,
       });
     } catch (error) {
-      errors.push({ Key: object.key, VersionId: object.versionId || undefined, Code: 'InternalError', Message: (error as Error).message });
+      // A refusal keeps its own code (a version kept by its object lock is AccessDenied).
+      const code = error instanceof StoreRefusal || error instanceof S3Error ? error.code : 'InternalError';
+      errors.push({ Key: object.key, VersionId: object.versionId || undefined, Code: code, Message: (error as Error).message });
     }
   }
   sendXml(request.res, 200, document('DeleteResult', { Deleted: deleted, Error: errors }));
@@ -316,6 +325,23 @@ const deleteBucket: S3Handler = async (request) => {
   );
 };
 
+/** Bucket settings with modules of their own: encryption, CORS, lifecycle and object lock. */
+const BUCKET_SETTINGS = {
+  GET: {
+    encryption: bucketEncryptionRoutes.GET,
+    cors: bucketCorsRoutes.GET,
+    lifecycle: bucketLifecycleRoutes.GET,
+    'object-lock': objectLockRoutes.bucket.GET,
+  },
+  PUT: {
+    encryption: bucketEncryptionRoutes.PUT,
+    cors: bucketCorsRoutes.PUT,
+    lifecycle: bucketLifecycleRoutes.PUT,
+    'object-lock': objectLockRoutes.bucket.PUT,
+  },
+  DELETE: { encryption: bucketEncryptionRoutes.DELETE, cors: bucketCorsRoutes.DELETE, lifecycle: bucketLifecycleRoutes.DELETE },
+} satisfies Record<string, Partial<Record<BucketSubResource, S3Handler>>>;
+
 /** The bucket operations offered, by method and sub-resource ('' for none); every other pair is 501. */
 const BUCKET_OPERATIONS: Record<string, Partial<Record<BucketSubResource | '', S3Handler>>> = {
   GET: {
@@ -324,11 +350,12 @@ const BUCKET_OPERATIONS: Record<string, Partial<Record<BucketSubResource | '', S
     versioning: getBucketVersioning,
     versions: listObjectVersions,
     uploads: multipartRoutes.listUploads,
+    ...BUCKET_SETTINGS.GET,
   },
   HEAD: { '': headBucket },
-  PUT: { '': putBucket, versioning: putBucket },
+  PUT: { '': putBucket, versioning: putBucket, ...BUCKET_SETTINGS.PUT },
   POST: { delete: deleteObjects },
-  DELETE: { '': deleteBucket },
+  DELETE: { '': deleteBucket, ...BUCKET_SETTINGS.DELETE },
 };
 
 export const bucketRoutes = {

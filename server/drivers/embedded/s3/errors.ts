@@ -31,6 +31,8 @@ export const REFUSAL_STATUS: Record<RefusalCode, number> = {
   EntityTooSmall: 400,
   IncompleteBody: 400,
   MethodNotAllowed: 405,
+  // A version kept by its object lock (retention, legal hold).
+  AccessDenied: 403,
 };
 
 export const accessDenied = (message = 'Access Denied') => new S3Error('AccessDenied', 403, message);

@@ -1,6 +1,8 @@
 import { isChecksumAlgorithm } from '../checksums.ts';
+import { assertCompletionKey, encryptionHeaders, partWrapping, writeEncryption } from './encryption.ts';
 import { S3Error, invalidArgument } from './errors.ts';
 import { attributesOf } from './object-handlers.ts';
+import { writeLock } from './object-lock.ts';
 import { uploadBody } from './payload.ts';
 import { sendXml, smallBody, type S3Handler, type S3Request } from './request.ts';
 import { blocks, document, text, type XmlNode } from './xml.ts';
@@ -13,8 +15,14 @@ const createUpload: S3Handler = async (request) => {
   const algorithm = typeof requested === 'string' ? requested.toLowerCase() : null;
   if (algorithm !== null && !isChecksumAlgorithm(algorithm))
     throw invalidArgument('Checksum algorithm provided is unsupported.', 'x-amz-checksum-algorithm', String(requested));
-  const uploadId = await request.store.multipart.createUpload(bucket.id, request.key, attributesOf(request), algorithm);
+  const sealing = writeEncryption(request, bucket);
+  const lock = writeLock(request.req.headers, bucket);
+  const uploadId = await request.store.multipart.createUpload(bucket.id, request.key, attributesOf(request), algorithm, {
+    encryption: sealing?.record,
+    lock,
+  });
   const headers: Record<string, string> = algorithm ? { 'x-amz-checksum-algorithm': algorithm.toUpperCase() } : {};
+  Object.assign(headers, encryptionHeaders(sealing?.record));
   sendXml(
     request.res,
     200,
@@ -37,6 +45,9 @@ const uploadPart: S3Handler = async (request) => {
   const bucket = await request.access.bucket(request.caller, request.bucketName);
   const uploadId = request.query.get('uploadId')!;
   const partNumber = partNumberOf(request);
+  // The part is sealed as its upload is: an SSE-C upload's parts each give its key again.
+  const upload = await request.store.multipart.upload(bucket.id, request.key, uploadId);
+  const wrapping = partWrapping(request, upload);
   const body = uploadBody(request.req, request.res, request.signed.payloadHash, {
     key: request.signingKey,
     amzDate: request.signed.amzDate,
@@ -50,10 +61,12 @@ const uploadPart: S3Handler = async (request) => {
     uploadId,
     partNumber,
     ...body,
+    wrapping,
   });
   const { res } = request;
   res.statusCode = 200;
   res.setHeader('ETag', `"${part.etag}"`);
+  for (const [name, value] of Object.entries(encryptionHeaders(upload.encryption))) res.setHeader(name, value);
   for (const [algorithm, value] of Object.entries(part.checksums)) res.setHeader(`x-amz-checksum-${algorithm}`, value);
   res.setHeader('Content-Length', '0');
   res.end();
@@ -63,7 +76,8 @@ const completeUpload: S3Handler = async (request) => {
   const bucket = await request.access.bucket(request.caller, request.bucketName);
   const uploadId = request.query.get('uploadId')!;
   // The upload must exist before its (small) body is read.
-  await request.store.multipart.upload(bucket.id, request.key, uploadId);
+  const upload = await request.store.multipart.upload(bucket.id, request.key, uploadId);
+  assertCompletionKey(request, upload);
   const xml = (await smallBody(request.req, request.res)).toString('utf8');
   const parts = blocks(xml, 'Part').map((block) => {
     const partNumber = Number(text(block, 'PartNumber'));
@@ -89,7 +103,7 @@ const completeUpload: S3Handler = async (request) => {
     uploadId,
     parts,
   });
-  const headers: Record<string, string> = {};
+  const headers: Record<string, string> = encryptionHeaders(version.encryption);
   if (bucket.versioning) headers['x-amz-version-id'] = version.version_id;
   const checksums: XmlNode = {};
   for (const [algorithm, value] of Object.entries(version.checksums)) {

@@ -3,7 +3,10 @@ import { Transform } from 'node:stream';
 import { isChecksumAlgorithm, runningChecksum } from '../checksums.ts';
 import { hashing, type NativeDigest } from '../hashing.ts';
 import type { StoredBucket, StoredVersion } from '../rows.ts';
+import { copySourceKey, encryptionHeaders, readKey, writeEncryption } from './encryption.ts';
 import { S3Error, invalidArgument, noSuchKey } from './errors.ts';
+import { expirationHeader } from './lifecycle.ts';
+import { bypassesGovernance, lockHeaders, writeLock } from './object-lock.ts';
 import { uploadBody } from './payload.ts';
 import { sendXml, type S3Handler, type S3Request } from './request.ts';
 import { document } from './xml.ts';
@@ -62,6 +65,12 @@ function versionHeaders(bucket: StoredBucket, version: StoredVersion, request: S
   };
   if (bucket.versioning) headers['x-amz-version-id'] = version.version_id;
   for (const [name, value] of Object.entries(version.headers)) headers[name] = value;
+  Object.assign(
+    headers,
+    encryptionHeaders(version.encryption),
+    lockHeaders(version),
+    expirationHeader(bucket, version, request.store.lifecycle.dayMs),
+  );
   if (header(request, 'x-amz-checksum-mode')?.toUpperCase() === 'ENABLED') {
     for (const [algorithm, value] of Object.entries(version.checksums)) {
       if (isChecksumAlgorithm(algorithm)) headers[`x-amz-checksum-${algorithm}`] = value;
@@ -189,6 +198,7 @@ function setHeaders(res: ServerResponse, headers: Record<string, string>): void 
 
 const getObject: S3Handler = async (request) => {
   const { bucket, version } = await servedVersion(request);
+  const customerKey = readKey(request, version);
   const headers = versionHeaders(bucket, version, request);
   const { res } = request;
   if (preconditions(request, version) === 'not-modified') {
@@ -214,7 +224,7 @@ const getObject: S3Handler = async (request) => {
   }
   let served = 0;
   try {
-    await request.store.objects.send(version, start, end, res, (bytes) => (served += bytes));
+    await request.store.objects.send(version, start, end, res, (bytes) => (served += bytes), customerKey);
     res.end();
   } finally {
     // Egress is what left for the client, whether or not it read to the end.
@@ -224,6 +234,7 @@ const getObject: S3Handler = async (request) => {
 
 const headObject: S3Handler = async (request) => {
   const { bucket, version } = await servedVersion(request);
+  readKey(request, version);
   const headers = versionHeaders(bucket, version, request);
   const { res } = request;
   if (preconditions(request, version) === 'not-modified') {
@@ -258,9 +269,13 @@ async function assertPutCondition(request: S3Request, bucket: StoredBucket): Pro
   }
 }
 
-/** The answer headers of a stored write: its ETag, version and checksums. */
-function writeHeaders(bucket: StoredBucket, version: StoredVersion): Record<string, string> {
-  const headers: Record<string, string> = { ETag: quoted(version.etag) };
+/** The answer headers of a stored write: its ETag, version, checksums, encryption and expiration. */
+function writeHeaders(request: S3Request, bucket: StoredBucket, version: StoredVersion): Record<string, string> {
+  const headers: Record<string, string> = {
+    ETag: quoted(version.etag),
+    ...encryptionHeaders(version.encryption),
+    ...expirationHeader(bucket, version, request.store.lifecycle.dayMs),
+  };
   if (bucket.versioning) headers['x-amz-version-id'] = version.version_id;
   for (const [algorithm, value] of Object.entries(version.checksums)) {
     if (isChecksumAlgorithm(algorithm)) headers[`x-amz-checksum-${algorithm}`] = value;
@@ -271,6 +286,8 @@ function writeHeaders(bucket: StoredBucket, version: StoredVersion): Record<stri
 const putObject: S3Handler = async (request) => {
   if (header(request, 'x-amz-copy-source') !== undefined) return copyObject(request);
   const bucket = await request.access.bucket(request.caller, request.bucketName);
+  const sealing = writeEncryption(request, bucket);
+  const lock = writeLock(request.req.headers, bucket);
   await assertPutCondition(request, bucket);
   const upload = uploadBody(request.req, request.res, request.signed.payloadHash, {
     key: request.signingKey,
@@ -284,9 +301,11 @@ const putObject: S3Handler = async (request) => {
     key: validKey(request.key),
     ...attributesOf(request),
     ...upload,
+    sealing,
+    lock,
   });
   request.res.statusCode = 200;
-  setHeaders(request.res, writeHeaders(bucket, version));
+  setHeaders(request.res, writeHeaders(request, bucket, version));
   request.res.setHeader('Content-Length', '0');
   request.res.end();
 };
@@ -330,12 +349,19 @@ async function copyObject(request: S3Request): Promise<void> {
     (ifNoneMatch !== undefined && stripped(ifNoneMatch) === sourceVersion.etag)
   )
     throw new S3Error('PreconditionFailed', 412, 'At least one of the pre-conditions you specified did not hold');
+  const sourceKey = copySourceKey(request, sourceVersion);
   const bucket = await request.access.bucket(request.caller, request.bucketName);
+  const sealing = writeEncryption(request, bucket);
+  const lock = writeLock(request.req.headers, bucket);
   const directive = (header(request, 'x-amz-metadata-directive') ?? 'COPY').toUpperCase();
   if (directive !== 'COPY' && directive !== 'REPLACE')
     throw invalidArgument('Unknown metadata directive.', 'x-amz-metadata-directive', directive);
   const sameObject = sourceBucket.id === bucket.id && source.key === request.key && source.versionId === undefined;
-  if (sameObject && directive === 'COPY')
+  // A copy onto itself that asks for an encryption is a change (S3 clients re-encrypt objects this way).
+  const asksForEncryption =
+    header(request, 'x-amz-server-side-encryption') !== undefined ||
+    header(request, 'x-amz-server-side-encryption-customer-algorithm') !== undefined;
+  if (sameObject && directive === 'COPY' && !asksForEncryption)
     throw new S3Error(
       'InvalidRequest',
       400,
@@ -364,7 +390,9 @@ async function copyObject(request: S3Request): Promise<void> {
     key: validKey(request.key),
     ...attributes,
     size: sourceVersion.size_bytes,
-    body: request.store.objects.read(sourceVersion, 0, sourceVersion.size_bytes - 1),
+    body: request.store.objects.read(sourceVersion, 0, sourceVersion.size_bytes - 1, sourceKey),
+    sealing,
+    lock,
     transforms: [hashes.transform, observer],
     digests: async () => {
       const digests = await hashes.result();
@@ -379,7 +407,7 @@ async function copyObject(request: S3Request): Promise<void> {
       };
     },
   });
-  const headers: Record<string, string> = {};
+  const headers: Record<string, string> = encryptionHeaders(version.encryption);
   if (bucket.versioning) headers['x-amz-version-id'] = version.version_id;
   if (sourceBucket.versioning) headers['x-amz-copy-source-version-id'] = sourceVersion.version_id;
   sendXml(
@@ -392,7 +420,9 @@ async function copyObject(request: S3Request): Promise<void> {
 
 const deleteObject: S3Handler = async (request) => {
   const bucket = await request.access.bucket(request.caller, request.bucketName);
-  const outcome = await request.store.objects.deleteObject(request.caller.orgId, bucket.id, request.key, versionIdParam(request));
+  const outcome = await request.store.objects.deleteObject(request.caller.orgId, bucket.id, request.key, versionIdParam(request), {
+    bypassGovernance: bypassesGovernance(request),
+  });
   const { res } = request;
   res.statusCode = 204;
   if (outcome.deleteMarker) res.setHeader('x-amz-delete-marker', 'true');

@@ -21,6 +21,8 @@ export interface S3Request {
   access: Access;
   region: string;
   requestId: string;
+  /** The request came over TLS (the endpoint's own, or a proxy's it is told to trust): SSE-C needs it. */
+  secure: boolean;
 }
 
 export type S3Handler = (request: S3Request) => Promise<void>;

@@ -1,5 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer as createTlsServer } from 'node:https';
+import type { TLSSocket } from 'node:tls';
 import type { AddressInfo } from 'node:net';
 import { StoreRefusal } from '../refusals.ts';
 import type { EmbeddedObjectStore } from '../store.ts';
@@ -8,12 +10,15 @@ import type { CacheSection } from '../../../db/announced-cache.ts';
 import { createAccess, type Caller } from './access.ts';
 import type { S3Platform } from './platform-port.ts';
 import { bucketRoutes } from './bucket-handlers.ts';
+import { applyCors, preflight } from './cors.ts';
 import { REFUSAL_STATUS, S3Error, accessDenied, notImplemented } from './errors.ts';
 import { multipartRoutes } from './multipart-handlers.ts';
 import { objectRoutes } from './object-handlers.ts';
+import { objectLockRoutes } from './object-lock.ts';
+import { postObject } from './post-object.ts';
 import type { S3Request } from './request.ts';
 import { parseSignature, scopeOf, verify } from './sigv4.ts';
-import { OBJECT_SUB_RESOURCES, refuseUnofferedGuarantees, subResourceOf } from './sub-resources.ts';
+import { OBJECT_SUB_RESOURCES, refuseUnofferedGuarantees, subResourceOf, type ObjectSubResource } from './sub-resources.ts';
 import { document } from './xml.ts';
 import type { S3Handler } from './request.ts';
 
@@ -37,9 +42,19 @@ export async function startS3Endpoint(options: {
   host: string;
   region: string;
   log: Logger;
+  /** Serve https with this certificate chain and key (PEM) rather than http. */
+  tls?: { cert: Buffer; key: Buffer };
+  /** Count `X-Forwarded-Proto: https` as TLS (behind a proxy that terminates it). */
+  trustForwardedProto?: boolean;
 }): Promise<S3Endpoint> {
   const { store, region, log } = options;
   const access = createAccess(options.platform, store, options.keys);
+  const isSecure = (req: IncomingMessage): boolean =>
+    (req.socket as TLSSocket).encrypted === true ||
+    (options.trustForwardedProto === true &&
+      String(req.headers['x-forwarded-proto'] ?? '')
+        .split(',')[0]!
+        .trim() === 'https');
   const route = (request: S3Request): S3Handler => {
     const { bucketName, key, req } = request;
     if (bucketName === '') {
@@ -51,8 +66,12 @@ export async function startS3Endpoint(options: {
     // A part's upload carries partNumber too: the upload it belongs to decides.
     if (request.query.has('uploads') || request.query.has('uploadId')) return multipartRoutes.route(request);
     const subResource = subResourceOf(request, OBJECT_SUB_RESOURCES);
-    // Anything else about the object than its bytes is not offered: refused before it can touch them.
-    if (subResource !== undefined) throw notImplemented(`The ${subResource} sub-resource of an object`);
+    if (subResource !== undefined) {
+      const offered = OBJECT_SUB_RESOURCE_OPERATIONS[subResource]?.[request.req.method ?? ''];
+      if (offered) return offered;
+      // Anything else about the object than its bytes is not offered: refused before it can touch them.
+      throw notImplemented(`The ${subResource} sub-resource of an object`);
+    }
     return objectRoutes.route(request);
   };
 
@@ -62,6 +81,16 @@ export async function startS3Endpoint(options: {
     const rawPath = queryAt < 0 ? url : url.slice(0, queryAt);
     const rawQuery = queryAt < 0 ? '' : url.slice(queryAt + 1);
     const parts = { method: req.method ?? 'GET', rawPath, rawQuery, headers: req.headers };
+    // Two requests carry no Authorization of their own: a browser's CORS preflight, answered
+    // without credentials as S3 answers it, and a browser's form upload, signed by its policy.
+    if (req.method === 'OPTIONS') return preflight(req, res, bucketOf(rawPath), { store, platform: options.platform });
+    if (
+      req.method === 'POST' &&
+      isBucketPath(rawPath) &&
+      rawQuery === '' &&
+      /^multipart\/form-data/i.test(req.headers['content-type'] ?? '')
+    )
+      return postObject(req, res, bucketOf(rawPath), { store, access, secure: isSecure(req) });
     const signed = parseSignature(parts, new Date());
     if (!signed) throw accessDenied('Anonymous access is not allowed: sign requests with an S3 access key of your organization');
     const caller = await access.caller(signed.accessKeyId);
@@ -82,8 +111,15 @@ export async function startS3Endpoint(options: {
       access,
       region,
       requestId,
+      secure: isSecure(req),
     };
-    await route(request)(request);
+    const handler = route(request);
+    // A browser's real request gets its bucket's CORS headers, on errors too (the page reads those).
+    if (req.headers.origin !== undefined && request.bucketName !== '') {
+      const bucket = await store.objects.bucketNamed(caller.orgId, request.bucketName);
+      if (bucket) applyCors(req, res, bucket);
+    }
+    await handler(request);
   };
 
   const onRequest = (req: IncomingMessage, res: ServerResponse) => {
@@ -92,7 +128,7 @@ export async function startS3Endpoint(options: {
     res.setHeader('Server', 'cloud-platform-s3');
     handle(req, res, requestId).catch((error: unknown) => answerError(req, res, error, requestId, log));
   };
-  const server: Server = createServer(onRequest);
+  const server = options.tls ? createTlsServer({ cert: options.tls.cert, key: options.tls.key }, onRequest) : createServer(onRequest);
   // `Expect: 100-continue` (the SDK's large uploads): the client sends the body only once asked
   // for it, after the signature and the quota reservation passed (payload.ts), so a refused
   // upload costs no transfer.
@@ -107,7 +143,7 @@ export async function startS3Endpoint(options: {
   });
   const address = server.address() as AddressInfo;
   return {
-    url: `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`,
+    url: `${options.tls ? 'https' : 'http'}://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`,
     close: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());
@@ -117,6 +153,22 @@ export async function startS3Endpoint(options: {
       }),
   };
 }
+
+/** The object sub-resources offered, by sub-resource and method; every other pair is 501. */
+const OBJECT_SUB_RESOURCE_OPERATIONS: Partial<Record<ObjectSubResource, Partial<Record<string, S3Handler>>>> = {
+  retention: objectLockRoutes.retention,
+  'legal-hold': objectLockRoutes.legalHold,
+};
+
+/** The bucket a raw path names (its first segment, decoded). */
+function bucketOf(rawPath: string): string {
+  const path = decodePath(rawPath.replace(/^\/+/, ''));
+  const slash = path.indexOf('/');
+  return slash < 0 ? path : path.slice(0, slash);
+}
+
+/** Whether a raw path names a bucket alone (`/bucket` or `/bucket/`). */
+const isBucketPath = (rawPath: string): boolean => /^\/+[^/]+\/?$/.test(rawPath);
 
 function decodePath(path: string): string {
   try {
