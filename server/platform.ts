@@ -11,12 +11,13 @@ import { composeAreas } from './compose-areas.ts';
 import type { Config } from './config.ts';
 import { BackgroundRunner } from './core/background.ts';
 import { systemClock, type Clock } from './core/clock.ts';
-import { purgeExpiredKeys } from './core/idempotency.ts';
+import { purgeExpiredKeys, type KeyHolder } from './core/idempotency.ts';
 import { Teardown } from './core/teardown.ts';
 import { setEventLogRecording } from './core/events.ts';
 import { createOrganizationClock } from './core/test-clocks.ts';
 import { startEmbeddedDatabase, type EmbeddedDatabase } from './db/embedded.ts';
 import { DatabaseListener } from './db/listener.ts';
+import { newProcessInstance, PROCESS_LOCK_NAMESPACE } from './db/process-liveness.ts';
 import { migrate } from './db/migrate.ts';
 import { createPool, type Pool } from './db/pool.ts';
 import { isDatabaseUnavailable } from './db/unavailable.ts';
@@ -157,6 +158,9 @@ export async function startPlatform(
   // The process's own connection: it LISTENs for the engine and the credential cache, and holds
   // the embedded store's instance lock. Started once everything has subscribed (composePlatform).
   const listener = new DatabaseListener(database.pool.options, log.child({ component: 'listener' }));
+  // This process's liveness, for the Idempotency-Keys it claims (a dead process's are taken over at once).
+  const keyHolder = { instance: newProcessInstance() };
+  listener.holdLock(PROCESS_LOCK_NAMESPACE, keyHolder.instance);
   try {
     const drivers: DriverSet = options.drivers
       ? { ...options.drivers(backendPool), embeddedStore: undefined }
@@ -184,6 +188,7 @@ export async function startPlatform(
       { api: database.pool, backends: backendPool },
       teardown,
       options.resolveHost,
+      keyHolder,
     );
     return { ...platform, close: () => teardown.run((step, error) => log.error({ err: error, step }, 'a part failed to stop')) };
   } catch (error) {
@@ -203,6 +208,7 @@ async function composePlatform(
   pools: { api: Pool; backends: Pool },
   teardown: Teardown,
   resolveHost: ((hostname: string) => Promise<string[]>) | undefined,
+  keyHolder: KeyHolder,
 ): Promise<Omit<Platform, 'close'>> {
   const pool = pools.api;
   // Known once the server listens (PORT=0 picks a port); PUBLIC_BASE_URL wins when set.
@@ -254,6 +260,7 @@ async function composePlatform(
     rateLimits,
     contract,
     pages: areas.flatMap((area) => area.pages ?? []),
+    keyHolder,
   });
   await listener.start();
   teardown.add('listener', () => listener.stop());
