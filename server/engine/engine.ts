@@ -436,6 +436,7 @@ export class OperationEngine {
     // pipelines) and is awaited last, so that it costs no round trip of its own.
     const announced = recordEvents(tx, operationEndEvents(rows));
     announced.catch(() => {});
+    await this.lockResources(tx, rows);
     const inOrder = [...batch].sort((a, b) => a.operation.seq - b.operation.seq);
     const record = async (success: PendingSuccess): Promise<void> => {
       const operation = finished.get(success.operation.id);
@@ -447,6 +448,24 @@ export class OperationEngine {
     await Promise.all(inOrder.filter(inOneStatement).map(record));
     for (const success of inOrder.filter((success) => !inOneStatement(success))) await record(success);
     await announced;
+  }
+
+  /**
+   * Locks the rows the batch's executors will lock, before any of them does: tables by name, rows
+   * by id (see `lockingRows`). Their own locks are then taken again, at no cost and no wait.
+   */
+  private async lockResources(tx: PoolClient, operations: OperationRow[]): Promise<void> {
+    const idsByTable = new Map<string, string[]>();
+    for (const operation of operations) {
+      const table = this.executorFor(operation).lockedTable;
+      if (table === undefined) continue;
+      const ids = idsByTable.get(table);
+      if (ids) ids.push(operation.resource_id);
+      else idsByTable.set(table, [operation.resource_id]);
+    }
+    for (const table of [...idsByTable.keys()].sort()) {
+      await tx.query(`SELECT 1 FROM ${table} WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE`, [idsByTable.get(table)]);
+    }
   }
 
   private async fail(operation: OperationRow, failure: OperationFailure, log: Logger): Promise<void> {
