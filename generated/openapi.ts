@@ -3242,7 +3242,9 @@ export interface components {
          *     A session ends with a WebSocket close code and a reason: `1000` closed, `1001` the gateway is
          *     shutting down, `1011` the console could not be reached, `4001` idle (no input for the
          *     gateway's idle timeout), `4003` the API key that collected the URL was revoked or expired,
-         *     `4004` the instance was deleted. A used, expired or unknown URL is refused at the handshake
+         *     `4004` the instance was deleted, `4029` input kept coming far faster than a session may send
+         *     (its rate is a few hundred messages a second: keystrokes and pastes stay well within it),
+         *     `4030` the client stopped reading the console's output. A used, expired or unknown URL is refused at the handshake
          *     (HTTP `404`). The server also serves a browser page for it at `/console#<url>`.
          */
         ConsoleOut: {

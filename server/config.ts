@@ -117,12 +117,24 @@ export interface EventsConfig {
 /** The Standard Webhooks schedule stretched to about three days: 5 s, 5 min, 30 min, 2, 5, 10, 14, 20, 20 h. */
 const DEFAULT_RETRY_SCHEDULE = '5s,5m,30m,2h,5h,10h,14h,20h,20h';
 
+/** A rate of input on a long-lived connection: messages (frames) and bytes a second (core/flow-control.ts). */
+export interface InputRate {
+  messagesPerSecond: number;
+  bytesPerSecond: number;
+}
+
 /** The console gateway's sessions. */
 export interface ConsoleConfig {
   /** A session without a keystroke for this long is closed. */
   idleTimeoutSeconds: number;
   /** How often open sessions are checked against their instance and the API key that opened them. */
   checkIntervalMs: number;
+  /** What one session may send: past it the session is not read; a client that keeps sending far past it is closed (4029). */
+  input: InputRate;
+  /** What the sessions of one organization may send together: past it they are not read. */
+  organizationInput: InputRate;
+  /** Output that may wait for a client; past it, the client is taken for one that stopped reading and closed (4030). */
+  outputBufferBytes: number;
 }
 
 export interface S3Config {
@@ -344,6 +356,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     console: {
       idleTimeoutSeconds: integer(env, 'CONSOLE_IDLE_TIMEOUT_SECONDS', 900, 1, 86_400),
       checkIntervalMs: integer(env, 'CONSOLE_CHECK_INTERVAL_MS', 1_000, 10, 60_000),
+      // A typist sends tens of keystrokes a second, a paste one message; a serial line carries a
+      // few kilobytes a second.
+      input: {
+        messagesPerSecond: integer(env, 'CONSOLE_INPUT_MESSAGES_PER_SECOND', 200, 1, 100_000),
+        bytesPerSecond: integer(env, 'CONSOLE_INPUT_BYTES_PER_SECOND', 32_768, 64, 64 * 1024 * 1024),
+      },
+      organizationInput: {
+        messagesPerSecond: integer(env, 'CONSOLE_ORG_INPUT_MESSAGES_PER_SECOND', 1_000, 1, 1_000_000),
+        bytesPerSecond: integer(env, 'CONSOLE_ORG_INPUT_BYTES_PER_SECOND', 163_840, 64, 256 * 1024 * 1024),
+      },
+      outputBufferBytes: integer(env, 'CONSOLE_OUTPUT_BUFFER_BYTES', 1024 * 1024, 1024, 256 * 1024 * 1024),
     },
     invoiceLinkTtlSeconds: integer(env, 'INVOICE_LINK_TTL_SECONDS', 86_400, 60, 31_536_000),
     events: {

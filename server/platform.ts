@@ -11,12 +11,13 @@ import { composeAreas } from './compose-areas.ts';
 import type { Config } from './config.ts';
 import { BackgroundRunner } from './core/background.ts';
 import { systemClock, type Clock } from './core/clock.ts';
-import { purgeExpiredKeys } from './core/idempotency.ts';
+import { purgeExpiredKeys, type KeyHolder } from './core/idempotency.ts';
 import { Teardown } from './core/teardown.ts';
 import { setEventLogRecording } from './core/events.ts';
 import { createOrganizationClock } from './core/test-clocks.ts';
 import { startEmbeddedDatabase, type EmbeddedDatabase } from './db/embedded.ts';
 import { DatabaseListener } from './db/listener.ts';
+import { newProcessInstance, PROCESS_LOCK_NAMESPACE } from './db/process-liveness.ts';
 import { migrate } from './db/migrate.ts';
 import { createPool, type Pool } from './db/pool.ts';
 import { isDatabaseUnavailable } from './db/unavailable.ts';
@@ -59,15 +60,22 @@ export interface Platform {
  * The database this configuration names: DATABASE_URL, or the embedded one in DATA_DIR (`starting`:
  * already being started by the caller: main.ts starts it before loading the rest of the server).
  */
-export async function openDatabase(config: Config, log: Logger, starting?: Promise<EmbeddedDatabase>): Promise<Database> {
+export async function openDatabase(
+  config: Config,
+  log: Logger,
+  starting?: Promise<EmbeddedDatabase>,
+  signal?: AbortSignal,
+): Promise<Database> {
   const embedded = config.databaseUrl
     ? undefined
-    : await (starting ?? startEmbeddedDatabase(config.dataDir, (message) => log.info(message)));
+    : await (starting ?? startEmbeddedDatabase(config.dataDir, (message) => log.info(message), signal));
   const connectionString = withEventLogSetting(config.databaseUrl ?? embedded!.connectionString, config.events.recording);
   setEventLogRecording(config.events.recording);
   const pool = createPool(connectionString, config.database.poolSize, config.database);
   try {
-    await migrateOnceReachable(pool, driverMigrations(config.drivers), log);
+    signal?.throwIfAborted();
+    await migrateOnceReachable(pool, driverMigrations(config.drivers), log, signal);
+    signal?.throwIfAborted();
   } catch (error) {
     await pool.end().catch(() => {});
     if (embedded?.ownsServer) await embedded.stop().catch(() => {});
@@ -102,7 +110,7 @@ const DATABASE_STARTUP_WAIT_MS = 30_000;
  * refuses the connection (nothing listens) ends the start at once, with the line that says so.
  * Migrations run in transactions under a lock: a try that failed left nothing behind.
  */
-async function migrateOnceReachable(pool: Pool, driverFolders: readonly string[], log: Logger): Promise<void> {
+async function migrateOnceReachable(pool: Pool, driverFolders: readonly string[], log: Logger, signal?: AbortSignal): Promise<void> {
   const deadline = Date.now() + DATABASE_STARTUP_WAIT_MS;
   for (let tries = 1; ; tries++) {
     try {
@@ -110,9 +118,14 @@ async function migrateOnceReachable(pool: Pool, driverFolders: readonly string[]
       return;
     } catch (error) {
       const refused = (error as NodeJS.ErrnoException | undefined)?.code === 'ECONNREFUSED';
-      if (refused || !isDatabaseUnavailable(error) || Date.now() >= deadline) throw error;
+      if (refused || !isDatabaseUnavailable(error) || Date.now() >= deadline || signal?.aborted) throw error;
       log.warn({ reason: (error as Error).message }, 'the database does not answer yet; trying again');
-      await new Promise((resolve) => setTimeout(resolve, Math.min(2_000, 250 * tries)));
+      await new Promise((resolve) => {
+        const timer = setTimeout(resolve, Math.min(2_000, 250 * tries));
+        // A start interrupted while it waits stops waiting.
+        signal?.addEventListener('abort', () => (clearTimeout(timer), resolve(undefined)), { once: true });
+      });
+      signal?.throwIfAborted();
     }
   }
 }
@@ -136,12 +149,15 @@ export async function startPlatform(
     embedded?: Promise<EmbeddedDatabase>;
     /** Resolves outside host names (webhook URLs); the system's resolver when absent. */
     resolveHost?: (hostname: string) => Promise<string[]>;
+    /** Aborted: the start stops at its next step, what it opened closed (main.ts: a signal came). */
+    signal?: AbortSignal;
   } = {},
 ): Promise<Platform> {
+  const { signal } = options;
   // The validator loads and compiles the contract while the database starts (and migrates).
   const contract = contractValidator({ validateResponses: config.validateResponses });
   const contractWarmedUp = warmUpContractValidator(contract);
-  const database = await openDatabase(config, log, options.embedded);
+  const database = await openDatabase(config, log, options.embedded, signal);
   // What the start opens, closed in reverse when it fails or when the platform stops.
   const teardown = new Teardown();
   teardown.add('database', () => database.stop());
@@ -157,6 +173,9 @@ export async function startPlatform(
   // The process's own connection: it LISTENs for the engine and the credential cache, and holds
   // the embedded store's instance lock. Started once everything has subscribed (composePlatform).
   const listener = new DatabaseListener(database.pool.options, log.child({ component: 'listener' }));
+  // This process's liveness, for the Idempotency-Keys it claims (a dead process's are taken over at once).
+  const keyHolder = { instance: newProcessInstance() };
+  listener.holdLock(PROCESS_LOCK_NAMESPACE, keyHolder.instance);
   try {
     const drivers: DriverSet = options.drivers
       ? { ...options.drivers(backendPool), embeddedStore: undefined }
@@ -174,6 +193,7 @@ export async function startPlatform(
     const { embeddedStore } = drivers;
     if (embeddedStore) teardown.add('embedded object store', () => embeddedStore.close());
     await contractWarmedUp;
+    signal?.throwIfAborted();
     const platform = await composePlatform(
       config,
       log,
@@ -184,6 +204,8 @@ export async function startPlatform(
       { api: database.pool, backends: backendPool },
       teardown,
       options.resolveHost,
+      keyHolder,
+      signal,
     );
     return { ...platform, close: () => teardown.run((step, error) => log.error({ err: error, step }, 'a part failed to stop')) };
   } catch (error) {
@@ -203,6 +225,8 @@ async function composePlatform(
   pools: { api: Pool; backends: Pool },
   teardown: Teardown,
   resolveHost: ((hostname: string) => Promise<string[]>) | undefined,
+  keyHolder: KeyHolder,
+  signal: AbortSignal | undefined,
 ): Promise<Omit<Platform, 'close'>> {
   const pool = pools.api;
   // Known once the server listens (PORT=0 picks a port); PUBLIC_BASE_URL wins when set.
@@ -254,9 +278,11 @@ async function composePlatform(
     rateLimits,
     contract,
     pages: areas.flatMap((area) => area.pages ?? []),
+    keyHolder,
   });
   await listener.start();
   teardown.add('listener', () => listener.stop());
+  signal?.throwIfAborted();
   const server = await listen(app, config.port, config.host);
   teardown.add('api server', () => closeServer(server));
   for (const upgrade of areas.flatMap((area) => area.upgrades ?? [])) {
@@ -277,6 +303,7 @@ async function composePlatform(
   const url = `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`;
   listeningUrl = url;
 
+  signal?.throwIfAborted();
   if (config.background) {
     await engine.start();
     teardown.add('engine', () => engine.stop());

@@ -44,7 +44,12 @@ export async function performWrite<Response extends { status: number; body?: unk
     const audit = context.audit.successStatement(
       result.audit,
       context.idempotency
-        ? { key: context.idempotency.key, status: result.response.status, body: storedBody(replayBodyOf(result)) }
+        ? {
+            key: context.idempotency.key,
+            claim: context.idempotency.claim,
+            status: result.response.status,
+            body: storedBody(replayBodyOf(result)),
+          }
         : undefined,
     );
     const events = eventsStatement(result.events ?? []);

@@ -24,6 +24,12 @@ export interface Executor<Outcome = unknown> {
    * round trip, instead of one after another.
    */
   readonly succeedsInOneStatement?: true;
+  /**
+   * The table of the row (`id` = the operation's resource_id) that `succeeded` locks: a batch of
+   * successes locks every such row before recording any, tables by name and rows by id, the one
+   * order every batch that meets them takes (see `lockingRows`).
+   */
+  readonly lockedTable?: string;
 }
 
 export interface ExecutionContext {
@@ -48,3 +54,16 @@ export type ExecutorRegistry = { [Type in WorkType]: Executor<any> };
 
 /** The executors of some operation types and jobs (an area's share of the registry). */
 export type Executors<Types extends WorkType> = Pick<ExecutorRegistry, Types>;
+
+/**
+ * Executors whose operations' resources are rows of `table`. Rows are always locked in one order,
+ * by id, wherever several are locked in one transaction (a batch of successes, the reconciler's
+ * observations, the scheduler's due runs): two such transactions then wait for each other at most
+ * one way, never deadlock. A batch recording successes in the order its operations were accepted
+ * would lock its instances in that order, against a reconciler locking them by id.
+ */
+export function lockingRows<Types extends WorkType>(table: string, executors: Executors<Types>): Executors<Types> {
+  return Object.fromEntries(
+    Object.entries(executors).map(([type, executor]) => [type, { ...(executor as Executor), lockedTable: table }]),
+  ) as Executors<Types>;
+}

@@ -157,6 +157,7 @@ async function withScriptedApp(handler: () => Promise<unknown>, use: (url: strin
     identity: new IdentityResolver(server.pool, undefined),
     handlers: new Proxy({}, { get: () => handler }) as never,
     auditNames: {},
+    keyHolder: { instance: 1 },
   });
   const listener = app.listen(0, '127.0.0.1');
   await new Promise((resolve) => listener.once('listening', resolve));

@@ -2,7 +2,9 @@
 // the same key, 409 while the first still runs, and one resource for concurrent duplicates.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import pg from 'pg';
 import { fingerprintOf } from '../../server/core/idempotency.ts';
+import { PROCESS_LOCK_NAMESPACE } from '../../server/db/process-liveness.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 
 let server: TestServer;
@@ -105,6 +107,70 @@ describe('Idempotency-Key', () => {
     const ids = new Set(results.filter((result) => result.status === 201).map((result) => result.body.token.id));
     expect(ids.size).toBe(1);
     expect(await tokensNamed('racing')).toBe(1);
+  });
+
+  /** What a request leaves while it runs in the process of instance `holder`: its key claimed, nothing committed. */
+  async function claimedBy(holder: number, name: string, key: string): Promise<void> {
+    await server.pool.query(
+      `INSERT INTO idempotency_keys (org_id, key, fingerprint, state, locked_until, holder, claim)
+       VALUES ($1, $2, $3, 'processing', now() + interval '1 minute', $4, gen_random_uuid())`,
+      [server.org.orgId, key, fingerprintOf('createApiToken', { org: server.org.orgId }, { name, scopes: ['read'] }), holder],
+    );
+  }
+
+  test('a key claimed by a process that is alive stays in use; once that process is gone (its lock with it), a retry runs at once', async () => {
+    // A process's liveness is its advisory lock, held on a connection of its own for as long as it lives.
+    const holder = 1_000_000 + Math.floor(Math.random() * 1_000_000);
+    const process = new pg.Client({ connectionString: server.databaseUrl });
+    await process.connect();
+    await process.query('SELECT pg_advisory_lock($1, $2)', [PROCESS_LOCK_NAMESPACE, holder]);
+    const key = randomUUID();
+    await claimedBy(holder, 'holder-died', key);
+    const whileAlive = await create('holder-died', key);
+    expect(whileAlive.status).toBe(409);
+    expect(whileAlive.body.code).toBe('idempotency_key_in_use');
+    // The process dies: its session ends, the lock with it. The key's lock would lapse in a minute.
+    await process.end();
+    const retry = await create('holder-died', key);
+    expect(retry.status, retry.text).toBe(201);
+    expect(await tokensNamed('holder-died')).toBe(1);
+    const replay = await create('holder-died', key);
+    expect(replay.headers.get('idempotent-replayed')).toBe('true');
+    expect(replay.body.token.id).toBe(retry.body.token.id);
+  });
+
+  test('a request whose key was taken over (its process wrongly taken for dead) cannot complete it: its change is rolled back', async () => {
+    const key = randomUUID();
+    // The first request's change waits on a lock the test holds, its key claimed meanwhile.
+    const blocker = new pg.Client({ connectionString: server.databaseUrl });
+    await blocker.connect();
+    await blocker.query('BEGIN');
+    await blocker.query('LOCK TABLE api_tokens IN SHARE ROW EXCLUSIVE MODE');
+    const first = create('taken-over', key);
+    for (let waited = 0; ; waited += 20) {
+      const { rowCount } = await server.pool.query('SELECT 1 FROM idempotency_keys WHERE org_id = $1 AND key = $2', [
+        server.org.orgId,
+        key,
+      ]);
+      if (rowCount === 1) break;
+      if (waited > 10_000) throw new Error('the first request never claimed its key');
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    // Another process takes the key over (as it would from a process it saw gone): a new claim.
+    await server.pool.query('UPDATE idempotency_keys SET claim = gen_random_uuid(), holder = 1 WHERE org_id = $1 AND key = $2', [
+      server.org.orgId,
+      key,
+    ]);
+    await blocker.query('ROLLBACK');
+    await blocker.end();
+    const answer = await first;
+    // Nothing of the first request stands: it collided, and says to retry.
+    expect(answer.status, answer.text).toBe(503);
+    expect(answer.headers.get('retry-after')).toBe('1');
+    expect(await tokensNamed('taken-over')).toBe(0);
+    // The key is the other claim's: still in use, not released by the request that lost it.
+    const { rows } = await server.pool.query('SELECT state FROM idempotency_keys WHERE org_id = $1 AND key = $2', [server.org.orgId, key]);
+    expect(rows).toEqual([{ state: 'processing' }]);
   });
 
   test('a crashed first request does not lock its key forever: once its lock lapses, a retry runs', async () => {

@@ -281,7 +281,7 @@ describe('graceful shutdown', () => {
     expect(code).toBe(0);
   });
 
-  test('a SIGTERM while the server is still starting stops it once it has started: exit 0, and the next start serves', async () => {
+  test('a SIGTERM while the server is still starting stops the start where it is: exit 0, nothing made, and the next start serves', async () => {
     const dataDir = mkdtempSync(path.join(tmpdir(), 'cloud-platform-early-stop-'));
     const port = await freePort();
     const early = spawnServer({ LOG_LEVEL: 'info', DATA_DIR: dataDir, PORT: String(port), DATABASE_URL: '' });
@@ -289,6 +289,9 @@ describe('graceful shutdown', () => {
     await eventually(() => (early.output().includes('initialising the embedded PostgreSQL') ? true : undefined), 'initdb to begin');
     early.child.kill('SIGTERM');
     expect(await exited(early)).toBe(0);
+    // It did not go on to make the first organization and its key, nor to listen.
+    expect(existsSync(path.join(dataDir, 'bootstrap.json'))).toBe(false);
+    expect(early.output()).not.toContain('"msg":"listening"');
     const again = await startEmbedded(dataDir, port);
     const credentials = await readBootstrap(dataDir);
     expect(

@@ -5,15 +5,12 @@
 // process stays up; afterwards everything recovers by itself, and every operation finishes
 // exactly once (a trigger records every move of an operation to a terminal state).
 import { randomUUID } from 'node:crypto';
-import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { loadEmbeddedPostgres, stopOnExit, type EmbeddedPostgresClass } from '../../server/db/embedded-postgres-loader.ts';
 import { eventually } from '../support/eventually.ts';
-import { descendantsOf, freePort, type Started } from '../support/processes.ts';
+import type pg from 'pg';
+import type { Started } from '../support/processes.ts';
 import { call, readBootstrap, startServerProcess, type ApiResponse } from '../support/server.ts';
+import { startStoppablePostgres, type StoppablePostgres } from '../support/stoppable-postgres.ts';
 
 /** Short timeouts, so that a frozen database turns into answers quickly; slow backends, so that operations are in flight. */
 const SERVER_ENV = {
@@ -31,44 +28,18 @@ const SERVER_ENV = {
  */
 const NEVER_ANSWERED_MS = 30_000;
 
-let postgres: InstanceType<EmbeddedPostgresClass>;
-let postgresDir: string;
-let adminUrl: string;
-let removeExitHook: () => void;
+let postgres: StoppablePostgres;
 const processes: Started[] = [];
 
 beforeAll(async () => {
-  postgresDir = mkdtempSync(path.join(tmpdir(), 'cloud-platform-outage-pg-'));
-  // As root, PostgreSQL runs as its own OS user, which must be able to enter the directory.
-  chmodSync(postgresDir, 0o755);
-  const port = await freePort();
-  const EmbeddedPostgres = await loadEmbeddedPostgres();
-  postgres = new EmbeddedPostgres({
-    databaseDir: path.join(postgresDir, 'cluster'),
-    user: 'postgres',
-    password: 'outage',
-    port,
-    // Kept across stop and start: this test stops it on purpose.
-    persistent: true,
-    createPostgresUser: process.getuid?.() === 0,
-    postgresFlags: ['-c', 'fsync=off', '-c', 'synchronous_commit=off'],
-    onLog: () => {},
-  });
-  await postgres.initialise();
-  await postgres.start();
-  removeExitHook = stopOnExit(path.join(postgresDir, 'cluster'));
-  adminUrl = `postgres://postgres:outage@127.0.0.1:${port}/postgres`;
+  postgres = await startStoppablePostgres();
 });
 
 afterAll(async () => {
   // Thawed first: should a test have failed while PostgreSQL was frozen, nothing could stop.
-  if (postgres) thawPostgres();
+  postgres?.thaw();
   await Promise.all(processes.map(stopOrKill));
-  if (postgres) {
-    await postgres.stop();
-    removeExitHook();
-  }
-  if (postgresDir) rmSync(postgresDir, { recursive: true, force: true });
+  await postgres?.close();
 });
 
 /** Stops a server process; one that has not exited 10 seconds after SIGTERM is killed. */
@@ -93,19 +64,6 @@ function answeredWithin<T>(ms: number, what: string, answer: Promise<T>): Promis
   return Promise.race([answer, late]).finally(() => clearTimeout(timer));
 }
 
-/** A new database in the test's PostgreSQL, and a one-connection client on it for the test's own reads. */
-async function newDatabase(): Promise<{ url: string; db: pg.Pool }> {
-  const name = `outage_${randomUUID().slice(0, 8)}`;
-  const admin = new pg.Client({ connectionString: adminUrl });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
-  await admin.end();
-  const url = adminUrl.replace(/\/postgres$/, `/${name}`);
-  const db = new pg.Pool({ connectionString: url, max: 1, connectionTimeoutMillis: 2000 });
-  db.on('error', () => {});
-  return { url, db };
-}
-
 /** Records every move of an operation into a terminal state: finishing twice would show as two rows. */
 async function recordFinishes(db: pg.Pool): Promise<void> {
   await db.query(`
@@ -117,60 +75,11 @@ async function recordFinishes(db: pg.Pool): Promise<void> {
       EXECUTE FUNCTION record_finish();`);
 }
 
-/** The postmaster's pid, or undefined when it is not running. */
-function postmasterPid(): number | undefined {
-  try {
-    return Number(readFileSync(path.join(postgresDir, 'cluster', 'postmaster.pid'), 'utf8').split('\n')[0]);
-  } catch {
-    return undefined;
-  }
-}
-
-/** Whether a process cannot run: stopped by a signal (T), or ended (a zombie its stopped parent cannot reap, or gone). */
-function isStopped(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return 'TtZX'.includes(stat[stat.lastIndexOf(')') + 2]!);
-  } catch {
-    return true;
-  }
-}
-
-function signal(pid: number, name: 'SIGSTOP' | 'SIGCONT'): void {
-  try {
-    process.kill(pid, name);
-  } catch {
-    // Exited meanwhile.
-  }
-}
-
-/**
- * Freezes PostgreSQL whole. The postmaster stops first and is seen stopped before its children are listed:
- * listing them first let a backend forked in between (the pool opening a connection) escape the freeze
- * and answer requests. Then every process under it, until /proc shows each one stopped.
- */
-async function freezePostgres(): Promise<void> {
-  const root = postmasterPid();
-  if (root === undefined) throw new Error('PostgreSQL is not running');
-  signal(root, 'SIGSTOP');
-  for (let running = [root]; running.length > 0; running = [root, ...descendantsOf(root)].filter((pid) => !isStopped(pid))) {
-    for (const pid of running) signal(pid, 'SIGSTOP');
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-}
-
-/** Lets every PostgreSQL process run again. */
-function thawPostgres(): void {
-  const root = postmasterPid();
-  if (root === undefined) return;
-  for (const pid of [root, ...descendantsOf(root)]) signal(pid, 'SIGCONT');
-}
-
 const alive = (started: Started) => started.child.exitCode === null && started.child.signalCode === null;
 
 /** Server processes on a new database, the first one's bootstrap credentials, and the finish record. */
 async function cluster(size: number) {
-  const { url, db } = await newDatabase();
+  const { url, db } = await postgres.newDatabase();
   const servers: Array<Started & { url: string; dataDir: string }> = [];
   for (let index = 0; index < size; index++) {
     const started = await startServerProcess(url, SERVER_ENV);
@@ -302,24 +211,24 @@ describe('a database outage', () => {
   test('PostgreSQL frozen (SIGSTOP) under load and thawed: no request waits beyond the timeouts, and everything recovers', async () => {
     const running = await cluster(1);
     const operations = await queueWork(running, 'frozen');
-    await freezePostgres();
+    await postgres.freeze();
     try {
       await expectUnavailableAnswers(running, 4_000);
       for (const server of running.servers) expect(alive(server), server.output()).toBe(true);
     } finally {
-      thawPostgres();
+      postgres.thaw();
     }
     await expectRecovered(running, operations);
     await running.db.end();
   });
 
   test('a start while PostgreSQL does not answer waits for it, and serves once it answers', async () => {
-    const { url, db } = await newDatabase();
+    const { url, db } = await postgres.newDatabase();
     await db.end();
-    await freezePostgres();
+    await postgres.freeze();
     let thawed = false;
     const thaw = setTimeout(() => {
-      thawPostgres();
+      postgres.thaw();
       thawed = true;
     }, 3_000);
     try {
@@ -332,7 +241,7 @@ describe('a database outage', () => {
       expect(started.output()).toContain('the database does not answer yet; trying again');
     } finally {
       clearTimeout(thaw);
-      thawPostgres();
+      postgres.thaw();
     }
   });
 

@@ -108,3 +108,71 @@ describe('an address over its budget', () => {
     expectLimited(await call(server.url, 'GET', '/v1/nothing-here'));
   });
 });
+
+describe('a working key behind an address over its budget', () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer({
+      RATE_LIMIT: '50',
+      RATE_LIMIT_ANONYMOUS: '4',
+      RATE_LIMIT_WINDOW_SECONDS: '60',
+    });
+  });
+  afterAll(() => server?.close());
+
+  /** Someone at the same address guesses keys until the address is refused. */
+  async function exhaustAddress(orgId: string): Promise<void> {
+    for (let attempt = 0; attempt < 20; attempt++) {
+      const guess = await call(server.url, 'GET', `/v1/orgs/${orgId}/billing`, { key: `cpk_${String(attempt % 10).repeat(43)}` });
+      if (guess.status === 429) return;
+      expect(guess.status).toBe(401);
+    }
+    throw new Error('the address was never refused');
+  }
+
+  const expectOwnBudget = (answer: ApiResponse, what: string) => {
+    expect(answer.status, `${what}: ${answer.text}`).toBe(200);
+    expect(answer.headers.get('ratelimit-limit'), what).toBe('50');
+  };
+
+  test("is counted against its own budget whatever other tenants' credentials do, and after its process's cache starts over", async () => {
+    const { org } = server;
+    const other = await server.createOrg('Busy neighbour');
+    expectOwnBudget(await org.call('GET', '/billing'), 'verified once');
+    expectOwnBudget(await other.call('GET', '/billing'), "the neighbour's key, verified once");
+    const revokedLater = await org.call('POST', '/api-tokens', { body: { name: 'used, then revoked' } });
+    expectOwnBudget(await org.call('GET', '/billing', { key: revokedLater.body.secret }), 'a second key, verified once');
+    await exhaustAddress(org.orgId);
+
+    // Another tenant (at the same address) revokes a key of its own and has an S3 access key issued.
+    const token = await other.call('POST', '/api-tokens', { body: { name: 'short-lived' } });
+    expect(token.status, token.text).toBe(201);
+    expect((await other.call('DELETE', `/api-tokens/${token.body.token.id}`)).status).toBe(200);
+    const accessKey = await other.call('POST', '/s3/access-keys');
+    expect(accessKey.status, accessKey.text).toBe(202);
+    await server.waitForOperation(other, accessKey.body.operation.id);
+    expectOwnBudget(await org.call('GET', '/billing'), "after another tenant's changes");
+
+    // A key of the same organization revoked: only that key is forgotten.
+    const sibling = await org.call('POST', '/api-tokens', { body: { name: 'sibling' } });
+    expect((await org.call('DELETE', `/api-tokens/${sibling.body.token.id}`)).status).toBe(200);
+    expectOwnBudget(await org.call('GET', '/billing'), 'after a sibling key was revoked');
+
+    // The process's listener loses its connection: the cache starts over once it is back (it may
+    // have missed announcements), and meanwhile serves nothing; the key is still not anonymous.
+    const { rows } = await server.pool.query<{ stopped: boolean }>(
+      `SELECT pg_terminate_backend(pid) AS stopped FROM pg_stat_activity
+       WHERE application_name = 'cloud-platform-listener' AND datname = current_database()`,
+    );
+    expect(rows.map((row) => row.stopped)).toEqual([true]);
+    expectOwnBudget(await org.call('GET', '/billing'), 'while the listener reconnects');
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expectOwnBudget(await org.call('GET', '/billing'), 'once the listener is back');
+
+    // Guessed keys are still refused unread, and a revoked key is no longer counted as verified.
+    expectLimited(await call(server.url, 'GET', `/v1/orgs/${org.orgId}/billing`, { key: `cpk_${'9'.repeat(43)}` }));
+    expectOwnBudget(await org.call('GET', '/billing', { key: revokedLater.body.secret }), 'the second key, still verified');
+    expect((await org.call('DELETE', `/api-tokens/${revokedLater.body.token.id}`)).status).toBe(200);
+    expectLimited(await org.call('GET', '/billing', { key: revokedLater.body.secret }));
+  });
+});

@@ -88,6 +88,7 @@ export function computeArea({ pool, config, orgClock, publicBaseUrl, drivers, me
             hypervisor: drivers.hypervisor,
             config: config.console,
             log: log.child({ component: 'console-gateway' }),
+            countLimitClose: (why) => metrics.streamClosedForLimit('console', why),
           });
           gateway.attach(server);
           metrics.watchConsoleSessions(() => gateway.openSessions);

@@ -31,7 +31,7 @@ export function storageArea(deps: AreaDependencies) {
     handlers: {
       ...bucketHandlers({ pool, clock, buckets }),
       // S3 keys are cached in a section of the credential cache: a revoke's answer waits for the announcement.
-      ...accessKeyHandlers({ pool, accessKeys, accessKeysChanged: () => credentials.changed() }),
+      ...accessKeyHandlers({ pool, accessKeys, accessKeysChanged: (tags) => credentials.changed(tags) }),
       ...quotaHandlers({ pool, objectStore: drivers.objectStore }),
     },
     auditNames: {

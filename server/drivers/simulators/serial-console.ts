@@ -17,12 +17,14 @@ export type GuestRequest = 'reboot' | 'poweroff';
  * The serial console of a simulated server (ttyS0 of a cloud image booted with console=ttyS0): a
  * boot log when it boots, a login prompt, a small shell with a handful of commands, and what a
  * reboot, a stop or a rescue boot look like from inside. It keeps no state beyond the connection:
- * output is written through `write`, with short pauses between boot lines as a real boot has.
+ * output is written through `writeOut`, with short pauses between boot lines as a real boot has.
+ * What one piece of input makes it write (echoes, a command's answer) is written at once, as one
+ * piece; a line holds at most MAX_LINE characters, as a Linux terminal's does (the rest is dropped).
  */
 export function createSerialConsole(
   machine: GuestMachine,
   power: PowerStatus,
-  write: (text: string) => void,
+  writeOut: (text: string) => void,
   request: (what: GuestRequest) => void,
 ) {
   type Mode = 'off' | 'booting' | 'login' | 'password' | 'shell';
@@ -33,6 +35,12 @@ export function createSerialConsole(
   let escape = '';
   let bootedAt = Date.now();
   let timers: NodeJS.Timeout[] = [];
+  /** Output gathered while input is handled, written as one piece once it is. */
+  let gathered: string[] | undefined;
+  const write = (text: string): void => {
+    if (gathered) gathered.push(text);
+    else writeOut(text);
+  };
   const hostname = () => (rescue ? 'rescue' : machine.name);
   const os = osName(machine.imageId);
 
@@ -269,40 +277,13 @@ export function createSerialConsole(
 
     /** Keystrokes from the terminal. */
     input(data: string): void {
-      for (const char of data) {
-        if (escape) {
-          // The rest of an escape sequence (arrow keys and the like): ignored.
-          escape += char;
-          if (/[A-Za-z~]/.test(char) && escape.length > 1) escape = '';
-          continue;
-        }
-        if (mode === 'off' || mode === 'booting') continue;
-        if (char === '\x1b') {
-          escape = char;
-        } else if (char === '\r' || char === '\n') {
-          enter();
-        } else if (char === '\x7f' || char === '\b') {
-          if (line.length > 0) {
-            line = line.slice(0, -1);
-            if (mode !== 'password') write('\b \b');
-          }
-        } else if (char === '\x03') {
-          line = '';
-          write('^C\r\n');
-          if (mode === 'shell') prompt();
-          else if (mode === 'login' || mode === 'password') {
-            mode = 'login';
-            write(`${hostname()} login: `);
-          }
-        } else if (char === '\x04') {
-          if (line === '' && mode === 'shell') {
-            write('\r\n');
-            logout();
-          }
-        } else if (char >= ' ') {
-          line += char;
-          if (mode !== 'password') write(char);
-        }
+      gathered = [];
+      try {
+        handleInput(data);
+      } finally {
+        const text = gathered.join('');
+        gathered = undefined;
+        if (text !== '') writeOut(text);
       }
     },
 
@@ -310,7 +291,50 @@ export function createSerialConsole(
       cancelPlayback();
     },
   };
+
+  function handleInput(data: string): void {
+    for (const char of data) {
+      if (escape) {
+        // The rest of an escape sequence (arrow keys and the like): ignored.
+        escape += char;
+        if (/[A-Za-z~]/.test(char) && escape.length > 1) escape = '';
+        continue;
+      }
+      if (mode === 'off' || mode === 'booting') continue;
+      if (char === '\x1b') {
+        escape = char;
+      } else if (char === '\r' || char === '\n') {
+        enter();
+      } else if (char === '\x7f' || char === '\b') {
+        if (line.length > 0) {
+          line = line.slice(0, -1);
+          if (mode !== 'password') write('\b \b');
+        }
+      } else if (char === '\x03') {
+        line = '';
+        write('^C\r\n');
+        if (mode === 'shell') prompt();
+        else if (mode === 'login' || mode === 'password') {
+          mode = 'login';
+          write(`${hostname()} login: `);
+        }
+      } else if (char === '\x04') {
+        if (line === '' && mode === 'shell') {
+          write('\r\n');
+          logout();
+        }
+      } else if (char >= ' ') {
+        // A full line takes no more (the terminal's line buffer is full), as n_tty drops them.
+        if (line.length >= MAX_LINE) continue;
+        line += char;
+        if (mode !== 'password') write(char);
+      }
+    }
+  }
 }
+
+/** The longest line the console's terminal keeps (Linux's n_tty holds 4096 characters, the newline included). */
+const MAX_LINE = 4095;
 
 function osName(imageId: string): { pretty: string; id: string; kernel: string } {
   if (imageId.startsWith('ubuntu-24.04')) return { pretty: 'Ubuntu 24.04.1 LTS', id: 'ubuntu', kernel: '6.8.0-45-generic' };

@@ -120,6 +120,11 @@ export function createScheduler({ pool, orgClock, vms }: { pool: Pool; orgClock:
              ORDER BY s.next_run_at LIMIT $2 FOR UPDATE OF s SKIP LOCKED`,
             [now, BATCH, JSON.stringify(Object.fromEntries(offsets))],
           );
+          // Their instances locked first, by id (as every transaction that locks several does; see
+          // engine/executor.ts lockingRows), not one by one in the order the runs came due.
+          if (rows.length > 1) {
+            await tx.query('SELECT 1 FROM vms WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE', [rows.map((row) => row.vm_id)]);
+          }
           for (const schedule of rows) await runOne(tx, schedule, orgClock.nowWith(offsets, schedule.org_id));
           return rows.length;
         });

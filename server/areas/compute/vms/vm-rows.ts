@@ -226,10 +226,19 @@ export async function markCreated(db: Queryable, vmId: string, report: ServerRep
  */
 export async function recordObservations(db: Queryable, reports: ServerReport[]): Promise<void> {
   if (reports.length === 0) return;
+  // The rows are locked by id, as every transaction that locks several instances does (see
+  // engine/executor.ts lockingRows): joined straight to the reports, they were locked in whatever
+  // order the join met them, and met an operation batch locking them in another (a deadlock).
   await db.query(
-    `UPDATE vms SET observed_status = r.status, observed_addresses = r.addresses, observed_at = r.observed_at
-     FROM unnest($1::uuid[], $2::text[], $3::jsonb[], $4::timestamptz[]) AS r (id, status, addresses, observed_at)
-     WHERE vms.id = r.id AND vms.deleted_at IS NULL AND (vms.observed_at IS NULL OR vms.observed_at < r.observed_at)`,
+    `WITH reports AS (
+       SELECT * FROM unnest($1::uuid[], $2::text[], $3::jsonb[], $4::timestamptz[]) AS r (id, status, addresses, observed_at)),
+     locked AS (
+       SELECT vms.id FROM vms JOIN reports r ON r.id = vms.id
+       WHERE vms.deleted_at IS NULL AND (vms.observed_at IS NULL OR vms.observed_at < r.observed_at)
+       ORDER BY vms.id FOR UPDATE OF vms)
+     UPDATE vms SET observed_status = r.status, observed_addresses = r.addresses, observed_at = r.observed_at
+     FROM reports r, locked
+     WHERE vms.id = r.id AND vms.id = locked.id AND vms.deleted_at IS NULL AND (vms.observed_at IS NULL OR vms.observed_at < r.observed_at)`,
     [
       reports.map((report) => report.serverId),
       reports.map((report) => report.status),

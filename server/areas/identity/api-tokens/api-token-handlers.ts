@@ -15,9 +15,8 @@ export function apiTokenHandlers({
 }: {
   pool: Pool;
   tokens: ApiTokenService;
-  /** Called once a revocation has committed (the credential cache of this process forgets at once). */
-  /** Called once a change of a key has committed; the answer waits for it. */
-  credentialsChanged?: () => Promise<void>;
+  /** Called once a change of a key has committed, with the credentials it changed; the answer waits for it. */
+  credentialsChanged?: (tags: readonly string[]) => Promise<void>;
 }): Pick<OperationHandlers<RequestContext>, ApiTokenOperations> {
   return {
     createApiToken: (request, context) =>
@@ -56,7 +55,7 @@ export function apiTokenHandlers({
       // Other processes hear of it from the database (NOTIFY on commit). The answer waits until
       // the announcement is back here: by then it has reached every process that listens, so a
       // client told "revoked" finds the key refused whichever process it asks next.
-      await credentialsChanged();
+      await credentialsChanged([`api_token:${request.path.token_id}`]);
       return answer;
     },
   };

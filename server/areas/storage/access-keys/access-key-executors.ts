@@ -1,7 +1,7 @@
 import type { Queryable } from '../../../db/pool.ts';
 import { PermanentBackendError } from '../../../drivers/errors.ts';
 import type { ObjectStoreDriver } from '../../../drivers/object-store.ts';
-import type { Executor, Executors } from '../../../engine/executor.ts';
+import { lockingRows, type Executor, type Executors } from '../../../engine/executor.ts';
 import type { OperationRow } from '../../../engine/operation-record.ts';
 import { accessKeyOfOperation, deleteAccessKeyRow, updateAccessKey, type AccessKeyRow, type AccessKeyState } from './access-key-rows.ts';
 
@@ -58,5 +58,5 @@ export function accessKeyExecutors(pool: Queryable, objectStore: ObjectStoreDriv
     cancelled: (tx, operation) => keyBackToPrevious(tx, operation),
   };
 
-  return { 'access_key.create': createAccessKey, 'access_key.revoke': revokeAccessKey };
+  return lockingRows('s3_access_keys', { 'access_key.create': createAccessKey, 'access_key.revoke': revokeAccessKey });
 }

@@ -1,7 +1,7 @@
 import type { Clock } from '../../../core/clock.ts';
 import type { Queryable } from '../../../db/pool.ts';
 import type { BucketReport, ObjectStoreDriver } from '../../../drivers/object-store.ts';
-import type { Executor, Executors } from '../../../engine/executor.ts';
+import { lockingRows, type Executor, type Executors } from '../../../engine/executor.ts';
 import type { OperationRow } from '../../../engine/operation-record.ts';
 import {
   bucketOfOperation,
@@ -165,10 +165,10 @@ export function bucketExecutors(
     },
   };
 
-  return {
+  return lockingRows('buckets', {
     'bucket.create': createBucket,
     'bucket.delete': deleteBucket,
     'bucket.restore': restoreBucket,
     'bucket.quota': setBucketQuota,
-  };
+  });
 }

@@ -1,3 +1,9 @@
+import {
+  CONFLICT_RETRY_AFTER_SECONDS,
+  DATABASE_RETRY_AFTER_SECONDS,
+  isConcurrencyConflict,
+  isDatabaseUnavailable,
+} from '../../../db/unavailable.ts';
 import type { RefusalCode } from '../refusals.ts';
 
 /** An S3 error: S3's code, its HTTP status and a sentence (answered as S3's XML error document). */
@@ -43,3 +49,23 @@ export const noSuchKey = (key: string, headers: Record<string, string> = {}) =>
 export const invalidArgument = (message: string, name?: string, value?: string) =>
   new S3Error('InvalidArgument', 400, message, name ? { ArgumentName: name, ArgumentValue: value ?? '' } : {});
 export const notImplemented = (what: string) => new S3Error('NotImplemented', 501, `${what} is not implemented by this endpoint.`);
+
+/**
+ * The S3 answer of a request the platform could not serve because its database is away (stopped,
+ * unreachable, frozen past the timeouts: 503 ServiceUnavailable) or its transaction collided with
+ * a concurrent one (503 SlowDown); undefined for any other failure. Both say when to retry, as
+ * S3's own 503s tell SDKs to back off and try again: nothing was stored or changed.
+ */
+export function unavailableError(error: unknown): S3Error | undefined {
+  if (isConcurrencyConflict(error))
+    return new S3Error('SlowDown', 503, 'Please reduce your request rate.', {}, { 'Retry-After': String(CONFLICT_RETRY_AFTER_SECONDS) });
+  if (isDatabaseUnavailable(error))
+    return new S3Error(
+      'ServiceUnavailable',
+      503,
+      'The service is unavailable; nothing was changed. Please retry.',
+      {},
+      { 'Retry-After': String(DATABASE_RETRY_AFTER_SECONDS) },
+    );
+  return undefined;
+}

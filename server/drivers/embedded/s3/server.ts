@@ -11,7 +11,7 @@ import { createAccess, type Caller } from './access.ts';
 import type { S3Platform } from './platform-port.ts';
 import { bucketRoutes } from './bucket-handlers.ts';
 import { applyCors, preflight } from './cors.ts';
-import { REFUSAL_STATUS, S3Error, accessDenied, notImplemented } from './errors.ts';
+import { REFUSAL_STATUS, S3Error, accessDenied, notImplemented, unavailableError } from './errors.ts';
 import { multipartRoutes } from './multipart-handlers.ts';
 import { objectRoutes } from './object-handlers.ts';
 import { objectLockRoutes } from './object-lock.ts';
@@ -184,8 +184,14 @@ function answerError(req: IncomingMessage, res: ServerResponse, error: unknown, 
   else if (error instanceof StoreRefusal) s3 = new S3Error(error.code, REFUSAL_STATUS[error.code], error.message);
   else {
     const code = (error as NodeJS.ErrnoException | undefined)?.code;
-    if (code === 'ERR_STREAM_PREMATURE_CLOSE' || code === 'ECONNRESET' || code === 'ABORTED') {
+    const unavailable = unavailableError(error);
+    // A reset of the request's own connection cut its body; one of the database's (the same
+    // code) is an outage, answered 503 for the client to retry.
+    if (code === 'ERR_STREAM_PREMATURE_CLOSE' || code === 'ABORTED' || (code === 'ECONNRESET' && !req.complete && req.destroyed)) {
       s3 = new S3Error('IncompleteBody', 400, 'The request body ended before its declared length');
+    } else if (unavailable) {
+      log.warn({ reason: (error as Error).message, method: req.method }, 'the database is unavailable; answered 503');
+      s3 = unavailable;
     } else {
       log.error({ err: error, method: req.method }, 's3 request failed');
       s3 = new S3Error('InternalError', 500, 'We encountered an internal error. Please try again.');
