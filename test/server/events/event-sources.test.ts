@@ -12,7 +12,13 @@ import { activeBucket } from '../storage/support.ts';
 
 let server: TestServer;
 beforeAll(async () => {
-  server = await startTestServer({ METERING_INTERVAL_MS: '200', RECONCILE_INTERVAL_MS: '200' });
+  server = await startTestServer({
+    METERING_INTERVAL_MS: '200',
+    RECONCILE_INTERVAL_MS: '200',
+    // The creation of ends-1 is retried until it fails (backoff of about a second in all), so the
+    // firewall change queued behind it is still queued when cancelled, however busy the machine.
+    SIM_FAULTS: 'hypervisor.createServer@ends-1=transient*100',
+  });
 });
 afterAll(() => server?.close());
 
@@ -150,7 +156,8 @@ describe('announced where they commit', () => {
 
   test('operations that fail or are cancelled', async () => {
     const org = await newOrg('Ends');
-    // A firewall change queued behind the instance's creation: still queued when cancelled.
+    // A firewall change queued behind the instance's creation (retried: SIM_FAULTS above): still
+    // queued when cancelled.
     const created = await org.call('POST', '/compute/vms', {
       body: {
         name: 'ends-1',
