@@ -3,10 +3,11 @@ import { defineConfig } from 'vitest/config';
 // Two tiers of tests, told apart by their file names:
 // - quick, `*.test.ts`: unit tests and HTTP tests of the real server started in the test process
 //   (test/support/server.ts), on the run's one PostgreSQL. `npm run test:quick` runs these.
-// - system, `*.system.test.ts`: tests that start processes of their own: `npm start` and other
-//   server processes (crash, restart, shutdown, several processes on one database, an outage of
-//   a PostgreSQL of their own), the Prism mock, Chromium, Ceph, the README's blocks, the CLI run
-//   as a process, `npm run fuzz`.
+// - system, `*.system.test.ts`: tests that start processes of their own (`npm start` and other
+//   server processes: crash, restart, shutdown, several processes on one database, an outage of
+//   a PostgreSQL of their own; the Prism mock, Chromium, Ceph, QEMU, the README's blocks, the CLI
+//   run as a process, `npm run fuzz`), and load campaigns (the burst of every write, the contract
+//   fuzzer), which take minutes of CPU by design.
 // TEST_TIER=quick or TEST_TIER=system runs one of them; unset, a run takes both (`npm test`).
 const SYSTEM = 'test/**/*.system.test.ts';
 const tiers = {
@@ -33,6 +34,12 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 120_000,
     maxWorkers: 2,
+    // The quick tier's files share their worker's modules: each file starts a server in the test
+    // process, and importing the server and compiling the contract's validator again for every
+    // file cost about a second of CPU each. Every such file starts its own platform on its own
+    // database, so nothing of one file's platform is left to the next. The system tier's files
+    // keep the default isolation.
+    isolate: tierName !== 'quick',
     // The type-level tests (test/types/*.test-d.ts) are checked by `npm run typecheck`: tsc over
     // tsconfig.json, which takes in test/, fails on each expectation that does not hold. vitest's
     // own typecheck would run tsc over most of the project a second time.

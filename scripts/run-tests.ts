@@ -41,16 +41,24 @@ async function staticChecks(): Promise<Failed[]> {
   return failed;
 }
 
-/** vitest on the tier, its output straight to the terminal; resolves with its exit status. */
-function tests(): Promise<number> {
+/** vitest on one tier, its output straight to the terminal; resolves with its exit status. */
+function vitestTier(name: 'quick' | 'system'): Promise<number> {
   return new Promise((resolve, reject) => {
-    const child = spawn(bin('vitest'), ['run'], {
-      stdio: 'inherit',
-      env: { ...process.env, ...(tier === 'quick' ? { TEST_TIER: 'quick' } : {}) },
-    });
+    const child = spawn(bin('vitest'), ['run'], { stdio: 'inherit', env: { ...process.env, TEST_TIER: name } });
     child.on('error', reject);
     child.on('close', (code, signal) => resolve(code ?? (signal ? 1 : 0)));
   });
+}
+
+/**
+ * The tier's tests; `all` runs the quick tier, then the system tier, each as `test:quick` and
+ * `test:system` run it (vitest.config.ts sets each tier's isolation), and fails if either does.
+ */
+async function tests(): Promise<number> {
+  const quick = await vitestTier('quick');
+  if (tier === 'quick') return quick;
+  const system = await vitestTier('system');
+  return quick !== 0 ? quick : system;
 }
 
 const started = performance.now();

@@ -35,7 +35,9 @@ describe('sealed blobs', () => {
       const { dataKey } = keyring.newDataKey({ by: 'platform' });
       const sealed = await seal(plain, dataKey);
       expect(sealed.length).toBe(sealedLength(size));
-      expect(sealed.includes(plain.subarray(0, Math.min(size, 32)))).toBe(false);
+      // The plain bytes are nowhere in the file. A run of fewer than 8 bytes turns up in any file of
+      // random-looking bytes by chance (a single byte almost always does), so shorter ones are not looked for.
+      if (size >= 8) expect(sealed.includes(plain.subarray(0, Math.min(size, 32)))).toBe(false);
       const ranges: Array<[number, number]> = [
         [0, size - 1],
         [size - 1, size - 1],
