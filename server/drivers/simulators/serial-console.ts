@@ -1,14 +1,7 @@
 import type { PowerStatus } from '../hypervisor.ts';
+import { osName, runGuestCommand, type GuestMachine, type GuestSession } from './simulated-guest-shell.ts';
 
-/** What the simulated guest knows about the machine it runs on. */
-export interface GuestMachine {
-  name: string;
-  imageId: string;
-  vcpus: number;
-  memoryMb: number;
-  diskGb: number;
-  addresses: { private_ipv4: string; public_ipv4: string | null; ipv6: string | null };
-}
+export type { GuestMachine };
 
 /** What the guest can ask of the hypervisor from inside (`reboot`, `poweroff` typed at its shell). */
 export type GuestRequest = 'reboot' | 'poweroff';
@@ -92,117 +85,43 @@ export function createSerialConsole(
     ];
   }
 
+  /** A line typed at the shell: the command's answer (simulated-guest-shell.ts), then the next prompt. */
   function runCommand(commandLine: string): void {
     const [command = '', ...args] = commandLine.trim().split(/\s+/);
-    const out = (text: string) => write(`${text.replace(/\n/g, '\r\n')}\r\n`);
-    switch (command) {
-      case '':
-        break;
-      case 'hostname':
-        out(args[0] === '-I' ? addressesOf(machine).join(' ') : hostname());
-        break;
-      case 'whoami':
-        out(user);
-        break;
-      case 'id':
-        out(
-          user === 'root' ? 'uid=0(root) gid=0(root) groups=0(root)' : `uid=1000(${user}) gid=1000(${user}) groups=1000(${user}),27(sudo)`,
-        );
-        break;
-      case 'uname':
-        out(
-          args.includes('-a')
-            ? `Linux ${hostname()} ${os.kernel} #1 SMP PREEMPT_DYNAMIC x86_64 GNU/Linux`
-            : args.includes('-r')
-              ? os.kernel
-              : 'Linux',
-        );
-        break;
-      case 'uptime': {
-        const minutes = Math.max(0, Math.floor((Date.now() - bootedAt) / 60_000));
-        out(` ${new Date().toISOString().slice(11, 19)} up ${minutes} min,  1 user,  load average: 0.00, 0.01, 0.00`);
-        break;
-      }
-      case 'date':
-        out(new Date().toUTCString().replace('GMT', 'UTC'));
-        break;
-      case 'pwd':
-        out(user === 'root' ? '/root' : `/home/${user}`);
-        break;
-      case 'ls':
-        if (rescue) out('mnt');
-        break;
-      case 'cd':
-        break;
-      case 'echo':
-        out(args.join(' '));
-        break;
-      case 'nproc':
-        out(String(machine.vcpus));
-        break;
-      case 'free':
-        out(
-          [
-            '               total        used        free      shared  buff/cache   available',
-            `Mem:     ${String(machine.memoryMb).padStart(11)} ${String(Math.round(machine.memoryMb * 0.12)).padStart(11)} ${String(Math.round(machine.memoryMb * 0.8)).padStart(11)}           1 ${String(Math.round(machine.memoryMb * 0.08)).padStart(11)} ${String(Math.round(machine.memoryMb * 0.86)).padStart(11)}`,
-            'Swap:              0           0           0',
-          ].join('\n'),
-        );
-        break;
-      case 'df':
-        out(`Filesystem      Size  Used Avail Use% Mounted on\n/dev/vda1       ${machine.diskGb}G  1.9G  ${machine.diskGb - 2}G   5% /`);
-        break;
-      case 'ip':
-      case 'ifconfig':
-        out(interfacesOf(machine));
-        break;
-      case 'cat':
-        if (args[0] === '/etc/os-release') out(`PRETTY_NAME="${rescue ? 'Rescue system' : os.pretty}"\nID=${os.id}`);
-        else if (args[0] === '/etc/hostname') out(hostname());
-        else out(`cat: ${args[0] ?? ''}: No such file or directory`);
-        break;
-      case 'clear':
-        write('\x1b[H\x1b[2J');
-        break;
-      case 'help':
-        out('Commands: hostname, whoami, id, uname, uptime, date, pwd, ls, echo, nproc, free, df, ip, cat, clear, exit, reboot, poweroff');
-        break;
-      case 'exit':
-      case 'logout':
-        logout();
-        return;
-      case 'reboot':
-        if (user !== 'root') {
-          out('Call Reboot failed: Access denied (try: sudo reboot)');
-          break;
-        }
-        mode = 'booting';
-        request('reboot');
-        return;
-      case 'poweroff':
-      case 'halt':
-        if (user !== 'root') {
-          out('Call PowerOff failed: Access denied');
-          break;
-        }
-        mode = 'booting';
-        request('poweroff');
-        return;
-      case 'sudo':
-        if (args[0]) {
-          const previous = user;
-          user = 'root';
-          runCommand(args.join(' '));
-          if (mode === 'shell') user = previous;
-          return;
-        }
-        out('usage: sudo command');
-        break;
-      default:
-        out(`-bash: ${command}: command not found`);
+    const outcome = runGuestCommand(shell, command, args);
+    if (outcome === 'done') return;
+    if (outcome === 'logout') return logout();
+    if (outcome === 'reboot' || outcome === 'poweroff') {
+      mode = 'booting';
+      request(outcome);
+      return;
     }
     if (mode === 'shell') prompt();
   }
+
+  /** What the shell's commands see of the session. */
+  const shell: GuestSession = {
+    machine,
+    os,
+    get user() {
+      return user;
+    },
+    set user(name: string) {
+      user = name;
+    },
+    get rescue() {
+      return rescue;
+    },
+    get bootedAt() {
+      return bootedAt;
+    },
+    get atShell() {
+      return mode === 'shell';
+    },
+    hostname,
+    write,
+    run: (commandLine) => runCommand(commandLine),
+  };
 
   function logout(): void {
     if (rescue) {
@@ -335,30 +254,6 @@ export function createSerialConsole(
 
 /** The longest line the console's terminal keeps (Linux's n_tty holds 4096 characters, the newline included). */
 const MAX_LINE = 4095;
-
-function osName(imageId: string): { pretty: string; id: string; kernel: string } {
-  if (imageId.startsWith('ubuntu-24.04')) return { pretty: 'Ubuntu 24.04.1 LTS', id: 'ubuntu', kernel: '6.8.0-45-generic' };
-  if (imageId.startsWith('ubuntu-22.04')) return { pretty: 'Ubuntu 22.04.5 LTS', id: 'ubuntu', kernel: '5.15.0-122-generic' };
-  if (imageId.startsWith('debian-12')) return { pretty: 'Debian GNU/Linux 12 (bookworm)', id: 'debian', kernel: '6.1.0-26-cloud-amd64' };
-  if (imageId.startsWith('rocky-9')) return { pretty: 'Rocky Linux 9.4 (Blue Onyx)', id: 'rocky', kernel: '5.14.0-427.13.1.el9_4.x86_64' };
-  return { pretty: `Linux (${imageId})`, id: 'linux', kernel: '6.8.0-45-generic' };
-}
-
-function addressesOf(machine: GuestMachine): string[] {
-  return [machine.addresses.private_ipv4, machine.addresses.public_ipv4, machine.addresses.ipv6].filter((value) => value !== null);
-}
-
-function interfacesOf(machine: GuestMachine): string {
-  const lines = [
-    '1: lo: <LOOPBACK,UP,LOWER_UP> mtu 65536 qdisc noqueue state UNKNOWN',
-    '    inet 127.0.0.1/8 scope host lo',
-    '2: ens3: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 1500 qdisc fq_codel state UP',
-    `    inet ${machine.addresses.private_ipv4}/8 scope global ens3`,
-  ];
-  if (machine.addresses.public_ipv4) lines.push(`    inet ${machine.addresses.public_ipv4}/32 scope global ens3`);
-  if (machine.addresses.ipv6) lines.push(`    inet6 ${machine.addresses.ipv6}/64 scope global`);
-  return lines.join('\n');
-}
 
 function bootLog(machine: GuestMachine, rescue: boolean, os: { pretty: string; kernel: string }): string[] {
   const kernel = rescue ? '6.1.0-26-amd64' : os.kernel;
