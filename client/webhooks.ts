@@ -1,6 +1,6 @@
 // Verifying webhook deliveries: the Standard Webhooks signature, checked by the `standardwebhooks`
 // package, and the body read exactly (big integers intact) as the event the contract declares.
-import { Webhook, WebhookVerificationError } from 'standardwebhooks';
+import { Webhook, WebhookVerificationError as LibraryVerificationError } from 'standardwebhooks';
 import type { webhooks } from '../generated/openapi.ts';
 import { parseJson } from './json.ts';
 
@@ -12,7 +12,17 @@ export type WebhookEvent = {
 /** The headers of a delivery, however the server framework hands them over (names in any case). */
 export type WebhookHeaders = Headers | Record<string, string | string[] | undefined>;
 
-export { WebhookVerificationError };
+/**
+ * A delivery whose signature, headers or timestamp do not verify. The client's own class, not the
+ * `standardwebhooks` one it wraps: that package's declarations need Node's types (`Buffer`), and a
+ * project compiling against this client should not have to install them to catch this error.
+ */
+export class WebhookVerificationError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'WebhookVerificationError';
+  }
+}
 
 /**
  * The event a delivery carries, once its signature is verified with the endpoint's secret
@@ -29,7 +39,12 @@ export { WebhookVerificationError };
  */
 export function verifyWebhook(secret: string, headers: WebhookHeaders, body: string | Uint8Array): WebhookEvent {
   const text = typeof body === 'string' ? body : new TextDecoder().decode(body);
-  new Webhook(secret).verify(text, headerRecord(headers), { jsonParse: false });
+  try {
+    new Webhook(secret).verify(text, headerRecord(headers), { jsonParse: false });
+  } catch (error) {
+    if (error instanceof LibraryVerificationError) throw new WebhookVerificationError(error.message);
+    throw error;
+  }
   return parseJson(text) as WebhookEvent;
 }
 

@@ -4815,7 +4815,7 @@ export interface components {
                 threshold_percent: 50 | 80 | 100;
                 /**
                  * Format: int64
-                 * @description The budget the threshold is a share of.
+                 * @description The budget the threshold is a share of, in euro cents, up to 9223372036854775807 (parse it exactly).
                  * @example 50000
                  */
                 spend_budget_cents: number | bigint;

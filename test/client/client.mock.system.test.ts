@@ -82,7 +82,8 @@ describe('typed calls', () => {
 describe('errors', () => {
   test('a missing credential is a ProblemError 401 with the request id', async () => {
     const { fetch, sent } = recordingFetch();
-    const client = clientFor(target, { credential: '', fetch });
+    // A token source with nothing to give (an empty credential string is refused when the client is made).
+    const client = clientFor(target, { credential: () => '', fetch });
     const error = await client.call('getBilling').catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(ProblemError);
     const requestId = sent[0]!.headers.get('x-request-id');
