@@ -22,7 +22,7 @@ import { migrate } from './db/migrate.ts';
 import { createPool, type Pool } from './db/pool.ts';
 import { isDatabaseUnavailable } from './db/unavailable.ts';
 import type { Drivers } from './drivers/index.ts';
-import { createDrivers, driverMigrations, type DriverSet } from './drivers/selection.ts';
+import { createDrivers, embeddedStoreSettingsOf, driverMigrations, type DriverSet } from './drivers/selection.ts';
 import { OperationEngine } from './engine/engine.ts';
 import { answerClientErrors } from './http/client-errors.ts';
 import { bearerCredential } from './http/authentication.ts';
@@ -180,11 +180,7 @@ export async function startPlatform(
     const drivers: DriverSet = options.drivers
       ? { ...options.drivers(backendPool), embeddedStore: undefined }
       : await createDrivers(config.drivers, backendPool, {
-          simulators: config.simulators,
-          dataDir: config.dataDir,
-          secretStoreKey: config.s3.secretStoreKey,
-          incompleteUploadRetentionMs: config.s3.incompleteUploadRetentionSeconds * 1000,
-          lifecycleDayMs: config.s3.lifecycleDaySeconds * 1000,
+          ...embeddedStoreSettingsOf(config),
           rgw: config.rgw,
           listener,
           qemu: config.qemu,
