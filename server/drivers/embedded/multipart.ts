@@ -2,9 +2,10 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { Readable, Transform } from 'node:stream';
 import { withTransaction, type PoolClient } from '../../db/pool.ts';
 import { isChecksumAlgorithm, runningChecksum } from './checksums.ts';
+import type { WriteCondition } from './conditions.ts';
 import { lockForWrite } from './quota.ts';
 import { StoreRefusal } from './refusals.ts';
-import { num, type StoredPart, type StoredUpload, type StoredVersion } from './rows.ts';
+import { num, type StoredPart, type StoredUpload } from './rows.ts';
 import { commitVersion, type VersionAttributes } from './objects.ts';
 import { assertCommitFits, dropGarbage, markGarbage, streamedWrite, type StoreContext } from './write-path.ts';
 
@@ -39,14 +40,34 @@ export function multipartOperations(context: StoreContext) {
     async createUpload(bucketId: string, key: string, attributes: VersionAttributes, checksumAlgorithm: string | null): Promise<string> {
       const uploadId = randomBytes(24).toString('base64url');
       await pool.query(
-        'INSERT INTO store_uploads (upload_id, bucket_id, key, content_type, headers, checksum_algorithm) VALUES ($1, $2, $3, $4, $5, $6)',
-        [uploadId, bucketId, key, attributes.contentType, JSON.stringify(attributes.headers), checksumAlgorithm],
+        'INSERT INTO store_uploads (upload_id, bucket_id, key, content_type, headers, checksum_algorithm, tags) VALUES ($1, $2, $3, $4, $5, $6, $7)',
+        [
+          uploadId,
+          bucketId,
+          key,
+          attributes.contentType,
+          JSON.stringify(attributes.headers),
+          checksumAlgorithm,
+          JSON.stringify(attributes.tags ?? []),
+        ],
       );
       return uploadId;
     },
 
     async upload(bucketId: string, key: string, uploadId: string): Promise<StoredUpload> {
       return uploadOf(pool, bucketId, key, uploadId);
+    },
+
+    /**
+     * What completing the upload made, when it was completed lately (a client repeating its
+     * CompleteMultipartUpload after a lost answer); undefined otherwise.
+     */
+    async completed(bucketId: string, key: string, uploadId: string): Promise<CompletedUpload | undefined> {
+      const { rows } = await pool.query<CompletedUpload>(
+        'SELECT version_id, etag, checksums FROM store_completed_uploads WHERE upload_id = $1 AND bucket_id = $2 AND key = $3',
+        [uploadId, bucketId, key],
+      );
+      return rows[0];
     },
 
     async uploadPart(request: {
@@ -119,7 +140,9 @@ export function multipartOperations(context: StoreContext) {
 
     /**
      * Completes an upload from the listed parts (ascending, each as uploaded, all but the last at
-     * least 5 MiB): one version whose segments are the parts' files. Parts not listed go.
+     * least 5 MiB): one version whose segments are the parts' files. Parts not listed go. A part
+     * number listed twice counts once, as its last listing says (as RGW reads the list: a client
+     * that sent a part twice lists both answers). A repeated completion is answered as the first.
      */
     async complete(request: {
       orgId: string;
@@ -127,10 +150,19 @@ export function multipartOperations(context: StoreContext) {
       key: string;
       uploadId: string;
       parts: Array<{ partNumber: number; etag: string; checksums: Record<string, string> }>;
-    }): Promise<StoredVersion> {
+      condition?: WriteCondition;
+    }): Promise<CompletedUpload> {
       const { version, freed } = await withTransaction(pool, async (tx) => {
         const locked = await lockForWrite(tx, request.orgId, request.bucketId);
-        const upload = await uploadOf(tx, request.bucketId, request.key, request.uploadId);
+        const upload = await uploadOf(tx, request.bucketId, request.key, request.uploadId).catch(async (error: unknown) => {
+          const done = await tx.query<CompletedUpload>(
+            'SELECT version_id, etag, checksums FROM store_completed_uploads WHERE upload_id = $1 AND bucket_id = $2 AND key = $3',
+            [request.uploadId, request.bucketId, request.key],
+          );
+          if (done.rows[0]) return done.rows[0];
+          throw error;
+        });
+        if (!('upload_id' in upload)) return { version: upload, freed: [] };
         await tx.query('SELECT 1 FROM store_uploads WHERE upload_id = $1 FOR UPDATE', [upload.upload_id]);
         const stored = new Map(
           (await tx.query<StoredPart>('SELECT * FROM store_parts WHERE upload_id = $1', [upload.upload_id])).rows.map((row) => [
@@ -139,9 +171,10 @@ export function multipartOperations(context: StoreContext) {
           ]),
         );
         if (request.parts.length === 0) throw new StoreRefusal('InvalidPart', 'You must specify at least one part');
+        const listedParts = request.parts.filter((listed, index) => request.parts[index + 1]?.partNumber !== listed.partNumber);
         const chosen: StoredPart[] = [];
-        request.parts.forEach((listed, index) => {
-          if (index > 0 && listed.partNumber <= request.parts[index - 1]!.partNumber)
+        listedParts.forEach((listed, index) => {
+          if (index > 0 && listed.partNumber <= listedParts[index - 1]!.partNumber)
             throw new StoreRefusal(
               'InvalidPartOrder',
               'The list of parts was not in ascending order. Parts must be ordered by part number.',
@@ -170,14 +203,20 @@ export function multipartOperations(context: StoreContext) {
           size,
           etag,
           checksums,
-          segments: chosen.map((part) => ({ blob: part.blob, size: part.size_bytes })),
-          attributes: { contentType: upload.content_type, headers: upload.headers },
+          segments: chosen.map((part) => ({ blob: part.blob, size: part.size_bytes, etag: part.etag })),
+          attributes: { contentType: upload.content_type, headers: upload.headers, tags: upload.tags },
           excludeUpload: upload.upload_id,
+          condition: request.condition,
         });
         const unused = [...stored.values()].filter((part) => !chosen.includes(part)).map((part) => part.blob);
         await markGarbage(tx, unused);
         await tx.query('DELETE FROM store_uploads WHERE upload_id = $1', [upload.upload_id]);
-        return { version: committed.version, freed: [...committed.freed, ...unused] };
+        const { version_id, etag: madeEtag, checksums: madeChecksums } = committed.version;
+        await tx.query(
+          'INSERT INTO store_completed_uploads (upload_id, bucket_id, key, version_id, etag, checksums) VALUES ($1, $2, $3, $4, $5, $6)',
+          [upload.upload_id, request.bucketId, request.key, version_id, madeEtag, JSON.stringify(madeChecksums)],
+        );
+        return { version: { version_id, etag: madeEtag!, checksums: madeChecksums }, freed: [...committed.freed, ...unused] };
       });
       await dropGarbage(context, freed);
       return version;
@@ -200,6 +239,13 @@ export function multipartOperations(context: StoreContext) {
 }
 
 const unquote = (etag: string): string => etag.replace(/^"|"$/g, '');
+
+/** What a completed upload made: the version, its ETag and checksums. */
+export interface CompletedUpload {
+  version_id: string;
+  etag: string;
+  checksums: Record<string, string>;
+}
 
 /**
  * The checksum of a multipart object as S3 gives it: the checksum of the parts' checksums

@@ -1,8 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { Readable, type Transform, type Writable } from 'node:stream';
 import { withTransaction, type PoolClient, type Queryable } from '../../db/pool.ts';
+import { StoreRefusal } from './refusals.ts';
+import { assertDeleteCondition, assertWriteCondition, type DeleteCondition, type WriteCondition } from './conditions.ts';
 import { addUsage, lockForWrite } from './quota.ts';
-import { bucketOf, num, versionOf, type Segment, type StoredBucket, type StoredVersion } from './rows.ts';
+import { bucketOf, num, versionOf, type Segment, type StoredBucket, type StoredVersion, type Tag } from './rows.ts';
 import { assertCommitFits, dropGarbage, markGarbage, streamedWrite, type StoreContext } from './write-path.ts';
 
 /** What a new version carries besides its bytes. */
@@ -10,6 +12,8 @@ export interface VersionAttributes {
   contentType: string | null;
   /** User metadata (x-amz-meta-*) and stored representation headers, lower-case names. */
   headers: Record<string, string>;
+  /** The object's tags (x-amz-tagging), in the order given. */
+  tags?: Tag[];
 }
 
 export interface PutRequest extends VersionAttributes {
@@ -23,12 +27,23 @@ export interface PutRequest extends VersionAttributes {
   digests(): Promise<{ etag: string; checksums: Record<string, string> }>;
   /** The body comes whether or not it is asked for: a small one is read while space is reserved (WriteSpec.readEarly). */
   readEarly?: boolean;
+  /** If-Match / If-None-Match, checked as the write commits. */
+  condition?: WriteCondition;
 }
 
 /** A new S3 version id: opaque, URL-safe. */
 export const newVersionId = (): string => randomBytes(16).toString('base64url').replace(/[-_]/g, 'x');
 
 const LATEST = `(SELECT max(l.seq) FROM store_versions l WHERE l.bucket_id = v.bucket_id AND l.key = v.key) = v.seq AS is_latest`;
+
+/** The latest version of a key (a delete marker included), as a transaction holding the bucket's lock sees it. */
+export async function latestVersion(db: Queryable, bucketId: string, key: string): Promise<StoredVersion | undefined> {
+  const { rows } = await db.query<StoredVersion>(
+    'SELECT *, true AS is_latest FROM store_versions WHERE bucket_id = $1 AND key = $2 ORDER BY seq DESC LIMIT 1',
+    [bucketId, key],
+  );
+  return rows[0] && versionOf(rows[0]);
+}
 
 /** The current version of an unversioned key (what a write replaces), locked by the bucket's lock. */
 async function unversionedCurrent(tx: Queryable, bucket: StoredBucket, key: string): Promise<StoredVersion | undefined> {
@@ -56,8 +71,10 @@ export async function commitVersion(
     segments: Segment[];
     attributes: VersionAttributes;
     excludeUpload?: string;
+    condition?: WriteCondition;
   },
 ): Promise<{ version: StoredVersion; freed: string[] }> {
+  if (version.condition) assertWriteCondition(version.condition, await latestVersion(tx, locked.bucket.id, key));
   const replaced = locked.snapshot?.key === key ? locked.snapshot.current : await unversionedCurrent(tx, locked.bucket, key);
   const delta = { bytes: version.size - (replaced?.size_bytes ?? 0), objects: 1 - (replaced ? 1 : 0) };
   await assertCommitFits(tx, locked, orgId, delta, version.excludeUpload ?? null);
@@ -76,8 +93,8 @@ export async function commitVersion(
   const { rows } = await tx.query<StoredVersion>(
     `WITH org AS (UPDATE store_orgs SET usage_bytes = usage_bytes + $10, usage_objects = usage_objects + $11 WHERE org_id = $12),
           bucket AS (UPDATE store_buckets SET usage_bytes = usage_bytes + $10, usage_objects = usage_objects + $11 WHERE id = $1)
-     INSERT INTO store_versions (bucket_id, key, version_id, delete_marker, size_bytes, etag, content_type, headers, checksums, segments)
-     VALUES ($1, $2, $3, false, $4, $5, $6, $7, $8, $9) RETURNING *`,
+     INSERT INTO store_versions (bucket_id, key, version_id, delete_marker, size_bytes, etag, content_type, headers, checksums, segments, tags)
+     VALUES ($1, $2, $3, false, $4, $5, $6, $7, $8, $9, $13) RETURNING *`,
     [
       locked.bucket.id,
       key,
@@ -91,6 +108,7 @@ export async function commitVersion(
       delta.bytes,
       delta.objects,
       orgId,
+      JSON.stringify(version.attributes.tags ?? []),
     ],
   );
   return { version: versionOf(rows[0]!), freed };
@@ -109,6 +127,16 @@ function piecesOf(version: StoredVersion, start: number, end: number): Array<{ b
   return pieces;
 }
 
+/** A version: the given one, or the key's latest (which may be a delete marker). */
+async function versionIn(db: Queryable, bucketId: string, key: string, versionId: string | undefined): Promise<StoredVersion | null> {
+  if (versionId === undefined) return (await latestVersion(db, bucketId, key)) ?? null;
+  const { rows } = await db.query<StoredVersion>(
+    `SELECT v.*, ${LATEST} FROM store_versions v WHERE bucket_id = $1 AND key = $2 AND version_id = $3`,
+    [bucketId, key, versionId],
+  );
+  return rows[0] ? versionOf(rows[0]) : null;
+}
+
 export function objectOperations(context: StoreContext) {
   const { pool, blobs } = context;
 
@@ -117,12 +145,6 @@ export function objectOperations(context: StoreContext) {
     async bucketNamed(orgId: string, name: string): Promise<StoredBucket | null> {
       const { rows } = await pool.query<StoredBucket>('SELECT * FROM store_buckets WHERE org_id = $1 AND name = $2', [orgId, name]);
       return rows[0] ? bucketOf(rows[0]) : null;
-    },
-
-    /** Whether some other organization holds a bucket of that name (AccessDenied rather than NoSuchBucket). */
-    async nameHeldElsewhere(orgId: string, name: string): Promise<boolean> {
-      const { rows } = await pool.query('SELECT 1 FROM store_buckets WHERE org_id <> $1 AND name = $2 LIMIT 1', [orgId, name]);
-      return rows.length > 0;
     },
 
     async bucketsOf(orgId: string): Promise<StoredBucket[]> {
@@ -156,6 +178,7 @@ export function objectOperations(context: StoreContext) {
             checksums: digests!.checksums,
             segments: [{ blob, size: request.size }],
             attributes: request,
+            condition: request.condition,
           }),
       });
       // The replaced version's files are removed after the answer: their garbage rows committed
@@ -166,19 +189,8 @@ export function objectOperations(context: StoreContext) {
     },
 
     /** A version: the given one, or the key's latest (which may be a delete marker). */
-    async version(bucketId: string, key: string, versionId: string | undefined): Promise<StoredVersion | null> {
-      const { rows } =
-        versionId === undefined
-          ? await pool.query<StoredVersion>(
-              'SELECT *, true AS is_latest FROM store_versions WHERE bucket_id = $1 AND key = $2 ORDER BY seq DESC LIMIT 1',
-              [bucketId, key],
-            )
-          : await pool.query<StoredVersion>(
-              `SELECT v.*, ${LATEST} FROM store_versions v WHERE bucket_id = $1 AND key = $2 AND version_id = $3`,
-              [bucketId, key, versionId],
-            );
-      return rows[0] ? versionOf(rows[0]) : null;
-    },
+    version: (bucketId: string, key: string, versionId: string | undefined): Promise<StoredVersion | null> =>
+      versionIn(pool, bucketId, key, versionId),
 
     /**
      * `version`, found by the bucket's name in the organization rather than its id: a read asks
@@ -228,35 +240,74 @@ export function objectOperations(context: StoreContext) {
 
     /**
      * Deletes: with a version id, that version (or marker) for good; without, in a versioned
-     * bucket a delete marker is added, in an unversioned one the key goes. Deletes are never
-     * refused by a quota: they are how usage comes back under it.
+     * bucket a delete marker is added, in an unversioned one the key goes, and in one whose
+     * versioning is suspended the key's `null` version goes and a `null` delete marker takes its
+     * place (the versions kept stay). Deletes are never refused by a quota: they are how usage
+     * comes back under it. `condition` is checked against the version the delete is about.
      */
-    async deleteObject(orgId: string, bucketId: string, key: string, versionId: string | undefined) {
+    async deleteObject(orgId: string, bucketId: string, key: string, versionId: string | undefined, condition?: DeleteCondition) {
       const outcome = await withTransaction(pool, async (tx) => {
         const locked = await lockForWrite(tx, orgId, bucketId);
-        if (versionId !== undefined || !locked.bucket.versioning) {
+        const { bucket } = locked;
+        if (condition) {
+          const target = await versionIn(tx, bucketId, key, versionId);
+          assertDeleteCondition(condition, target);
+        }
+        const removeVersion = async (id: string) => {
           const { rows } = await tx.query<StoredVersion>(
             'DELETE FROM store_versions WHERE bucket_id = $1 AND key = $2 AND version_id = $3 RETURNING *',
-            [bucketId, key, versionId ?? 'null'],
+            [bucketId, key, id],
           );
           const gone = rows[0] && versionOf(rows[0]);
-          if (!gone) return { versionId: versionId, deleteMarker: false, freed: [] as string[] };
+          if (!gone) return undefined;
           const freed = gone.segments.map((segment) => segment.blob);
           await markGarbage(tx, freed);
           await addUsage(tx, orgId, bucketId, -gone.size_bytes, -1);
-          return { versionId: gone.version_id, deleteMarker: gone.delete_marker, freed };
+          return { gone, freed };
+        };
+        const addMarker = async (markerId: string) => {
+          await tx.query(
+            `INSERT INTO store_versions (bucket_id, key, version_id, delete_marker, size_bytes) VALUES ($1, $2, $3, true, 0)`,
+            [bucketId, key, markerId],
+          );
+          await addUsage(tx, orgId, bucketId, 0, 1);
+        };
+        if (versionId !== undefined || !bucket.versioning_configured) {
+          const removed = await removeVersion(versionId ?? 'null');
+          if (!removed) return { versionId: versionId, deleteMarker: false, freed: [] as string[] };
+          return { versionId: removed.gone.version_id, deleteMarker: removed.gone.delete_marker, freed: removed.freed };
+        }
+        if (!bucket.versioning) {
+          // Suspended: the null version is replaced by a null delete marker.
+          const removed = await removeVersion('null');
+          await addMarker('null');
+          return { versionId: 'null', deleteMarker: true, freed: removed?.freed ?? [] };
         }
         const markerId = newVersionId();
-        await tx.query(`INSERT INTO store_versions (bucket_id, key, version_id, delete_marker, size_bytes) VALUES ($1, $2, $3, true, 0)`, [
-          bucketId,
-          key,
-          markerId,
-        ]);
-        await addUsage(tx, orgId, bucketId, 0, 1);
+        await addMarker(markerId);
         return { versionId: markerId, deleteMarker: true, freed: [] as string[] };
       });
       await dropGarbage(context, outcome.freed);
       return { versionId: outcome.versionId, deleteMarker: outcome.deleteMarker };
+    },
+
+    /** Replaces the tags of a version (the key's latest when no id is given); the version id they were set on. */
+    async setTags(bucketId: string, key: string, versionId: string | undefined, tags: Tag[]): Promise<string> {
+      const target = await versionIn(pool, bucketId, key, versionId);
+      if (!target || target.delete_marker) return missingVersion(key, versionId, target);
+      const { rowCount } = await pool.query('UPDATE store_versions SET tags = $4 WHERE bucket_id = $1 AND key = $2 AND version_id = $3', [
+        bucketId,
+        key,
+        target.version_id,
+        JSON.stringify(tags),
+      ]);
+      if (rowCount === 0) return missingVersion(key, versionId, null);
+      return target.version_id;
+    },
+
+    /** Sets a bucket's TagSet (null: removes it). */
+    async setBucketTags(bucketId: string, tags: Tag[] | null): Promise<void> {
+      await pool.query('UPDATE store_buckets SET tags = $2 WHERE id = $1', [bucketId, tags === null ? null : JSON.stringify(tags)]);
     },
 
     /**
@@ -298,3 +349,11 @@ export function objectOperations(context: StoreContext) {
 }
 
 export type ObjectOperations = ReturnType<typeof objectOperations>;
+
+/** S3's refusal for a version that is not there (or is a delete marker, which has no tags or body). */
+function missingVersion(key: string, versionId: string | undefined, found: StoredVersion | null): never {
+  if (found?.delete_marker && versionId !== undefined)
+    throw new StoreRefusal('MethodNotAllowed', 'The specified method is not allowed against this resource.');
+  if (versionId !== undefined && !found) throw new StoreRefusal('NoSuchVersion', 'The specified version does not exist.');
+  throw new StoreRefusal('NoSuchKey', `The specified key does not exist.`);
+}

@@ -12,7 +12,8 @@ export type RefusalCode =
   | 'InvalidPartOrder'
   | 'EntityTooSmall'
   | 'IncompleteBody'
-  | 'MethodNotAllowed';
+  | 'MethodNotAllowed'
+  | 'PreconditionFailed';
 
 export class StoreRefusal extends Error {
   readonly code: RefusalCode;

@@ -3,13 +3,22 @@
 export interface Segment {
   blob: string;
   size: number;
+  /** The part's ETag, for a segment that was a part of a multipart upload (GetObject by partNumber). */
+  etag?: string;
 }
+
+/** An S3 tag: its key and value. */
+export type Tag = [key: string, value: string];
 
 export interface StoredBucket {
   id: string;
   org_id: string;
   name: string;
   versioning: boolean;
+  /** Versioning was configured at some time: off now means S3's Suspended rather than never enabled. */
+  versioning_configured: boolean;
+  /** The bucket's TagSet, in the order given; null when it has none. */
+  tags: Tag[] | null;
   max_objects: number | null;
   max_size_bytes: number | null;
   suspended: boolean;
@@ -30,6 +39,8 @@ export interface StoredVersion {
   headers: Record<string, string>;
   checksums: Record<string, string>;
   segments: Segment[];
+  /** The object's tags, in the order given. */
+  tags: Tag[];
   last_modified: Date;
   /** Set by the queries that say whether this is the key's latest version. */
   is_latest?: boolean;
@@ -42,6 +53,8 @@ export interface StoredUpload {
   content_type: string | null;
   headers: Record<string, string>;
   checksum_algorithm: string | null;
+  /** The tags of the object it completes into. */
+  tags: Tag[];
   initiated: Date;
 }
 
@@ -73,6 +86,6 @@ export function versionOf(row: StoredVersion): StoredVersion {
     ...row,
     seq: num(row.seq),
     size_bytes: num(row.size_bytes),
-    segments: row.segments.map((segment) => ({ blob: segment.blob, size: num(segment.size) })),
+    segments: row.segments.map((segment) => ({ ...segment, size: num(segment.size) })),
   };
 }

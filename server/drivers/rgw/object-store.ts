@@ -225,6 +225,14 @@ export function createRgwObjectStore(pool: Pool, options: RgwDriverOptions): Obj
       return reportOf(address.orgId, address.bucketId, await existingStats(address));
     },
 
+    async setBucketVersioning({ versioning, ...address }) {
+      const credentials = await organization(address.orgId);
+      const stats = await existingStats(address);
+      // As the bucket's owner now: `org` while it is served, `platform` while it is soft-deleted.
+      await s3.setVersioning(isSuspended(address.orgId, stats) ? credentials.platform : credentials.org, address.name, versioning);
+      return reportOf(address.orgId, address.bucketId, await existingStats(address));
+    },
+
     async describeBucket(address) {
       const stats = await statsOf(address);
       return stats ? reportOf(address.orgId, address.bucketId, stats) : null;
