@@ -78,6 +78,8 @@ export interface S3Config {
    * 7 days: what S3's lifecycle rule AbortIncompleteMultipartUpload is commonly set to).
    */
   incompleteUploadRetentionSeconds: number;
+  /** A request body that stops coming for this long is ended with S3's RequestTimeout (S3_BODY_TIMEOUT_SECONDS, default 20, as S3's). */
+  bodyTimeoutSeconds: number;
 }
 
 export interface OidcConfig {
@@ -226,6 +228,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       region: env.S3_REGION || 'us-east-1',
       secretStoreKey: env.SECRET_STORE_KEY || undefined,
       incompleteUploadRetentionSeconds: integer(env, 'S3_INCOMPLETE_UPLOAD_RETENTION_SECONDS', 7 * 86_400, 1, 10 * 365 * 86_400),
+      bodyTimeoutSeconds: integer(env, 'S3_BODY_TIMEOUT_SECONDS', 20, 1, 3_600),
     },
     simulators: {
       poolSize: integer(env, 'SIM_POOL_SIZE', 4, 1, 100),

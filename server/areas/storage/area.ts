@@ -55,11 +55,12 @@ export function storageArea(deps: AreaDependencies) {
       embeddedStore &&
       startS3Endpoint({
         store: embeddedStore,
-        platform: s3Port(pool),
+        platform: s3Port({ pool, buckets, objectStore: drivers.objectStore, clock, log: log.child({ component: 's3' }) }),
         keys: credentials.section<Caller>('s3'),
         port: config.s3.port,
         host: config.host,
         region: config.s3.region,
+        bodyTimeoutMs: config.s3.bodyTimeoutSeconds * 1000,
         log: log.child({ component: 's3' }),
       }),
   });

@@ -1,9 +1,10 @@
 import { isChecksumAlgorithm } from '../checksums.ts';
+import { hashing } from '../hashing.ts';
 import { S3Error, invalidArgument } from './errors.ts';
-import { attributesOf } from './object-handlers.ts';
+import { assertEarlyWriteCondition, attributesOf, copySourceVersion, taggingOf, writeConditionOf } from './object-handlers.ts';
 import { uploadBody } from './payload.ts';
-import { sendXml, smallBody, type S3Handler, type S3Request } from './request.ts';
-import { blocks, document, text, type XmlNode } from './xml.ts';
+import { checkedSmallBody, headerOf, sendXml, type S3Handler, type S3Request } from './request.ts';
+import { blocks, document, malformedXml, text, type XmlNode } from './xml.ts';
 
 const OWNER = (request: S3Request) => ({ ID: request.caller.orgId, DisplayName: 'cloud-platform' });
 
@@ -13,7 +14,12 @@ const createUpload: S3Handler = async (request) => {
   const algorithm = typeof requested === 'string' ? requested.toLowerCase() : null;
   if (algorithm !== null && !isChecksumAlgorithm(algorithm))
     throw invalidArgument('Checksum algorithm provided is unsupported.', 'x-amz-checksum-algorithm', String(requested));
-  const uploadId = await request.store.multipart.createUpload(bucket.id, request.key, attributesOf(request), algorithm);
+  const uploadId = await request.store.multipart.createUpload(
+    bucket.id,
+    request.key,
+    { ...attributesOf(request), tags: taggingOf(request) },
+    algorithm,
+  );
   const headers: Record<string, string> = algorithm ? { 'x-amz-checksum-algorithm': algorithm.toUpperCase() } : {};
   sendXml(
     request.res,
@@ -31,18 +37,73 @@ function partNumberOf(request: S3Request): number {
   return value;
 }
 
-const uploadPart: S3Handler = async (request) => {
-  if (request.req.headers['x-amz-copy-source'] !== undefined)
-    throw new S3Error('NotImplemented', 501, 'UploadPartCopy is not implemented by this endpoint');
+/** `x-amz-copy-source-range` (`bytes=first-last`, both given), within the source's size; the whole source when absent. */
+function copyRange(request: S3Request, size: number): { start: number; end: number } {
+  const raw = headerOf(request, 'x-amz-copy-source-range');
+  if (raw === undefined) return { start: 0, end: size - 1 };
+  const match = /^bytes=(\d+)-(\d+)$/.exec(raw.trim());
+  if (!match)
+    throw invalidArgument('The x-amz-copy-source-range value must be of the form bytes=first-last', 'x-amz-copy-source-range', raw);
+  const start = Number(match[1]);
+  const end = Number(match[2]);
+  if (end < start)
+    throw invalidArgument('The x-amz-copy-source-range value must be of the form bytes=first-last', 'x-amz-copy-source-range', raw);
+  if (end >= size)
+    throw new S3Error('InvalidRange', 416, 'The requested range is not satisfiable', {
+      RangeRequested: raw,
+      ActualObjectSize: String(size),
+    });
+  return { start, end };
+}
+
+/**
+ * UploadPartCopy: a part made of (a range of) an existing object, read from the store and written
+ * as any part is (its own file, its ETag the MD5 of its bytes, its space reserved under the quotas).
+ */
+const uploadPartCopy: S3Handler = async (request) => {
+  const { sourceBucket, sourceVersion } = await copySourceVersion(request);
   const bucket = await request.access.bucket(request.caller, request.bucketName);
   const uploadId = request.query.get('uploadId')!;
   const partNumber = partNumberOf(request);
-  const body = uploadBody(request.req, request.res, request.signed.payloadHash, {
-    key: request.signingKey,
-    amzDate: request.signed.amzDate,
-    scope: request.scope,
-    seedSignature: request.signed.signature,
+  const { start, end } = copyRange(request, sourceVersion.size_bytes);
+  const size = end - start + 1;
+  const hashes = hashing(new Set(['md5'] as const), size);
+  const part = await request.store.multipart.uploadPart({
+    orgId: request.caller.orgId,
+    bucketId: bucket.id,
+    key: request.key,
+    uploadId,
+    partNumber,
+    size,
+    body: request.store.objects.read(sourceVersion, start, end),
+    transforms: [hashes.transform],
+    digests: async () => ({ etag: (await hashes.result()).get('md5')!.toString('hex'), checksums: {} }),
   });
+  sendXml(
+    request.res,
+    200,
+    document('CopyPartResult', { ETag: `"${part.etag}"`, LastModified: part.last_modified.toISOString() }),
+    sourceBucket.versioning || sourceBucket.versioning_configured ? { 'x-amz-copy-source-version-id': sourceVersion.version_id } : {},
+  );
+};
+
+const uploadPart: S3Handler = async (request) => {
+  if (request.req.headers['x-amz-copy-source'] !== undefined) return uploadPartCopy(request);
+  const bucket = await request.access.bucket(request.caller, request.bucketName);
+  const uploadId = request.query.get('uploadId')!;
+  const partNumber = partNumberOf(request);
+  const body = uploadBody(
+    request.req,
+    request.res,
+    request.signed.payloadHash,
+    {
+      key: request.signingKey,
+      amzDate: request.signed.amzDate,
+      scope: request.scope,
+      seedSignature: request.signed.signature,
+    },
+    request.stallTimeoutMs,
+  );
   const part = await request.store.multipart.uploadPart({
     orgId: request.caller.orgId,
     bucketId: bucket.id,
@@ -62,9 +123,12 @@ const uploadPart: S3Handler = async (request) => {
 const completeUpload: S3Handler = async (request) => {
   const bucket = await request.access.bucket(request.caller, request.bucketName);
   const uploadId = request.query.get('uploadId')!;
-  // The upload must exist before its (small) body is read.
-  await request.store.multipart.upload(bucket.id, request.key, uploadId);
-  const xml = (await smallBody(request.req, request.res)).toString('utf8');
+  // The upload must exist (or have been completed lately: a retry) before its (small) body is read.
+  const completed = await request.store.multipart.completed(bucket.id, request.key, uploadId);
+  if (!completed) await request.store.multipart.upload(bucket.id, request.key, uploadId);
+  const condition = writeConditionOf(request);
+  if (!completed) await assertEarlyWriteCondition(request, bucket, condition);
+  const xml = await checkedSmallBody(request);
   const parts = blocks(xml, 'Part').map((block) => {
     const partNumber = Number(text(block, 'PartNumber'));
     const checksums: Record<string, string> = {};
@@ -80,17 +144,17 @@ const completeUpload: S3Handler = async (request) => {
     }
     return { partNumber, etag: text(block, 'ETag') ?? '', checksums };
   });
-  if (parts.length === 0 || parts.some((part) => !Number.isInteger(part.partNumber)))
-    throw new S3Error('MalformedXML', 400, 'The XML you provided was not well-formed or did not validate against our published schema');
+  if (parts.length === 0 || parts.some((part) => !Number.isInteger(part.partNumber))) throw malformedXml();
   const version = await request.store.multipart.complete({
     orgId: request.caller.orgId,
     bucketId: bucket.id,
     key: request.key,
     uploadId,
     parts,
+    condition,
   });
   const headers: Record<string, string> = {};
-  if (bucket.versioning) headers['x-amz-version-id'] = version.version_id;
+  if (bucket.versioning || bucket.versioning_configured) headers['x-amz-version-id'] = version.version_id;
   const checksums: XmlNode = {};
   for (const [algorithm, value] of Object.entries(version.checksums)) {
     if (isChecksumAlgorithm(algorithm)) checksums[`Checksum${algorithm.toUpperCase()}`] = value;

@@ -5,6 +5,7 @@ import { hashing, type NativeDigest } from '../hashing.ts';
 import { AwsChunkedDecoder, type ChunkSigning } from './chunked.ts';
 import { S3Error, invalidArgument } from './errors.ts';
 import { UNSIGNED_PAYLOAD } from './sigv4.ts';
+import { stallGuard } from './stall.ts';
 
 /** An upload's body, ready for the store: its length, its decoded bytes, and what checks them. */
 export interface UploadBody {
@@ -36,6 +37,8 @@ export function uploadBody(
   response: ServerResponse,
   payloadHash: string,
   signing: ChunkSigning | undefined,
+  /** A body that stops coming for this long is ended (RequestTimeout). */
+  stallTimeoutMs: number,
 ): UploadBody {
   const streaming = STREAMING_SIGNED.has(payloadHash) || payloadHash === STREAMING_UNSIGNED;
   let size: number;
@@ -102,7 +105,8 @@ export function uploadBody(
     else scripted.set(algorithm, runningChecksum(algorithm));
   }
   const hashes = hashing(native, size);
-  const transforms: Transform[] = [hashes.transform];
+  // First in line: it sees the bytes as they come, before anything else can hold them up.
+  const transforms: Transform[] = [stallGuard(stallTimeoutMs), hashes.transform];
   if (scripted.size > 0)
     transforms.push(
       new Transform({

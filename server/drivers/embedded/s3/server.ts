@@ -8,12 +8,12 @@ import type { CacheSection } from '../../../db/announced-cache.ts';
 import { createAccess, type Caller } from './access.ts';
 import type { S3Platform } from './platform-port.ts';
 import { bucketRoutes } from './bucket-handlers.ts';
-import { REFUSAL_STATUS, S3Error, accessDenied, notImplemented } from './errors.ts';
+import { REFUSAL_STATUS, S3Error, accessDenied, assertStorable } from './errors.ts';
 import { multipartRoutes } from './multipart-handlers.ts';
 import { objectRoutes } from './object-handlers.ts';
 import type { S3Request } from './request.ts';
 import { parseSignature, scopeOf, verify } from './sigv4.ts';
-import { OBJECT_SUB_RESOURCES, refuseUnofferedGuarantees, subResourceOf } from './sub-resources.ts';
+import { refuseUnofferedGuarantees } from './sub-resources.ts';
 import { document } from './xml.ts';
 import type { S3Handler } from './request.ts';
 
@@ -36,6 +36,8 @@ export async function startS3Endpoint(options: {
   port: number;
   host: string;
   region: string;
+  /** A request body that stops coming for this long is ended with RequestTimeout (S3_BODY_TIMEOUT_SECONDS). */
+  bodyTimeoutMs: number;
   log: Logger;
 }): Promise<S3Endpoint> {
   const { store, region, log } = options;
@@ -50,9 +52,7 @@ export async function startS3Endpoint(options: {
     if (key === '') return bucketRoutes.route(request);
     // A part's upload carries partNumber too: the upload it belongs to decides.
     if (request.query.has('uploads') || request.query.has('uploadId')) return multipartRoutes.route(request);
-    const subResource = subResourceOf(request, OBJECT_SUB_RESOURCES);
-    // Anything else about the object than its bytes is not offered: refused before it can touch them.
-    if (subResource !== undefined) throw notImplemented(`The ${subResource} sub-resource of an object`);
+    // By method and sub-resource: what is not offered is refused before it can touch the object.
     return objectRoutes.route(request);
   };
 
@@ -68,6 +68,13 @@ export async function startS3Endpoint(options: {
     const signingKey = verify(parts, signed, caller.secret);
     const path = decodePath(rawPath.replace(/^\/+/, ''));
     const slash = path.indexOf('/');
+    const bucketName = slash < 0 ? path : path.slice(0, slash);
+    if (bucketName.includes('\u0000'))
+      throw new S3Error('InvalidBucketName', 400, 'The specified bucket is not valid.', {
+        BucketName: bucketName.replaceAll('\u0000', '%00'),
+      });
+    const query = new URLSearchParams(rawQuery);
+    for (const [name, value] of query) assertStorable(value, assertStorable(name, 'query parameter'));
     const request: S3Request = {
       req,
       res,
@@ -75,13 +82,14 @@ export async function startS3Endpoint(options: {
       signed,
       signingKey,
       scope: scopeOf(signed),
-      bucketName: slash < 0 ? path : path.slice(0, slash),
-      key: slash < 0 ? '' : path.slice(slash + 1),
-      query: new URLSearchParams(rawQuery),
+      bucketName,
+      key: slash < 0 ? '' : assertStorable(path.slice(slash + 1), 'key'),
+      query,
       store,
       access,
       region,
       requestId,
+      stallTimeoutMs: options.bodyTimeoutMs,
     };
     await route(request)(request);
   };
@@ -97,7 +105,7 @@ export async function startS3Endpoint(options: {
   // for it, after the signature and the quota reservation passed (payload.ts), so a refused
   // upload costs no transfer.
   server.on('checkContinue', onRequest);
-  // Large objects stream for as long as they take.
+  // Large objects stream for as long as they take; a body that stops coming is ended (stall.ts).
   server.requestTimeout = 0;
   server.headersTimeout = 60_000;
   server.keepAliveTimeout = 5_000;

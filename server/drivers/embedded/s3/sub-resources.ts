@@ -83,7 +83,6 @@ export function refuseUnofferedGuarantees(request: S3Request): void {
   }
   const acl = header(request, 'x-amz-acl');
   if (acl !== undefined && !OWNER_ONLY_ACLS.has(acl.trim())) throw notImplemented(`The canned ACL ${acl.trim()}`);
-  if (header(request, 'x-amz-tagging') !== undefined) throw notImplemented('Object tagging');
   if (header(request, 'x-amz-website-redirect-location') !== undefined) throw notImplemented('Website redirects');
   const storageClass = header(request, 'x-amz-storage-class');
   if (storageClass !== undefined && storageClass.trim() !== 'STANDARD')
