@@ -1,0 +1,43 @@
+// Listing edges as S3 answers them (issue 28): max-keys=0 is an empty page that is not truncated,
+// and an empty continuation token starts at the beginning rather than being refused.
+import { ListObjectVersionsCommand, ListObjectsCommand, ListObjectsV2Command, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { createAccessKey, createBucket, s3Client, startS3Server } from './support.ts';
+
+let server: Awaited<ReturnType<typeof startS3Server>>;
+let s3: S3Client;
+const BUCKET = 'listed';
+const KEYS = ['bar', 'baz', 'foo', 'quxx'];
+
+beforeAll(async () => {
+  server = await startS3Server();
+  await createBucket(server, server.org, BUCKET, { versioning: true });
+  s3 = s3Client(server, await createAccessKey(server, server.org));
+  for (const Key of KEYS) await s3.send(new PutObjectCommand({ Bucket: BUCKET, Key, Body: Key }));
+}, 120_000);
+afterAll(async () => server?.close());
+
+describe('max-keys=0', () => {
+  test('every listing answers an empty page that is not truncated', async () => {
+    const v1 = await s3.send(new ListObjectsCommand({ Bucket: BUCKET, MaxKeys: 0 }));
+    expect([v1.IsTruncated, v1.Contents ?? []]).toEqual([false, []]);
+    const v2 = await s3.send(new ListObjectsV2Command({ Bucket: BUCKET, MaxKeys: 0 }));
+    expect([v2.IsTruncated, v2.KeyCount, v2.Contents ?? [], v2.NextContinuationToken]).toEqual([false, 0, [], undefined]);
+    const versions = await s3.send(new ListObjectVersionsCommand({ Bucket: BUCKET, MaxKeys: 0 }));
+    expect([versions.IsTruncated, versions.Versions ?? []]).toEqual([false, []]);
+  });
+});
+
+describe('continuation tokens', () => {
+  test('an empty token lists from the beginning and is given back empty', async () => {
+    const listed = await s3.send(new ListObjectsV2Command({ Bucket: BUCKET, ContinuationToken: '' }));
+    expect([listed.ContinuationToken, listed.IsTruncated, listed.Contents?.map((object) => object.Key)]).toEqual(['', false, KEYS]);
+  });
+
+  test('a token this endpoint gave continues where the page ended', async () => {
+    const first = await s3.send(new ListObjectsV2Command({ Bucket: BUCKET, MaxKeys: 3 }));
+    expect([first.IsTruncated, first.Contents?.map((object) => object.Key)]).toEqual([true, KEYS.slice(0, 3)]);
+    const next = await s3.send(new ListObjectsV2Command({ Bucket: BUCKET, ContinuationToken: first.NextContinuationToken }));
+    expect([next.IsTruncated, next.Contents?.map((object) => object.Key)]).toEqual([false, KEYS.slice(3)]);
+  });
+});
