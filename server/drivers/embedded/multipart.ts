@@ -203,7 +203,7 @@ export function multipartOperations(context: StoreContext) {
           size,
           etag,
           checksums,
-          segments: chosen.map((part) => ({ blob: part.blob, size: part.size_bytes, etag: part.etag })),
+          segments: chosen.map((part) => ({ blob: part.blob, size: part.size_bytes, etag: part.etag, checksums: part.checksums })),
           attributes: { contentType: upload.content_type, headers: upload.headers, tags: upload.tags },
           excludeUpload: upload.upload_id,
           condition: request.condition,

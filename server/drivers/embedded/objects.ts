@@ -305,6 +305,11 @@ export function objectOperations(context: StoreContext) {
       return target.version_id;
     },
 
+    /** Sets a bucket's ObjectOwnership (null: removes it). */
+    async setBucketOwnership(bucketId: string, ownership: string | null): Promise<void> {
+      await pool.query('UPDATE store_buckets SET ownership = $2 WHERE id = $1', [bucketId, ownership]);
+    },
+
     /** Sets a bucket's TagSet (null: removes it). */
     async setBucketTags(bucketId: string, tags: Tag[] | null): Promise<void> {
       await pool.query('UPDATE store_buckets SET tags = $2 WHERE id = $1', [bucketId, tags === null ? null : JSON.stringify(tags)]);

@@ -5,6 +5,8 @@ export interface Segment {
   size: number;
   /** The part's ETag, for a segment that was a part of a multipart upload (GetObject by partNumber). */
   etag?: string;
+  /** The part's verified checksums, for such a segment (GetObjectAttributes). */
+  checksums?: Record<string, string>;
 }
 
 /** An S3 tag: its key and value. */
@@ -19,6 +21,8 @@ export interface StoredBucket {
   versioning_configured: boolean;
   /** The bucket's TagSet, in the order given; null when it has none. */
   tags: Tag[] | null;
+  /** S3's ObjectOwnership setting; null when none was set. */
+  ownership: string | null;
   max_objects: number | null;
   max_size_bytes: number | null;
   suspended: boolean;

@@ -2,7 +2,7 @@
 // PostgreSQL cannot hold (NUL) in keys, prefixes, markers, version and upload ids, copy sources,
 // bucket names and XML bodies; user metadata over S3's 2 KB; and a body that stops coming, which
 // is ended after S3_BODY_TIMEOUT_SECONDS rather than held open.
-import { HeadObjectCommand, ListObjectsV2Command, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import { GetObjectCommand, HeadObjectCommand, ListObjectsV2Command, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { SignatureV4 } from '@smithy/signature-v4';
 import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
@@ -130,54 +130,62 @@ describe('user metadata', () => {
   });
 });
 
-describe('a body that stops coming', () => {
-  /** Sends a signed request's head and the first bytes of a body it says is longer, then nothing; what the server answers. */
-  async function stall(
-    path: string,
-    query: Record<string, string>,
-    declared: number,
-    sent: string,
-  ): Promise<{ answer: string; closed: boolean }> {
-    const base = new URL(server.s3Url);
-    const signer = new SignatureV4({
-      credentials: { accessKeyId: key.accessKeyId, secretAccessKey: key.secretAccessKey },
-      region: 'us-east-1',
-      service: 's3',
-      sha256: NodeSha256,
-      uriEscapePath: false,
+/**
+ * A signed PUT over a raw socket: its head with `extraHeaders`, then `sent` of a body declared
+ * `declared` bytes long (more: the client stalls); what the server answered, and whether it closed
+ * the connection within 30 s (many times the server's 1 s timeout here).
+ */
+async function rawPut(
+  path: string,
+  query: Record<string, string>,
+  declared: number,
+  sent: string,
+  extraHeaders: Record<string, string> = {},
+): Promise<{ answer: string; closed: boolean }> {
+  const base = new URL(server.s3Url);
+  const signer = new SignatureV4({
+    credentials: { accessKeyId: key.accessKeyId, secretAccessKey: key.secretAccessKey },
+    region: 'us-east-1',
+    service: 's3',
+    sha256: NodeSha256,
+    uriEscapePath: false,
+  });
+  const signed = await signer.sign({
+    method: 'PUT',
+    protocol: 'http:',
+    hostname: base.hostname,
+    port: Number(base.port),
+    path,
+    query,
+    headers: { host: base.host, 'x-amz-content-sha256': 'UNSIGNED-PAYLOAD', 'content-length': String(declared), ...extraHeaders },
+  });
+  const search = Object.entries(query)
+    .map(([name, value]) => (value === '' ? name : `${name}=${value}`))
+    .join('&');
+  const head = [
+    `PUT ${path}${search ? `?${search}` : ''} HTTP/1.1`,
+    ...Object.entries(signed.headers).map(([name, value]) => `${name}: ${value}`),
+  ];
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(base.port), base.hostname, () => socket.write(`${head.join('\r\n')}\r\n\r\n${sent}`));
+    let answer = '';
+    socket.on('data', (chunk: Buffer) => {
+      answer += chunk.toString();
+      // A whole answer to a request that sent its whole body: done, without waiting for a close.
+      if (sent.length === declared && /\r\n\r\n/.test(answer)) socket.end();
     });
-    const signed = await signer.sign({
-      method: 'PUT',
-      protocol: 'http:',
-      hostname: base.hostname,
-      port: Number(base.port),
-      path,
-      query,
-      headers: { host: base.host, 'x-amz-content-sha256': 'UNSIGNED-PAYLOAD', 'content-length': String(declared) },
-    });
-    const search = Object.entries(query)
-      .map(([name, value]) => (value === '' ? name : `${name}=${value}`))
-      .join('&');
-    const head = [
-      `PUT ${path}${search ? `?${search}` : ''} HTTP/1.1`,
-      ...Object.entries(signed.headers).map(([name, value]) => `${name}: ${value}`),
-    ];
-    return new Promise((resolve, reject) => {
-      const socket = connect(Number(base.port), base.hostname, () => socket.write(`${head.join('\r\n')}\r\n\r\n${sent}`));
-      let answer = '';
-      socket.on('data', (chunk: Buffer) => (answer += chunk.toString()));
-      socket.on('error', reject);
-      socket.on('close', () => resolve({ answer, closed: true }));
-      // Longer than the server's timeout (1 s here) many times over: the server must act first.
-      setTimeout(() => {
-        socket.destroy();
-        resolve({ answer, closed: false });
-      }, 30_000).unref();
-    });
-  }
+    socket.on('error', reject);
+    socket.on('close', () => resolve({ answer, closed: true }));
+    setTimeout(() => {
+      socket.destroy();
+      resolve({ answer, closed: false });
+    }, 30_000).unref();
+  });
+}
 
+describe('a body that stops coming', () => {
   test('an object upload is answered RequestTimeout and closed; nothing is stored and no space stays reserved', async () => {
-    const { answer, closed } = await stall(`/${BUCKET}/stalled`, {}, 1000, 'the first bytes');
+    const { answer, closed } = await rawPut(`/${BUCKET}/stalled`, {}, 1000, 'the first bytes');
     expect(closed).toBe(true);
     expect(answer).toMatch(/^HTTP\/1\.1 400/);
     expect(answer).toContain('<Code>RequestTimeout</Code>');
@@ -189,9 +197,18 @@ describe('a body that stops coming', () => {
   }, 60_000);
 
   test('a small body (tagging) is answered RequestTimeout and closed, and nothing changes', async () => {
-    const { answer, closed } = await stall(`/${BUCKET}/present`, { tagging: '' }, 500, '<Tagging><TagSet>');
+    const { answer, closed } = await rawPut(`/${BUCKET}/present`, { tagging: '' }, 500, '<Tagging><TagSet>');
     expect(closed).toBe(true);
     expect(answer).toMatch(/^HTTP\/1\.1 400/);
     expect(answer).toContain('<Code>RequestTimeout</Code>');
+  }, 60_000);
+});
+
+describe('headers S3 ignores', () => {
+  test('an Expect header other than 100-continue is ignored, as S3 ignores it, rather than answered 417', async () => {
+    const { answer } = await rawPut(`/${BUCKET}/expected`, {}, 4, 'body', { expect: '200' });
+    expect(answer).toMatch(/^HTTP\/1\.1 200/);
+    const got = await s3.send(new GetObjectCommand({ Bucket: BUCKET, Key: 'expected' }));
+    expect(await got.Body!.transformToString()).toBe('body');
   }, 60_000);
 });

@@ -5,6 +5,7 @@
 import {
   CompleteMultipartUploadCommand,
   CreateMultipartUploadCommand,
+  GetObjectAttributesCommand,
   GetObjectCommand,
   HeadObjectCommand,
   ListPartsCommand,
@@ -77,6 +78,50 @@ describe('GetObject and HeadObject by partNumber', () => {
       code: 'InvalidPart',
       status: 400,
     });
+  });
+});
+
+describe('GetObjectAttributes', () => {
+  test("answers the size, ETag, checksum and storage class without the bytes, and a multipart object's parts a page at a time", async () => {
+    const put = await s3.send(new PutObjectCommand({ Bucket: BUCKET, Key: 'attributed', Body: 'foo', ChecksumAlgorithm: 'SHA256' }));
+    const whole = await s3.send(
+      new GetObjectAttributesCommand({
+        Bucket: BUCKET,
+        Key: 'attributed',
+        ObjectAttributes: ['ETag', 'Checksum', 'ObjectParts', 'StorageClass', 'ObjectSize'],
+      }),
+    );
+    expect([whole.ETag, whole.ObjectSize, whole.StorageClass, whole.Checksum?.ChecksumSHA256, whole.ObjectParts]).toEqual([
+      put.ETag!.replaceAll('"', ''),
+      3,
+      'STANDARD',
+      put.ChecksumSHA256,
+      undefined,
+    ]);
+    const parts = [Buffer.alloc(5 * MiB, 'a'), Buffer.alloc(5 * MiB, 'b'), Buffer.from('c')];
+    const completed = await (await multipart('attributed-parts', parts)).complete();
+    const page = await s3.send(
+      new GetObjectAttributesCommand({
+        Bucket: BUCKET,
+        Key: 'attributed-parts',
+        ObjectAttributes: ['ETag', 'ObjectParts', 'ObjectSize'],
+        MaxParts: 1,
+        PartNumberMarker: '1',
+      }),
+    );
+    expect(page.ETag).toBe(completed.ETag!.replaceAll('"', ''));
+    expect(page.ObjectSize).toBe(10 * MiB + 1);
+    expect(page.ObjectParts).toMatchObject({
+      TotalPartsCount: 3,
+      PartNumberMarker: '1',
+      NextPartNumberMarker: '2',
+      MaxParts: 1,
+      IsTruncated: true,
+    });
+    expect(page.ObjectParts?.Parts).toMatchObject([{ PartNumber: 2, Size: 5 * MiB }]);
+    expect(
+      await s3ErrorOf(s3.send(new GetObjectAttributesCommand({ Bucket: BUCKET, Key: 'no-such-key', ObjectAttributes: ['ETag'] }))),
+    ).toEqual({ code: 'NoSuchKey', status: 404 });
   });
 });
 

@@ -3,6 +3,7 @@
 // changes them, and what is not offered answers 501 NotImplemented instead of a silent 200.
 // Every header that asks for a guarantee not given is refused, and nothing is stored.
 import { GetObjectCommand, HeadObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { createAccessKey, createBucket, s3Client, s3ErrorOf, signedRequest, startS3Server, type IssuedKey } from './support.ts';
 import { BUCKET_SUB_RESOURCES, OBJECT_SUB_RESOURCES } from '../../../server/drivers/embedded/s3/sub-resources.ts';
@@ -25,6 +26,7 @@ const OFFERED_ON_OBJECT = new Set([
   'POST uploads',
   'GET acl',
   'PUT acl',
+  'GET attributes',
   'GET partNumber',
   'HEAD partNumber',
   'GET tagging',
@@ -32,7 +34,14 @@ const OFFERED_ON_OBJECT = new Set([
   'DELETE tagging',
 ]);
 /** Bucket requests that may answer 2xx and write something: none of them touches an object. */
-const OFFERED_ON_BUCKET = new Set(['PUT tagging', 'DELETE tagging', 'PUT acl', 'PUT versioning']);
+const OFFERED_ON_BUCKET = new Set([
+  'PUT tagging',
+  'DELETE tagging',
+  'PUT acl',
+  'PUT versioning',
+  'PUT ownershipControls',
+  'DELETE ownershipControls',
+]);
 
 beforeAll(async () => {
   server = await startS3Server();
@@ -115,7 +124,7 @@ describe('object sub-resources', () => {
       method: 'PUT',
       path: `/${BUCKET}/${name}`,
       query: { acl: '' },
-      body: policy(grant(owner, 'FULL_CONTROL') + grant('someone-else', 'READ')),
+      body: policy(grant(owner, 'FULL_CONTROL') + grant(randomUUID(), 'READ')),
     });
     expect([refused.status, refused.code], refused.text).toEqual([501, 'NotImplemented']);
     const ownerOnly = await signedRequest(server, key, {

@@ -7,6 +7,10 @@ UPDATE store_buckets SET versioning_configured = versioning;
 
 -- A bucket's TagSet: [["key", "value"], …] in the order given; null when it has none.
 ALTER TABLE store_buckets ADD COLUMN tags jsonb;
+-- S3's ObjectOwnership of the bucket (BucketOwnerEnforced, BucketOwnerPreferred, ObjectWriter);
+-- null when none was set. Every writer is the bucket owner's organization here, so the three
+-- differ only in whether ACL requests are taken at all (BucketOwnerEnforced: not).
+ALTER TABLE store_buckets ADD COLUMN ownership text;
 
 -- An object version's tags (x-amz-tagging, PutObjectTagging), in the order given.
 ALTER TABLE store_versions ADD COLUMN tags jsonb NOT NULL DEFAULT '[]';

@@ -1,6 +1,9 @@
+import type { StoredBucket } from '../rows.ts';
 import { S3Error, notImplemented } from './errors.ts';
 import { checkedSmallBody, headerOf, sendXml, type S3Request } from './request.ts';
 import { S3_NAMESPACE, blocks, escapeXml, malformedXml, text } from './xml.ts';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** The name the owner of every bucket and object is shown by (its id is the organization's). */
 export const OWNER_DISPLAY = 'cloud-platform';
@@ -22,6 +25,20 @@ export function sendOwnerOnlyAcl(request: S3Request, headers: Record<string, str
       `<Permission>FULL_CONTROL</Permission></Grant></AccessControlList></AccessControlPolicy>`,
     headers,
   );
+}
+
+/** The ObjectOwnership values S3 has: every one means the same here but for ACL requests (BucketOwnerEnforced: none). */
+export const OBJECT_OWNERSHIPS = ['BucketOwnerEnforced', 'BucketOwnerPreferred', 'ObjectWriter'];
+
+/**
+ * A bucket whose ownership is BucketOwnerEnforced takes no ACL but `bucket-owner-full-control`
+ * (S3: ACLs are disabled there), on writes and on ACL requests alike.
+ */
+export function assertAclsTaken(request: S3Request, bucket: StoredBucket, aclRequest = false): void {
+  if (bucket.ownership !== 'BucketOwnerEnforced') return;
+  const canned = headerOf(request, 'x-amz-acl')?.trim();
+  if (aclRequest || (canned !== undefined && canned !== 'bucket-owner-full-control'))
+    throw new S3Error('AccessControlListNotSupported', 400, 'The bucket does not allow ACLs');
 }
 
 /** Reads a PutBucketAcl/PutObjectAcl request: accepted when it asks for what every resource here already has. */
@@ -48,6 +65,12 @@ export async function assertOwnerOnlyAcl(request: S3Request): Promise<void> {
     if (grantee === undefined) throw malformedXml();
     const id = text(grantee, 'ID');
     const permission = text(grant, 'Permission');
+    // Grantees that name nobody are refused as S3 refuses them: there are no e-mail identities
+    // here, and an owner's id is an organization's uuid (saying so tells nothing of who exists).
+    if (text(grantee, 'EmailAddress') !== undefined)
+      throw new S3Error('UnresolvableGrantByEmailAddress', 400, 'The e-mail address you provided does not match any account on record.');
+    if (id !== undefined && !UUID.test(id))
+      throw new S3Error('InvalidArgument', 400, 'Invalid id', { ArgumentName: 'CanonicalUser/ID', ArgumentValue: id });
     if (id !== request.caller.orgId || permission !== 'FULL_CONTROL') throw notImplemented('Granting access to anyone but the owner');
   }
 }

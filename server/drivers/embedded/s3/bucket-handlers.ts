@@ -1,7 +1,7 @@
 import { DomainError } from '../../../core/errors.ts';
 import { StoreRefusal } from '../refusals.ts';
 import type { StoredVersion } from '../rows.ts';
-import { OWNER_DISPLAY, assertOwnerOnlyAcl, sendOwnerOnlyAcl } from './acl.ts';
+import { OBJECT_OWNERSHIPS, OWNER_DISPLAY, assertAclsTaken, assertOwnerOnlyAcl, sendOwnerOnlyAcl } from './acl.ts';
 import { S3Error, invalidArgument, noSuchBucket, notImplemented } from './errors.ts';
 import { BUCKET_SUB_RESOURCES, subResourceOf, type BucketSubResource } from './sub-resources.ts';
 import { multipartRoutes } from './multipart-handlers.ts';
@@ -432,9 +432,8 @@ async function createExisting(request: S3Request, bucket: PlatformBucket): Promi
 const createBucket: S3Handler = async (request) => {
   const objectLock = headerOf(request, 'x-amz-bucket-object-lock-enabled');
   if (objectLock !== undefined && objectLock.trim().toLowerCase() === 'true') throw notImplemented('Object lock');
-  const ownership = headerOf(request, 'x-amz-object-ownership');
-  // Every writer of a bucket is its owner's organization: each of S3's ownership settings means the same here.
-  if (ownership !== undefined && !['BucketOwnerEnforced', 'BucketOwnerPreferred', 'ObjectWriter'].includes(ownership.trim()))
+  const ownership = headerOf(request, 'x-amz-object-ownership')?.trim();
+  if (ownership !== undefined && !OBJECT_OWNERSHIPS.includes(ownership))
     throw invalidArgument('Invalid x-amz-object-ownership header', 'x-amz-object-ownership', ownership);
   await assertLocation(request);
   const name = request.bucketName;
@@ -443,6 +442,7 @@ const createBucket: S3Handler = async (request) => {
   else {
     const change = await platformChange(name, () => request.access.platform.createBucket(actorOf(request), { name, versioning: false }));
     await waitForOperation(request, change.operationId, 'The creation of this bucket');
+    if (ownership !== undefined) await request.store.objects.setBucketOwnership(change.bucket.id, ownership);
   }
   request.res.statusCode = 200;
   request.res.setHeader('Location', `/${name}`);
@@ -515,10 +515,38 @@ const getBucketAcl: S3Handler = async (request) => {
 };
 
 const putBucketAcl: S3Handler = async (request) => {
-  await request.access.bucket(request.caller, request.bucketName);
+  const bucket = await request.access.bucket(request.caller, request.bucketName);
+  assertAclsTaken(request, bucket, true);
   await assertOwnerOnlyAcl(request);
   request.res.statusCode = 200;
   request.res.setHeader('Content-Length', '0');
+  request.res.end();
+};
+
+/** GetBucketOwnershipControls: the ObjectOwnership set on the bucket, if one was. */
+const getBucketOwnership: S3Handler = async (request) => {
+  const bucket = await request.access.bucket(request.caller, request.bucketName);
+  if (bucket.ownership === null)
+    throw new S3Error('OwnershipControlsNotFoundError', 404, 'The bucket ownership controls were not found', { BucketName: bucket.name });
+  sendXml(request.res, 200, document('OwnershipControls', { Rule: { ObjectOwnership: bucket.ownership } }));
+};
+
+const putBucketOwnership: S3Handler = async (request) => {
+  const bucket = await request.access.bucket(request.caller, request.bucketName);
+  const controls = blocks(await checkedSmallBody(request), 'OwnershipControls')[0];
+  const rules = controls === undefined ? [] : blocks(controls, 'Rule');
+  const ownership = rules.length === 1 ? text(rules[0]!, 'ObjectOwnership') : undefined;
+  if (ownership === undefined || !OBJECT_OWNERSHIPS.includes(ownership)) throw malformedXml();
+  await request.store.objects.setBucketOwnership(bucket.id, ownership);
+  request.res.statusCode = 200;
+  request.res.setHeader('Content-Length', '0');
+  request.res.end();
+};
+
+const deleteBucketOwnership: S3Handler = async (request) => {
+  const bucket = await request.access.bucket(request.caller, request.bucketName);
+  await request.store.objects.setBucketOwnership(bucket.id, null);
+  request.res.statusCode = 204;
   request.res.end();
 };
 
@@ -528,15 +556,22 @@ const BUCKET_OPERATIONS: Record<string, Partial<Record<BucketSubResource | '', S
     '': listObjects,
     acl: getBucketAcl,
     location: getBucketLocation,
+    ownershipControls: getBucketOwnership,
     tagging: getBucketTagging,
     versioning: getBucketVersioning,
     versions: listObjectVersions,
     uploads: multipartRoutes.listUploads,
   },
   HEAD: { '': headBucket },
-  PUT: { '': createBucket, acl: putBucketAcl, tagging: putBucketTagging, versioning: putBucketVersioning },
+  PUT: {
+    '': createBucket,
+    acl: putBucketAcl,
+    ownershipControls: putBucketOwnership,
+    tagging: putBucketTagging,
+    versioning: putBucketVersioning,
+  },
   POST: { delete: deleteObjects },
-  DELETE: { '': deleteBucket, tagging: deleteBucketTagging },
+  DELETE: { '': deleteBucket, ownershipControls: deleteBucketOwnership, tagging: deleteBucketTagging },
 };
 
 export const bucketRoutes = {

@@ -1,5 +1,6 @@
 import { isChecksumAlgorithm } from '../checksums.ts';
 import { hashing } from '../hashing.ts';
+import { assertAclsTaken } from './acl.ts';
 import { S3Error, invalidArgument } from './errors.ts';
 import { assertEarlyWriteCondition, attributesOf, copySourceVersion, taggingOf, writeConditionOf } from './object-handlers.ts';
 import { uploadBody } from './payload.ts';
@@ -10,6 +11,7 @@ const OWNER = (request: S3Request) => ({ ID: request.caller.orgId, DisplayName: 
 
 const createUpload: S3Handler = async (request) => {
   const bucket = await request.access.bucket(request.caller, request.bucketName);
+  assertAclsTaken(request, bucket);
   const requested = request.req.headers['x-amz-checksum-algorithm'];
   const algorithm = typeof requested === 'string' ? requested.toLowerCase() : null;
   if (algorithm !== null && !isChecksumAlgorithm(algorithm))
@@ -154,7 +156,7 @@ const completeUpload: S3Handler = async (request) => {
     condition,
   });
   const headers: Record<string, string> = {};
-  if (bucket.versioning || bucket.versioning_configured) headers['x-amz-version-id'] = version.version_id;
+  if (bucket.versioning) headers['x-amz-version-id'] = version.version_id;
   const checksums: XmlNode = {};
   for (const [algorithm, value] of Object.entries(version.checksums)) {
     if (isChecksumAlgorithm(algorithm)) checksums[`Checksum${algorithm.toUpperCase()}`] = value;

@@ -4,13 +4,13 @@ import { isChecksumAlgorithm, runningChecksum } from '../checksums.ts';
 import { assertWriteCondition, etagListMatches, type DeleteCondition, type WriteCondition } from '../conditions.ts';
 import { hashing, type NativeDigest } from '../hashing.ts';
 import type { StoredBucket, StoredVersion, Tag } from '../rows.ts';
-import { assertOwnerOnlyAcl, sendOwnerOnlyAcl } from './acl.ts';
+import { assertAclsTaken, assertOwnerOnlyAcl, sendOwnerOnlyAcl } from './acl.ts';
 import { S3Error, assertStorable, invalidArgument, noSuchKey, notImplemented } from './errors.ts';
 import { uploadBody } from './payload.ts';
 import { checkedSmallBody, sendXml, type S3Handler, type S3Request } from './request.ts';
 import { MAX_OBJECT_TAGS, tagSetElement, tagsOfDocument, tagsOfHeader } from './tagging.ts';
 import { OBJECT_SUB_RESOURCES, subResourceOf } from './sub-resources.ts';
-import { S3_NAMESPACE, document } from './xml.ts';
+import { S3_NAMESPACE, document, type XmlNode } from './xml.ts';
 
 /** S3's limit of user metadata: the x-amz-meta-* names (without the prefix) and values, in bytes. */
 const MAX_USER_METADATA_BYTES = 2048;
@@ -314,7 +314,8 @@ export async function assertEarlyWriteCondition(
 /** The answer headers of a stored write: its ETag, version and checksums. */
 function writeHeaders(bucket: StoredBucket, version: StoredVersion): Record<string, string> {
   const headers: Record<string, string> = { ETag: quoted(version.etag) };
-  if (namesVersions(bucket)) headers['x-amz-version-id'] = version.version_id;
+  // A write names the version it made only while versioning is on (a suspended bucket's is `null`, not said).
+  if (bucket.versioning) headers['x-amz-version-id'] = version.version_id;
   for (const [algorithm, value] of Object.entries(version.checksums)) {
     if (isChecksumAlgorithm(algorithm)) headers[`x-amz-checksum-${algorithm}`] = value;
   }
@@ -324,6 +325,7 @@ function writeHeaders(bucket: StoredBucket, version: StoredVersion): Record<stri
 const putObject: S3Handler = async (request) => {
   if (header(request, 'x-amz-copy-source') !== undefined) return copyObject(request);
   const bucket = await request.access.bucket(request.caller, request.bucketName);
+  assertAclsTaken(request, bucket);
   const attributes = attributesOf(request);
   const tags = taggingOf(request);
   const condition = writeConditionOf(request);
@@ -417,6 +419,7 @@ export async function copySourceVersion(request: S3Request): Promise<{
 async function copyObject(request: S3Request): Promise<void> {
   const { source, sourceBucket, sourceVersion } = await copySourceVersion(request);
   const bucket = await request.access.bucket(request.caller, request.bucketName);
+  assertAclsTaken(request, bucket);
   const directive = (header(request, 'x-amz-metadata-directive') ?? 'COPY').toUpperCase();
   if (directive !== 'COPY' && directive !== 'REPLACE')
     throw invalidArgument('Unknown metadata directive.', 'x-amz-metadata-directive', directive);
@@ -471,7 +474,7 @@ async function copyObject(request: S3Request): Promise<void> {
     },
   });
   const headers: Record<string, string> = {};
-  if (namesVersions(bucket)) headers['x-amz-version-id'] = version.version_id;
+  if (bucket.versioning) headers['x-amz-version-id'] = version.version_id;
   if (namesVersions(sourceBucket)) headers['x-amz-copy-source-version-id'] = sourceVersion.version_id;
   sendXml(
     request.res,
@@ -559,11 +562,71 @@ const getObjectAcl: S3Handler = async (request) => {
 
 const putObjectAcl: S3Handler = async (request) => {
   const { bucket, version } = await taggedVersion(request);
+  assertAclsTaken(request, bucket, true);
   await assertOwnerOnlyAcl(request);
   request.res.statusCode = 200;
   setHeaders(request.res, versionIdHeader(bucket, version));
   request.res.setHeader('Content-Length', '0');
   request.res.end();
+};
+
+/** The attributes GetObjectAttributes can be asked for. */
+const OBJECT_ATTRIBUTES = new Set(['ETag', 'Checksum', 'ObjectParts', 'StorageClass', 'ObjectSize']);
+
+/** `<ChecksumX>` elements of checksums as stored (lower-case algorithm names). */
+const checksumElements = (checksums: Record<string, string> | undefined): XmlNode =>
+  Object.fromEntries(
+    Object.entries(checksums ?? {})
+      .filter(([algorithm]) => isChecksumAlgorithm(algorithm))
+      .map(([algorithm, value]) => [`Checksum${algorithm.toUpperCase()}`, value]),
+  );
+
+/**
+ * GetObjectAttributes: what x-amz-object-attributes asks for of a version, without its bytes; a
+ * multipart upload's parts a page at a time (x-amz-max-parts, x-amz-part-number-marker).
+ */
+const getObjectAttributes: S3Handler = async (request) => {
+  const asked = (header(request, 'x-amz-object-attributes') ?? '')
+    .split(',')
+    .map((name) => name.trim())
+    .filter((name) => name !== '');
+  if (asked.length === 0 || asked.some((name) => !OBJECT_ATTRIBUTES.has(name)))
+    throw invalidArgument('Invalid attribute name specified.', 'x-amz-object-attributes', header(request, 'x-amz-object-attributes') ?? '');
+  const { bucket, version } = await servedVersion(request);
+  const wanted = new Set(asked);
+  const body: XmlNode = {};
+  if (wanted.has('ETag')) body.ETag = version.etag ?? '';
+  const checksums = checksumElements(version.checksums);
+  if (wanted.has('Checksum') && Object.keys(checksums).length > 0)
+    body.Checksum = { ...checksums, ChecksumType: version.checksums.type ?? 'FULL_OBJECT' };
+  const multipart = /-\d+$/.test(version.etag ?? '');
+  if (wanted.has('ObjectParts') && multipart) {
+    const numberOf = (name: string, fallback: number, most: number) => {
+      const raw = header(request, name);
+      if (raw === undefined) return fallback;
+      if (!/^\d+$/.test(raw.trim())) throw invalidArgument(`Invalid ${name}`, name, raw);
+      return Math.min(Number(raw), most);
+    };
+    const maxParts = numberOf('x-amz-max-parts', 1000, 1000);
+    const marker = numberOf('x-amz-part-number-marker', 0, 10_000);
+    const parts = version.segments.map((segment, index) => ({ number: index + 1, segment })).filter((part) => part.number > marker);
+    const shown = parts.slice(0, maxParts);
+    body.ObjectParts = {
+      // The SDKs' TotalPartsCount, whose XML element is PartsCount.
+      PartsCount: version.segments.length,
+      PartNumberMarker: marker,
+      NextPartNumberMarker: shown.length > 0 ? shown[shown.length - 1]!.number : marker,
+      MaxParts: maxParts,
+      IsTruncated: parts.length > shown.length,
+      Part: shown.map(({ number, segment }) => ({ PartNumber: number, Size: segment.size, ...checksumElements(segment.checksums) })),
+    };
+  }
+  if (wanted.has('StorageClass')) body.StorageClass = 'STANDARD';
+  if (wanted.has('ObjectSize')) body.ObjectSize = version.size_bytes;
+  sendXml(request.res, 200, document('GetObjectAttributesResponse', body), {
+    'Last-Modified': httpDate(version.last_modified),
+    ...(namesVersions(bucket) ? { 'x-amz-version-id': version.version_id } : {}),
+  });
 };
 
 type ObjectSubResource = (typeof OBJECT_SUB_RESOURCES)[number];
@@ -573,7 +636,7 @@ type ObjectSubResource = (typeof OBJECT_SUB_RESOURCES)[number];
  * a read of one part). Every other pair is 501 NotImplemented and never touches the object.
  */
 const OBJECT_OPERATIONS: Record<string, Partial<Record<ObjectSubResource | '', S3Handler>>> = {
-  GET: { '': readObject, partNumber: readObject, tagging: getObjectTagging, acl: getObjectAcl },
+  GET: { '': readObject, partNumber: readObject, tagging: getObjectTagging, acl: getObjectAcl, attributes: getObjectAttributes },
   HEAD: { '': readObject, partNumber: readObject },
   PUT: { '': putObject, tagging: putObjectTagging, acl: putObjectAcl },
   DELETE: { '': deleteObject, tagging: deleteObjectTagging },

@@ -105,6 +105,8 @@ export async function startS3Endpoint(options: {
   // for it, after the signature and the quota reservation passed (payload.ts), so a refused
   // upload costs no transfer.
   server.on('checkContinue', onRequest);
+  // Any other Expect is ignored, as S3 ignores it (Node would answer 417 Expectation Failed).
+  server.on('checkExpectation', onRequest);
   // Large objects stream for as long as they take; a body that stops coming is ended (stall.ts).
   server.requestTimeout = 0;
   server.headersTimeout = 60_000;
