@@ -1,18 +1,21 @@
 // Listing edges as S3 answers them (issue 28): max-keys=0 is an empty page that is not truncated,
-// and an empty continuation token starts at the beginning rather than being refused.
+// an empty continuation token starts at the beginning rather than being refused, owners are
+// named as S3 names them, and RGW's allow-unordered extension is taken.
 import { ListObjectVersionsCommand, ListObjectsCommand, ListObjectsV2Command, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { createAccessKey, createBucket, s3Client, startS3Server } from './support.ts';
+import { createAccessKey, createBucket, s3Client, signedRequest, startS3Server, type IssuedKey } from './support.ts';
 
 let server: Awaited<ReturnType<typeof startS3Server>>;
 let s3: S3Client;
+let key: IssuedKey;
 const BUCKET = 'listed';
 const KEYS = ['bar', 'baz', 'foo', 'quxx'];
 
 beforeAll(async () => {
   server = await startS3Server();
   await createBucket(server, server.org, BUCKET, { versioning: true });
-  s3 = s3Client(server, await createAccessKey(server, server.org));
+  key = await createAccessKey(server, server.org);
+  s3 = s3Client(server, key);
   for (const Key of KEYS) await s3.send(new PutObjectCommand({ Bucket: BUCKET, Key, Body: Key }));
 }, 120_000);
 afterAll(async () => server?.close());
@@ -39,5 +42,28 @@ describe('continuation tokens', () => {
     expect([first.IsTruncated, first.Contents?.map((object) => object.Key)]).toEqual([true, KEYS.slice(0, 3)]);
     const next = await s3.send(new ListObjectsV2Command({ Bucket: BUCKET, ContinuationToken: first.NextContinuationToken }));
     expect([next.IsTruncated, next.Contents?.map((object) => object.Key)]).toEqual([false, KEYS.slice(3)]);
+  });
+});
+
+describe('owners and order', () => {
+  test("ListObjects (V1) names each object's owner; V2 only with fetch-owner=true", async () => {
+    const owner = { ID: server.org.orgId, DisplayName: 'cloud-platform' };
+    const v1 = await s3.send(new ListObjectsCommand({ Bucket: BUCKET }));
+    expect(v1.Contents?.map((object) => object.Owner)).toEqual(KEYS.map(() => owner));
+    const v2 = await s3.send(new ListObjectsV2Command({ Bucket: BUCKET }));
+    expect(v2.Contents?.map((object) => object.Owner)).toEqual(KEYS.map(() => undefined));
+    const fetched = await s3.send(new ListObjectsV2Command({ Bucket: BUCKET, FetchOwner: true }));
+    expect(fetched.Contents?.map((object) => object.Owner)).toEqual(KEYS.map(() => owner));
+  });
+
+  test("RGW's allow-unordered is taken (key order is an order), and refused with a delimiter, as RGW refuses it", async () => {
+    const unordered = await signedRequest(server, key, { method: 'GET', path: `/${BUCKET}`, query: { 'allow-unordered': 'true' } });
+    expect(unordered.status, unordered.text).toBe(200);
+    const withDelimiter = await signedRequest(server, key, {
+      method: 'GET',
+      path: `/${BUCKET}`,
+      query: { 'allow-unordered': 'true', delimiter: '/' },
+    });
+    expect([withDelimiter.status, withDelimiter.code]).toEqual([400, 'InvalidArgument']);
   });
 });

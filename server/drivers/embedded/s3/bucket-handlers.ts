@@ -128,11 +128,12 @@ const token = {
   },
 };
 
-const objectEntry = (version: StoredVersion, encode: (value: string) => string): XmlNode => ({
+const objectEntry = (version: StoredVersion, encode: (value: string) => string, owner: XmlNode | undefined): XmlNode => ({
   Key: encode(version.key),
   LastModified: version.last_modified.toISOString(),
   ETag: `"${version.etag ?? ''}"`,
   Size: version.size_bytes,
+  ...(owner ? { Owner: owner } : {}),
   StorageClass: 'STANDARD',
 });
 
@@ -144,6 +145,9 @@ const listObjects: S3Handler = async (request) => {
   const max = maxKeys(request);
   const encode = encoderOf(request);
   const continuation = request.query.get('continuation-token');
+  // RGW's allow-unordered: any order will do, and this one is; with a delimiter RGW refuses it, and so does this.
+  if (request.query.get('allow-unordered') === 'true' && delimiter !== '')
+    throw invalidArgument('allow-unordered cannot be used with a delimiter', 'allow-unordered', 'true');
   const startAfter = request.query.get('start-after') ?? '';
   const marker = request.query.get('marker') ?? '';
   // A V1 marker that is a common prefix continues past every key under it.
@@ -164,7 +168,9 @@ const listObjects: S3Handler = async (request) => {
     Name: bucket.name,
     Prefix: encode(prefix),
   };
-  const contents = page.items.map((item) => objectEntry(item, encode));
+  // V1 names each object's owner; V2 only when asked (fetch-owner=true).
+  const owner = !v2 || request.query.get('fetch-owner') === 'true' ? { ID: request.caller.orgId, DisplayName: OWNER_DISPLAY } : undefined;
+  const contents = page.items.map((item) => objectEntry(item, encode, owner));
   const commonPrefixes = page.prefixes.map((value) => ({ Prefix: encode(value) }));
   const body = v2
     ? document('ListBucketResult', {
