@@ -151,6 +151,8 @@ export function multipartOperations(context: StoreContext) {
       uploadId: string;
       parts: Array<{ partNumber: number; etag: string; checksums: Record<string, string> }>;
       condition?: WriteCondition;
+      /** The whole object's checksums the client gave (x-amz-checksum-*), checked against the composite one made. */
+      checksums?: Record<string, string>;
     }): Promise<CompletedUpload> {
       const { version, freed } = await withTransaction(pool, async (tx) => {
         const locked = await lockForWrite(tx, request.orgId, request.bucketId);
@@ -199,6 +201,12 @@ export function multipartOperations(context: StoreContext) {
         const md5s = Buffer.concat(chosen.map((part) => Buffer.from(part.etag, 'hex')));
         const etag = `${createHash('md5').update(md5s).digest('hex')}-${chosen.length}`;
         const checksums = compositeChecksums(upload.checksum_algorithm, chosen);
+        for (const [algorithm, given] of Object.entries(request.checksums ?? {})) {
+          const made = checksums[algorithm];
+          // Given with its `-<parts>` suffix, as S3 answers it, or without.
+          if (made === undefined || (given !== made && given !== made.replace(/-\d+$/, '')))
+            throw new StoreRefusal('BadDigest', `The ${algorithm.toUpperCase()} you specified did not match the calculated checksum.`);
+        }
         const committed = await commitVersion(tx, locked, request.orgId, request.key, {
           size,
           etag,

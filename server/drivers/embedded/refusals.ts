@@ -13,7 +13,8 @@ export type RefusalCode =
   | 'EntityTooSmall'
   | 'IncompleteBody'
   | 'MethodNotAllowed'
-  | 'PreconditionFailed';
+  | 'PreconditionFailed'
+  | 'BadDigest';
 
 export class StoreRefusal extends Error {
   readonly code: RefusalCode;

@@ -204,6 +204,15 @@ describe('a body that stops coming', () => {
   }, 60_000);
 });
 
+describe('non-ASCII metadata', () => {
+  test('a UTF-8 metadata value is signed and stored as the text it encodes, and given back as that text', async () => {
+    const { answer } = await rawPut(`/${BUCKET}/unicode-metadata`, {}, 3, 'bar', { 'x-amz-meta-note': 'Hello Worldé' });
+    expect(answer).toMatch(/^HTTP\/1\.1 200/);
+    const head = await s3.send(new HeadObjectCommand({ Bucket: BUCKET, Key: 'unicode-metadata' }));
+    expect(head.Metadata).toEqual({ note: 'Hello Worldé' });
+  }, 60_000);
+});
+
 describe('headers S3 ignores', () => {
   test('an Expect header other than 100-continue is ignored, as S3 ignores it, rather than answered 417', async () => {
     const { answer } = await rawPut(`/${BUCKET}/expected`, {}, 4, 'body', { expect: '200' });

@@ -31,6 +31,26 @@ describe('max-keys=0', () => {
   });
 });
 
+describe('encoding-type=url', () => {
+  test('V1 gives the prefix back as sent and encodes keys; V2 encodes the prefix too (as S3, and as the SDKs decode)', async () => {
+    const v1 = await signedRequest(server, key, { method: 'GET', path: `/${BUCKET}`, query: { 'encoding-type': 'url', prefix: 'b a' } });
+    expect(v1.text).toContain('<Prefix>b a</Prefix>');
+    const v2 = await signedRequest(server, key, {
+      method: 'GET',
+      path: `/${BUCKET}`,
+      query: { 'list-type': '2', 'encoding-type': 'url', prefix: 'b a' },
+    });
+    expect(v2.text).toContain('<Prefix>b%20a</Prefix>');
+  });
+});
+
+describe('line ends', () => {
+  test('a prefix holding a line end is given back with it as a character reference, which XML parsers keep', async () => {
+    const listed = await signedRequest(server, key, { method: 'GET', path: `/${BUCKET}`, query: { prefix: '\n' } });
+    expect(listed.text).toContain('<Prefix>&#10;</Prefix>');
+  });
+});
+
 describe('continuation tokens', () => {
   test('an empty token lists from the beginning and is given back empty', async () => {
     const listed = await s3.send(new ListObjectsV2Command({ Bucket: BUCKET, ContinuationToken: '' }));

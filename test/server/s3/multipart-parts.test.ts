@@ -208,6 +208,28 @@ describe('CompleteMultipartUpload', () => {
     expect([unknown.status, unknown.code]).toEqual([404, 'NoSuchUpload']);
   });
 
+  test("the whole object's checksum given with the completion is checked against the one made of the parts", async () => {
+    const Key = 'checksummed';
+    const { UploadId } = await s3.send(new CreateMultipartUploadCommand({ Bucket: BUCKET, Key, ChecksumAlgorithm: 'SHA256' }));
+    const part = await s3.send(
+      new UploadPartCommand({ Bucket: BUCKET, Key, UploadId, PartNumber: 1, Body: 'A'.repeat(1024), ChecksumAlgorithm: 'SHA256' }),
+    );
+    const complete = (ChecksumSHA256: string) =>
+      s3.send(
+        new CompleteMultipartUploadCommand({
+          Bucket: BUCKET,
+          Key,
+          UploadId,
+          ChecksumSHA256,
+          MultipartUpload: { Parts: [{ PartNumber: 1, ETag: part.ETag, ChecksumSHA256: part.ChecksumSHA256 }] },
+        }),
+      );
+    expect(await s3ErrorOf(complete('bad'))).toEqual({ code: 'BadDigest', status: 400 });
+    const composite = `${createHash('sha256').update(Buffer.from(part.ChecksumSHA256!, 'base64')).digest('base64')}-1`;
+    const done = await complete(composite);
+    expect(done.ChecksumSHA256).toBe(composite);
+  });
+
   test('a part sent twice keeps the copy that finished last; listing both answers of the part completes with it', async () => {
     const Key = 'sent-twice';
     const { UploadId } = await s3.send(new CreateMultipartUploadCommand({ Bucket: BUCKET, Key }));

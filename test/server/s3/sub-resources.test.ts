@@ -189,6 +189,7 @@ describe('headers that ask for a guarantee not given', () => {
     ['a grant', { 'x-amz-grant-read': 'uri="http://acs.amazonaws.com/groups/global/AllUsers"' }, 'NotImplemented'],
     ['a grant in an ACL header', { 'x-amz-grant-full-control': 'id="someone-else"' }, 'NotImplemented'],
     ['another storage class', { 'x-amz-storage-class': 'GLACIER' }, 'InvalidStorageClass'],
+    ['a canned ACL S3 does not have', { 'x-amz-acl': 'public-ready' }, 'InvalidArgument'],
     ['another owner', { 'x-amz-expected-bucket-owner': '111122223333' }, 'AccessDenied'],
   ];
   for (const [what, headers, code] of refusals) {

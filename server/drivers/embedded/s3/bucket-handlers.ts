@@ -164,9 +164,10 @@ const listObjects: S3Handler = async (request) => {
     after,
     max,
   });
+  // With encoding-type=url, V2 encodes the prefix it gives back; V1 does not (S3, and the SDKs that decode answers).
   const common = {
     Name: bucket.name,
-    Prefix: encode(prefix),
+    Prefix: v2 ? encode(prefix) : prefix,
   };
   // V1 names each object's owner; V2 only when asked (fetch-owner=true).
   const owner = !v2 || request.query.get('fetch-owner') === 'true' ? { ID: request.caller.orgId, DisplayName: OWNER_DISPLAY } : undefined;

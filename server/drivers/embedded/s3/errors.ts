@@ -32,6 +32,7 @@ export const REFUSAL_STATUS: Record<RefusalCode, number> = {
   IncompleteBody: 400,
   MethodNotAllowed: 405,
   PreconditionFailed: 412,
+  BadDigest: 400,
 };
 
 export const accessDenied = (message = 'Access Denied') => new S3Error('AccessDenied', 403, message);

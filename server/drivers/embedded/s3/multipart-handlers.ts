@@ -1,4 +1,4 @@
-import { isChecksumAlgorithm } from '../checksums.ts';
+import { CHECKSUM_ALGORITHMS, isChecksumAlgorithm } from '../checksums.ts';
 import { hashing } from '../hashing.ts';
 import { assertAclsTaken } from './acl.ts';
 import { S3Error, invalidArgument } from './errors.ts';
@@ -154,6 +154,12 @@ const completeUpload: S3Handler = async (request) => {
     uploadId,
     parts,
     condition,
+    checksums: Object.fromEntries(
+      CHECKSUM_ALGORITHMS.flatMap((algorithm) => {
+        const given = headerOf(request, `x-amz-checksum-${algorithm}`);
+        return given === undefined ? [] : [[algorithm, given.trim()]];
+      }),
+    ),
   });
   const headers: Record<string, string> = {};
   if (bucket.versioning) headers['x-amz-version-id'] = version.version_id;

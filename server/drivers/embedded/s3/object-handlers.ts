@@ -12,6 +12,17 @@ import { MAX_OBJECT_TAGS, tagSetElement, tagsOfDocument, tagsOfHeader } from './
 import { OBJECT_SUB_RESOURCES, subResourceOf } from './sub-resources.ts';
 import { S3_NAMESPACE, document, type XmlNode } from './xml.ts';
 
+/**
+ * A header value as the text its client meant: Node reads header bytes as Latin-1, so bytes that
+ * are UTF-8 (what S3 clients send for non-ASCII metadata) are read as the text they encode, and
+ * given back as that text. Other bytes stay the Latin-1 characters they are.
+ */
+function headerText(value: string): string {
+  const bytes = Buffer.from(value, 'latin1');
+  const utf8 = bytes.toString('utf8');
+  return Buffer.from(utf8, 'utf8').equals(bytes) ? utf8 : value;
+}
+
 /** S3's limit of user metadata: the x-amz-meta-* names (without the prefix) and values, in bytes. */
 const MAX_USER_METADATA_BYTES = 2048;
 const USER_METADATA_PREFIX = 'x-amz-meta-';
@@ -43,8 +54,8 @@ export function attributesOf(request: S3Request): { contentType: string | null; 
   let metadataBytes = 0;
   for (const [name, value] of Object.entries(request.req.headers)) {
     if (value === undefined) continue;
-    const joined = Array.isArray(value) ? value.join(',') : value;
-    if (name.startsWith(USER_METADATA_PREFIX)) metadataBytes += name.length - USER_METADATA_PREFIX.length + joined.length;
+    const joined = headerText(Array.isArray(value) ? value.join(',') : value);
+    if (name.startsWith(USER_METADATA_PREFIX)) metadataBytes += name.length - USER_METADATA_PREFIX.length + Buffer.byteLength(joined);
     if (name.startsWith(USER_METADATA_PREFIX) || STORED_HEADERS.includes(name)) headers[name] = joined;
   }
   if (metadataBytes > MAX_USER_METADATA_BYTES)
@@ -53,12 +64,13 @@ export function attributesOf(request: S3Request): { contentType: string | null; 
       MaxSizeAllowed: String(MAX_USER_METADATA_BYTES),
     });
   // aws-chunked is how the body travelled, not how the object is stored.
-  if (headers['content-encoding']) {
-    const kept = headers['content-encoding']
+  const encoding = headers['content-encoding'];
+  if (encoding !== undefined && /(^|,)\s*aws-chunked\s*(,|$)/.test(encoding)) {
+    const kept = encoding
       .split(',')
       .map((part) => part.trim())
       .filter((part) => part !== '' && part !== 'aws-chunked');
-    if (kept.length > 0) headers['content-encoding'] = kept.join(',');
+    if (kept.length > 0) headers['content-encoding'] = kept.join(', ');
     else delete headers['content-encoding'];
   }
   return { contentType: header(request, 'content-type') ?? null, headers };
@@ -121,7 +133,8 @@ async function readableVersion(request: S3Request, bucket: StoredBucket, looked?
   if (!version) {
     if (versionId !== undefined)
       throw new S3Error('NoSuchVersion', 404, 'The specified version does not exist.', { Key: request.key, VersionId: versionId });
-    throw noSuchKey(request.key);
+    // Said outright, as RGW says it: no delete marker hides the key, there is none.
+    throw noSuchKey(request.key, { 'x-amz-delete-marker': 'false' });
   }
   if (version.delete_marker) {
     const markerHeaders: Record<string, string> = { 'x-amz-delete-marker': 'true', 'x-amz-version-id': version.version_id };

@@ -72,6 +72,7 @@ export function uploadBody(
   if (waitsForContinue) body = askedFor(body, response);
 
   const contentMd5 = header(request, 'content-md5');
+  assertContentMd5(contentMd5);
   const trailer = header(request, 'x-amz-trailer')?.trim().toLowerCase();
   // The value the client gave, or { trailer: true } when it comes after the body.
   const expected = new Map<ChecksumAlgorithm, string | { trailer: true }>();
@@ -164,4 +165,12 @@ function askedFor(source: Readable, response: ServerResponse): Readable {
     })(),
     { objectMode: false },
   );
+}
+
+/** A Content-MD5 that cannot be an MD5 (not base64 of 16 bytes) is InvalidDigest, before any byte is read. */
+export function assertContentMd5(value: string | undefined): void {
+  if (value === undefined) return;
+  const trimmed = value.trim();
+  if (!/^[A-Za-z0-9+/]{22}==$/.test(trimmed) || Buffer.from(trimmed, 'base64').length !== 16)
+    throw new S3Error('InvalidDigest', 400, 'The Content-MD5 you specified is not valid.');
 }

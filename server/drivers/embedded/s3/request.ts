@@ -3,6 +3,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { EmbeddedObjectStore } from '../store.ts';
 import type { Access, Caller } from './access.ts';
 import { S3Error } from './errors.ts';
+import { assertContentMd5 } from './payload.ts';
 import { requestTimeout } from './stall.ts';
 import type { SignedRequest } from './sigv4.ts';
 
@@ -81,6 +82,7 @@ export function smallBody(request: S3Request, limit = 2 * 1024 * 1024): Promise<
  * Content-MD5 and the signed payload hash when the request carries them.
  */
 export async function checkedSmallBody(request: S3Request): Promise<string> {
+  assertContentMd5(headerOf(request, 'content-md5'));
   const raw = await smallBody(request);
   const md5 = request.req.headers['content-md5'];
   if (typeof md5 === 'string' && createHash('md5').update(raw).digest('base64') !== md5.trim())

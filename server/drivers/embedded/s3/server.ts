@@ -10,6 +10,7 @@ import type { S3Platform } from './platform-port.ts';
 import { bucketRoutes } from './bucket-handlers.ts';
 import { REFUSAL_STATUS, S3Error, accessDenied, assertStorable } from './errors.ts';
 import { multipartRoutes } from './multipart-handlers.ts';
+import { assertContentMd5 } from './payload.ts';
 import { objectRoutes } from './object-handlers.ts';
 import type { S3Request } from './request.ts';
 import { parseSignature, scopeOf, verify } from './sigv4.ts';
@@ -64,6 +65,8 @@ export async function startS3Endpoint(options: {
     const parts = { method: req.method ?? 'GET', rawPath, rawQuery, headers: req.headers };
     const signed = parseSignature(parts, new Date());
     if (!signed) throw accessDenied('Anonymous access is not allowed: sign requests with an S3 access key of your organization');
+    // A Content-MD5 that cannot be an MD5 is refused as S3 refuses it, whatever the signature.
+    assertContentMd5(typeof req.headers['content-md5'] === 'string' ? req.headers['content-md5'] : undefined);
     const caller = await access.caller(signed.accessKeyId);
     const signingKey = verify(parts, signed, caller.secret);
     const path = decodePath(rawPath.replace(/^\/+/, ''));
@@ -142,7 +145,8 @@ function answerError(req: IncomingMessage, res: ServerResponse, error: unknown, 
   else if (error instanceof StoreRefusal) s3 = new S3Error(error.code, REFUSAL_STATUS[error.code], error.message);
   else {
     const code = (error as NodeJS.ErrnoException | undefined)?.code;
-    if (code === 'ERR_STREAM_PREMATURE_CLOSE' || code === 'ECONNRESET' || code === 'ABORTED') {
+    // A client gone mid-request (its socket closed under a write: ECANCELED, EPIPE) is no fault of ours.
+    if (code === 'ERR_STREAM_PREMATURE_CLOSE' || code === 'ECONNRESET' || code === 'ABORTED' || code === 'ECANCELED' || code === 'EPIPE') {
       s3 = new S3Error('IncompleteBody', 400, 'The request body ended before its declared length');
     } else {
       log.error({ err: error, method: req.method }, 's3 request failed');

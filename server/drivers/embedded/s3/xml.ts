@@ -5,8 +5,12 @@ import { S3Error } from './errors.ts';
 
 export const S3_NAMESPACE = 'http://s3.amazonaws.com/doc/2006-03-01/';
 
+/** Escapes text for an element; line ends and tabs as character references, which parsers keep (a bare one may be trimmed away). */
 export function escapeXml(text: string): string {
-  return text.replace(/[<>&'"\r]/g, (c) => ({ '<': '&lt;', '>': '&gt;', '&': '&amp;', "'": '&apos;', '"': '&quot;', '\r': '&#13;' })[c]!);
+  return text.replace(
+    /[<>&'"\r\n\t]/g,
+    (c) => ({ '<': '&lt;', '>': '&gt;', '&': '&amp;', "'": '&apos;', '"': '&quot;', '\r': '&#13;', '\n': '&#10;', '\t': '&#9;' })[c]!,
+  );
 }
 
 export const malformedXml = () =>
