@@ -1,7 +1,8 @@
-// Signature Version 2, which older S3 tools still send (and S3 and Ceph's gateway take): requests
-// signed with HMAC-SHA1 in the Authorization header or a presigned URL are served; a wrong
-// signature, a missing or unusable date, a skewed clock or an expired URL are refused with S3's
-// codes, and nothing is stored. The signer here follows the S3 documentation on its own.
+// Signatures older S3 tools still send (and S3 and Ceph's gateway take): Signature Version 2,
+// HMAC-SHA1 in the Authorization header or a presigned URL, and Version 4 dated by the Date
+// header rather than x-amz-date. A wrong signature, a missing or unusable date, a skewed clock or
+// an expired URL are refused with S3's codes, and nothing is stored. The signers here follow the
+// S3 documentation on their own.
 import { GetObjectCommand, HeadObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { createHash, createHmac } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
@@ -114,5 +115,40 @@ describe('Signature Version 2 presigned URLs', () => {
     const expired = await fetch(url(Math.floor(Date.now() / 1000) - 60));
     expect(expired.status).toBe(403);
     expect(await expired.text()).toContain('<Code>AccessDenied</Code>');
+  });
+});
+
+describe('Signature Version 4 dated by the Date header', () => {
+  test('a request without x-amz-date, its Date header signed, is served', async () => {
+    const base = new URL(server.s3Url);
+    const now = new Date(Math.floor(Date.now() / 1000) * 1000);
+    const amzDate = now
+      .toISOString()
+      .replace(/[-:]/g, '')
+      .replace(/\.\d{3}/, '');
+    const day = amzDate.slice(0, 8);
+    const body = 'dated by Date';
+    const payload = createHash('sha256').update(body).digest('hex');
+    const headers: Record<string, string> = { date: now.toUTCString(), host: base.host, 'x-amz-content-sha256': payload };
+    const names = Object.keys(headers).sort();
+    const path = `/${BUCKET}/dated-by-date.txt`;
+    const canonical = ['PUT', path, '', ...names.map((name) => `${name}:${headers[name]}`), '', names.join(';'), payload].join('\n');
+    const scope = `${day}/us-east-1/s3/aws4_request`;
+    const toSign = ['AWS4-HMAC-SHA256', amzDate, scope, createHash('sha256').update(canonical).digest('hex')].join('\n');
+    const hmac = (keyBytes: string | Buffer, data: string) => createHmac('sha256', keyBytes).update(data).digest();
+    const signingKey = hmac(hmac(hmac(hmac(`AWS4${key.secretAccessKey}`, day), 'us-east-1'), 's3'), 'aws4_request');
+    const signature = createHmac('sha256', signingKey).update(toSign).digest('hex');
+    const response = await fetch(`${server.s3Url}${path}`, {
+      method: 'PUT',
+      body,
+      headers: {
+        date: headers.date!,
+        'x-amz-content-sha256': payload,
+        authorization: `AWS4-HMAC-SHA256 Credential=${key.accessKeyId}/${scope}, SignedHeaders=${names.join(';')}, Signature=${signature}`,
+      },
+    });
+    expect(response.status, await response.text()).toBe(200);
+    const got = await s3.send(new GetObjectCommand({ Bucket: BUCKET, Key: 'dated-by-date.txt' }));
+    expect(await got.Body!.transformToString()).toBe(body);
   });
 });

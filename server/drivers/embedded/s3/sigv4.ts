@@ -61,7 +61,7 @@ export function parseSignature(request: RequestParts, now: Date): SignedRequest 
     const [accessKeyId, date, region, service, terminal] = (fields.Credential ?? '').split('/');
     if (!accessKeyId || !date || !region || service !== 's3' || terminal !== 'aws4_request') throw missing('bad Credential');
     if (!fields.SignedHeaders || !fields.Signature) throw missing('SignedHeaders and Signature are required');
-    const amzDate = headerValue(request.headers, 'x-amz-date') ?? '';
+    const amzDate = headerValue(request.headers, 'x-amz-date') ?? amzDateOf(headerValue(request.headers, 'date'));
     checkDate(amzDate, date, now);
     const payloadHash = headerValue(request.headers, 'x-amz-content-sha256');
     if (!payloadHash) throw new S3Error('InvalidRequest', 400, 'Missing required header for this request: x-amz-content-sha256');
@@ -114,6 +114,19 @@ function checkDate(amzDate: string, scopeDate: string, now: Date): void {
   if (amzDate.slice(0, 8) !== scopeDate) throw missing('the credential date does not match x-amz-date');
   if (Math.abs(signedAt.getTime() - now.getTime()) > MAX_SKEW_MS)
     throw new S3Error('RequestTimeTooSkewed', 403, 'The difference between the request time and the current time is too large.');
+}
+
+/**
+ * Without x-amz-date, SigV4 takes the Date header (an HTTP date), signing the same instant in its
+ * own form (the SDKs do so when a request carries a Date header).
+ */
+function amzDateOf(httpDate: string | undefined): string {
+  const time = httpDate === undefined ? NaN : Date.parse(httpDate);
+  if (Number.isNaN(time)) return '';
+  return new Date(time)
+    .toISOString()
+    .replace(/[-:]/g, '')
+    .replace(/\.\d{3}/, '');
 }
 
 function parseAmzDate(value: string): Date | undefined {
