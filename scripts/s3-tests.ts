@@ -6,7 +6,11 @@
 //   git clone https://github.com/ceph/s3-tests /path/to/s3-tests
 //   git -C /path/to/s3-tests checkout 2805e0c   # 772 tests with lifecycle_expiration left out
 //   apt-get install python3-boto3 python3-pytest python3-munch python3-gevent python3-isodate python3-tz python3-lxml
-//   npx tsx scripts/s3-tests.ts --suite /path/to/s3-tests [--out DIR] [--compare DIR/results.json] [-k EXPR]
+//   npx tsx scripts/s3-tests.ts --suite /path/to/s3-tests [--out DIR] [--compare DIR/results.json] [-k EXPR] [--rgw]
+//
+// With --rgw the server runs the rgw driver on Ceph's gateway (a single-node Ceph brought up by
+// scripts/ceph/, or the gateway CEPH_RGW_ENDPOINT names with CEPH_RGW_ADMIN_ACCESS_KEY and
+// CEPH_RGW_ADMIN_SECRET_KEY), and the suite talks to the gateway with keys issued by the platform.
 //
 // The suite's `main` user is a key of the organization the server makes at its first start;
 // `alt` and `tenant` are keys of two more organizations (`npm run admin -- create-org`), as AWS
@@ -21,6 +25,7 @@ import { readBootstrap } from './lib/bootstrap-file.ts';
 import { npmStartCommand } from './lib/npm-start.ts';
 import { freePort, startProcess, waitForHttp } from './lib/processes.ts';
 import { repoRoot } from './lib/run.ts';
+import { startSingleNodeCeph } from './ceph/single-node.ts';
 
 const { values: options } = parseArgs({
   options: {
@@ -30,6 +35,7 @@ const { values: options } = parseArgs({
     k: { type: 'string' },
     python: { type: 'string', default: '/usr/bin/python3' },
     'keep-data': { type: 'boolean', default: false },
+    rgw: { type: 'boolean', default: false },
   },
 });
 if (!options.suite) {
@@ -76,6 +82,7 @@ const groupOf = (name: string, file: string): string => {
   return file.endsWith('test_headers.py') ? 'Auth and headers' : 'Object operations';
 };
 
+const ceph = options.rgw ? await startSingleNodeCeph() : undefined;
 const dataDir = mkdtempSync(path.join(tmpdir(), 's3-tests-data-'));
 const [port, s3Port] = [await freePort(), await freePort()];
 const start = npmStartCommand(repoRoot);
@@ -92,6 +99,7 @@ const server = startProcess(
     LOG_LEVEL: 'warn',
     LOG_FORMAT: 'json',
     OBJECT_STORE_DRIVER: 'embedded',
+    ...(ceph?.env ?? {}),
   },
   { keepLastChars: 2_000_000 },
 );
@@ -99,6 +107,8 @@ const server = startProcess(
 try {
   await waitForHttp(`http://127.0.0.1:${port}/healthz`, server, 180_000, 200);
   const boot = await readBootstrap(dataDir, server);
+  // Where the suite's clients go: the embedded endpoint, or the gateway itself.
+  const endpoint = new URL(boot.s3_endpoint ?? ceph!.endpoint);
   const api = `http://127.0.0.1:${port}/v1`;
   // The few answers read here, as far as they are read.
   interface Answer {
@@ -158,7 +168,7 @@ try {
   const conf = path.join(out, 's3tests.conf');
   writeFileSync(
     conf,
-    `[DEFAULT]\nhost = 127.0.0.1\nport = ${s3Port}\nis_secure = False\nssl_verify = False\n\n` +
+    `[DEFAULT]\nhost = ${endpoint.hostname}\nport = ${endpoint.port}\nis_secure = False\nssl_verify = False\n\n` +
       `[fixtures]\nbucket prefix = s3t-{random}-\niam name prefix = s3-tests-\niam path prefix = /s3-tests/\n\n` +
       `[s3 main]\n${user(main, 'cloud-platform', 'main@example.com')}api_name = us-east-1\n\n` +
       `[s3 alt]\n${user(alt, 'cloud-platform', 'alt@example.com')}\n` +
@@ -223,6 +233,7 @@ try {
   console.log(`\nresults: ${out}/results.json; pytest log: ${out}/pytest.log; server log: ${out}/server.log`);
 } finally {
   await server.stop();
+  await ceph?.stop();
   writeFileSync(path.join(out, 'server.log'), server.output());
   if (!options['keep-data']) rmSync(dataDir, { recursive: true, force: true });
 }
