@@ -533,16 +533,11 @@ const deleteObject: S3Handler = async (request) => {
   res.end();
 };
 
-/** The version a tagging or ACL request is about: S3's answers for a missing key, version or a delete marker. */
-async function taggedVersion(request: S3Request): Promise<{ bucket: StoredBucket; version: StoredVersion }> {
-  return servedVersion(request);
-}
-
 const versionIdHeader = (bucket: StoredBucket, version: { version_id: string }): Record<string, string> =>
   namesVersions(bucket) ? { 'x-amz-version-id': version.version_id } : {};
 
 const getObjectTagging: S3Handler = async (request) => {
-  const { bucket, version } = await taggedVersion(request);
+  const { bucket, version } = await servedVersion(request);
   sendXml(
     request.res,
     200,
@@ -569,12 +564,12 @@ const putObjectTagging = setObjectTagging(async (request) => tagsOfDocument(awai
 const deleteObjectTagging = setObjectTagging(async () => [], 204);
 
 const getObjectAcl: S3Handler = async (request) => {
-  const { bucket, version } = await taggedVersion(request);
+  const { bucket, version } = await servedVersion(request);
   sendOwnerOnlyAcl(request, versionIdHeader(bucket, version));
 };
 
 const putObjectAcl: S3Handler = async (request) => {
-  const { bucket, version } = await taggedVersion(request);
+  const { bucket, version } = await servedVersion(request);
   assertAclsTaken(request, bucket, true);
   await assertOwnerOnlyAcl(request);
   request.res.statusCode = 200;
