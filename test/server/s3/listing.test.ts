@@ -65,6 +65,16 @@ describe('continuation tokens', () => {
   });
 });
 
+describe("RGW's read-stats", () => {
+  test('HeadBucket with read-stats=true says what the bucket holds', async () => {
+    const head = await signedRequest(server, key, { method: 'HEAD', path: `/${BUCKET}`, query: { 'read-stats': 'true' } });
+    expect([head.headers.get('x-rgw-object-count'), head.headers.get('x-rgw-bytes-used')]).toEqual([
+      String(KEYS.length),
+      String(KEYS.join('').length),
+    ]);
+  });
+});
+
 describe('owners and order', () => {
   test("ListObjects (V1) names each object's owner; V2 only with fetch-owner=true", async () => {
     const owner = { ID: server.org.orgId, DisplayName: 'cloud-platform' };

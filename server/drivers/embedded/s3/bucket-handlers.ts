@@ -25,9 +25,14 @@ const listBuckets: S3Handler = async (request) => {
 };
 
 const headBucket: S3Handler = async (request) => {
-  await request.access.bucket(request.caller, request.bucketName);
+  const bucket = await request.access.bucket(request.caller, request.bucketName);
   request.res.statusCode = 200;
   request.res.setHeader('x-amz-bucket-region', request.region);
+  // RGW's read-stats extension: what the bucket holds (every version and delete marker), as its usage counts it.
+  if (request.query.get('read-stats') === 'true') {
+    request.res.setHeader('X-RGW-Object-Count', String(bucket.usage_objects));
+    request.res.setHeader('X-RGW-Bytes-Used', String(bucket.usage_bytes));
+  }
   request.res.end();
 };
 
