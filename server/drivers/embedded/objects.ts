@@ -12,7 +12,7 @@ export interface VersionAttributes {
   contentType: string | null;
   /** User metadata (x-amz-meta-*) and stored representation headers, lower-case names. */
   headers: Record<string, string>;
-  /** The object's tags (x-amz-tagging), in the order given. */
+  /** The object's tags (x-amz-tagging), in key order. */
   tags?: Tag[];
 }
 

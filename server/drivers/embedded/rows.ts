@@ -19,7 +19,7 @@ export interface StoredBucket {
   versioning: boolean;
   /** Versioning was configured at some time: off now means S3's Suspended rather than never enabled. */
   versioning_configured: boolean;
-  /** The bucket's TagSet, in the order given; null when it has none. */
+  /** The bucket's TagSet, in key order; null when it has none. */
   tags: Tag[] | null;
   /** S3's ObjectOwnership setting; null when none was set. */
   ownership: string | null;
@@ -43,7 +43,7 @@ export interface StoredVersion {
   headers: Record<string, string>;
   checksums: Record<string, string>;
   segments: Segment[];
-  /** The object's tags, in the order given. */
+  /** The object's tags, in key order. */
   tags: Tag[];
   last_modified: Date;
   /** Set by the queries that say whether this is the key's latest version. */

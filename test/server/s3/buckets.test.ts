@@ -152,6 +152,20 @@ describe('names per organization', () => {
   });
 });
 
+describe('ListBuckets', () => {
+  test('pages in name order with max-buckets and a continuation token, and takes a prefix', async () => {
+    const org = await server.createOrg('Pager');
+    const client = s3Client(server, await createAccessKey(server, org));
+    for (const Bucket of ['page-c', 'page-a', 'page-b', 'other']) await client.send(new CreateBucketCommand({ Bucket }));
+    const first = await client.send(new ListBucketsCommand({ MaxBuckets: 2 }));
+    expect(first.Buckets?.map((bucket) => bucket.Name)).toEqual(['other', 'page-a']);
+    const rest = await client.send(new ListBucketsCommand({ MaxBuckets: 2, ContinuationToken: first.ContinuationToken }));
+    expect([rest.Buckets?.map((bucket) => bucket.Name), rest.ContinuationToken]).toEqual([['page-b', 'page-c'], undefined]);
+    const prefixed = await client.send(new ListBucketsCommand({ Prefix: 'page-' }));
+    expect(prefixed.Buckets?.map((bucket) => bucket.Name)).toEqual(['page-a', 'page-b', 'page-c']);
+  });
+});
+
 describe('DeleteBucket', () => {
   test('soft-deletes through the platform: refused while not empty, then soft_deleted with its audit event', async () => {
     await s3.send(new CreateBucketCommand({ Bucket: 'to-be-deleted' }));

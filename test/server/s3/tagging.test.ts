@@ -1,5 +1,6 @@
 // Object and bucket tagging, end to end: PutObjectTagging and x-amz-tagging on PutObject,
-// CreateMultipartUpload and CopyObject (its tagging directive), read back in the order given,
+// CreateMultipartUpload and CopyObject (its tagging directive), read back in key order (a TagSet
+// is a set: how it was sent does not change how it reads),
 // counted on GET and HEAD, within S3's limits; the object's bytes and metadata never change.
 import {
   CompleteMultipartUploadCommand,
@@ -38,12 +39,12 @@ const tagsOf = async (Key: string, Bucket = BUCKET, VersionId?: string) =>
   (await s3.send(new GetObjectTaggingCommand({ Bucket, Key, VersionId }))).TagSet?.map(({ Key: name, Value }) => [name, Value]);
 
 describe('object tagging', () => {
-  test('tags are set, read back in their order, counted on GET and HEAD, and removed; the object stays as it was', async () => {
+  test('tags are set, read back in key order, counted on GET and HEAD, and removed; the object stays as it was', async () => {
     const put = await s3.send(new PutObjectCommand({ Bucket: BUCKET, Key: 'plain', Body: 'the bytes', Metadata: { kept: 'yes' } }));
     expect(await tagsOf('plain')).toEqual([]);
     const tags = Array.from({ length: 10 }, (_, index) => ({ Key: `key-${9 - index}`, Value: `value ${index}` }));
     await s3.send(new PutObjectTaggingCommand({ Bucket: BUCKET, Key: 'plain', Tagging: { TagSet: tags } }));
-    expect(await tagsOf('plain')).toEqual(tags.map(({ Key, Value }) => [Key, Value]));
+    expect(await tagsOf('plain')).toEqual(tags.map(({ Key, Value }) => [Key, Value]).reverse());
     const head = await s3.send(new HeadObjectCommand({ Bucket: BUCKET, Key: 'plain' }));
     expect(head.$metadata.httpStatusCode).toBe(200);
     const got = await s3.send(new GetObjectCommand({ Bucket: BUCKET, Key: 'plain' }));
@@ -85,8 +86,8 @@ describe('object tagging', () => {
   test('x-amz-tagging on PutObject and CreateMultipartUpload tags what they make; an invalid one stores nothing', async () => {
     await s3.send(new PutObjectCommand({ Bucket: BUCKET, Key: 'on-put', Body: 'x', Tagging: 'team=web&cost%20centre=r%26d' }));
     expect(await tagsOf('on-put')).toEqual([
-      ['team', 'web'],
       ['cost centre', 'r&d'],
+      ['team', 'web'],
     ]);
     const upload = await s3.send(new CreateMultipartUploadCommand({ Bucket: BUCKET, Key: 'on-multipart', Tagging: 'Hello=World&foo=bar' }));
     const part = await s3.send(
@@ -154,14 +155,14 @@ describe('object tagging', () => {
 });
 
 describe('bucket tagging', () => {
-  test('a bucket has no TagSet until one is put; it is read back in order, and deleted', async () => {
+  test('a bucket has no TagSet until one is put; it is read back in key order, and deleted', async () => {
     expect(await s3ErrorOf(s3.send(new GetBucketTaggingCommand({ Bucket: BUCKET })))).toEqual({ code: 'NoSuchTagSet', status: 404 });
     const TagSet = [
       { Key: 'project', Value: 'apollo' },
       { Key: 'env', Value: 'prod' },
     ];
     await s3.send(new PutBucketTaggingCommand({ Bucket: BUCKET, Tagging: { TagSet } }));
-    expect((await s3.send(new GetBucketTaggingCommand({ Bucket: BUCKET }))).TagSet).toEqual(TagSet);
+    expect((await s3.send(new GetBucketTaggingCommand({ Bucket: BUCKET }))).TagSet).toEqual([TagSet[1], TagSet[0]]);
     await s3.send(new DeleteBucketTaggingCommand({ Bucket: BUCKET }));
     expect(await s3ErrorOf(s3.send(new GetBucketTaggingCommand({ Bucket: BUCKET })))).toEqual({ code: 'NoSuchTagSet', status: 404 });
   });

@@ -5,14 +5,14 @@
 ALTER TABLE store_buckets ADD COLUMN versioning_configured boolean NOT NULL DEFAULT false;
 UPDATE store_buckets SET versioning_configured = versioning;
 
--- A bucket's TagSet: [["key", "value"], …] in the order given; null when it has none.
+-- A bucket's TagSet: [["key", "value"], …] in key order; null when it has none.
 ALTER TABLE store_buckets ADD COLUMN tags jsonb;
 -- S3's ObjectOwnership of the bucket (BucketOwnerEnforced, BucketOwnerPreferred, ObjectWriter);
 -- null when none was set. Every writer is the bucket owner's organization here, so the three
 -- differ only in whether ACL requests are taken at all (BucketOwnerEnforced: not).
 ALTER TABLE store_buckets ADD COLUMN ownership text;
 
--- An object version's tags (x-amz-tagging, PutObjectTagging), in the order given.
+-- An object version's tags (x-amz-tagging, PutObjectTagging), in key order.
 ALTER TABLE store_versions ADD COLUMN tags jsonb NOT NULL DEFAULT '[]';
 -- The tags a multipart upload gives the object it completes into.
 ALTER TABLE store_uploads ADD COLUMN tags jsonb NOT NULL DEFAULT '[]';

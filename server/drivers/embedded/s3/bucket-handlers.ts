@@ -12,14 +12,30 @@ import { S3_NAMESPACE, blocks, document, element, malformedXml, text, type XmlNo
 /** The last code point: a marker past every key that starts with a given prefix. */
 const PAST_PREFIX = '\u{10FFFF}';
 
+/**
+ * ListBuckets: the organization's served buckets in name order, a page at a time when asked
+ * (max-buckets, continuation-token; prefix), as S3 pages them.
+ */
 const listBuckets: S3Handler = async (request) => {
-  const buckets = await request.access.buckets(request.caller);
+  const prefix = request.query.get('prefix') ?? '';
+  const rawMax = request.query.get('max-buckets');
+  if (rawMax !== null && (!/^\d+$/.test(rawMax) || Number(rawMax) < 1 || Number(rawMax) > 10_000))
+    throw invalidArgument('max-buckets must be an integer from 1 to 10000', 'max-buckets', rawMax);
+  const max = rawMax === null ? Infinity : Number(rawMax);
+  const continuation = request.query.get('continuation-token');
+  const after = continuation === null ? '' : token.decode(continuation);
+  const matching = (await request.access.buckets(request.caller))
+    .filter((bucket) => bucket.name.startsWith(prefix) && bucket.name > after)
+    .sort((a, b) => (a.name < b.name ? -1 : 1));
+  const page = matching.slice(0, max);
   sendXml(
     request.res,
     200,
     document('ListAllMyBucketsResult', {
       Owner: { ID: request.caller.orgId, DisplayName: OWNER_DISPLAY },
-      Buckets: { Bucket: buckets.map((bucket) => ({ Name: bucket.name, CreationDate: bucket.created_at.toISOString() })) },
+      Buckets: { Bucket: page.map((bucket) => ({ Name: bucket.name, CreationDate: bucket.created_at.toISOString() })) },
+      ...(matching.length > page.length ? { ContinuationToken: token.encode(page[page.length - 1]!.name) } : {}),
+      ...(request.query.has('prefix') ? { Prefix: prefix } : {}),
     }),
   );
 };

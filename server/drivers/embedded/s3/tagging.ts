@@ -10,7 +10,11 @@ const MAX_VALUE_LENGTH = 256;
 
 const invalidTag = (message: string) => new S3Error('InvalidTag', 400, message);
 
-/** Checks a TagSet against S3's rules: a count, key and value lengths, keys unique and not `aws:`-prefixed. */
+/**
+ * Checks a TagSet against S3's rules (a count, key and value lengths, keys unique and not
+ * `aws:`-prefixed) and gives it in key order, the order S3 tools read tags back in (RGW keeps
+ * them so): a TagSet is a set, and its order then never depends on how it was sent.
+ */
 export function checkedTags(tags: Tag[], max: number): Tag[] {
   if (tags.length > max) throw invalidTag(`${max === MAX_OBJECT_TAGS ? 'Object' : 'Bucket'} tags cannot be greater than ${max}`);
   const keys = new Set<string>();
@@ -21,7 +25,7 @@ export function checkedTags(tags: Tag[], max: number): Tag[] {
     if (keys.has(key)) throw invalidTag('Cannot provide multiple Tags with the same key');
     keys.add(key);
   }
-  return tags;
+  return [...tags].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
 }
 
 /** The TagSet of a Tagging document (PutObjectTagging, PutBucketTagging). */
