@@ -5,7 +5,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/', 'client/dist/', 'generated/', 'data/', 'docs/', 'coverage/', '**/*.js', '!eslint.config.js'] },
+  { ignores: ['node_modules/', 'client/dist/', 'generated/', 'data/', 'site/', 'coverage/', '**/*.js', '!eslint.config.js'] },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {

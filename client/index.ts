@@ -1,8 +1,9 @@
-// The typed client of the Cloud Platform API. See README.md, "Using the client".
+// The typed client of the Cloud Platform API. See docs/using-the-api.md, "With the typed client".
 export { createPlatformClient, newRequestId, type PlatformClient } from './client.ts';
 export { OperationFailedError, OperationTimeoutError, PlatformError, PlatformNetworkError, ProblemError } from './errors.ts';
 export { parseJson, stringifyJson } from './json.ts';
 export { defaultRetryOptions, isIdempotent, retryStatuses } from './retry.ts';
+export { verifyWebhook, WebhookVerificationError, type WebhookEvent, type WebhookHeaders } from './webhooks.ts';
 export type {
   CallArgs,
   CallInit,

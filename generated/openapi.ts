@@ -1776,8 +1776,589 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/orgs/{org}/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The organization's uuid. Every resource belongs to one organization.
+                 * @example 3f6c1a2e-9b4d-4c7a-8e21-5d0b7f9a1c34
+                 */
+                org: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List events
+         * @description The organization's event log, newest first: every change a client may want to hear of (an
+         *     operation's end, an instance's state, a spend budget threshold, an invoice, a missed scheduled
+         *     restart, a storage warning, API keys created or revoked). Each event is written in the
+         *     transaction of the change it announces, so the log holds exactly what happened. Filters combine
+         *     with AND; `since` is inclusive and `until` exclusive. Events are kept for the operator's
+         *     retention (30 days by default), then purged.
+         *
+         *     To follow the log without webhooks, poll with `since` a little before the newest event you have
+         *     (events are timestamped when their change began, so one committed later may carry an earlier
+         *     time) and skip the ids you have seen; `cloud events listen` does this.
+         */
+        get: operations["listEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/orgs/{org}/events/{event_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The organization's uuid. Every resource belongs to one organization.
+                 * @example 3f6c1a2e-9b4d-4c7a-8e21-5d0b7f9a1c34
+                 */
+                org: components["parameters"]["OrgId"];
+                /**
+                 * @description The event's id (`evt_…`).
+                 * @example evt_7c1e9a3b5d2f4e6a8b0c1d2e3f4a5b6c
+                 */
+                event_id: components["parameters"]["EventId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get an event
+         * @description One event of the log, as it was delivered to webhook endpoints (the `webhook-id` of a delivery is
+         *     the event's `id`).
+         */
+        get: operations["getEvent"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/orgs/{org}/webhook-endpoints": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The organization's uuid. Every resource belongs to one organization.
+                 * @example 3f6c1a2e-9b4d-4c7a-8e21-5d0b7f9a1c34
+                 */
+                org: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List webhook endpoints
+         * @description The organization's webhook endpoints, newest first. Secrets are never listed.
+         */
+        get: operations["listWebhookEndpoints"];
+        put?: never;
+        /**
+         * Create a webhook endpoint
+         * @description Registers a URL to which the organization's events are delivered, and returns its signing secret
+         *     (`whsec_…`) exactly once: store it now. Deliveries follow the Standard Webhooks specification:
+         *     each is a `POST` of the event (as `getEvent` returns it) with the headers `webhook-id` (the
+         *     event's id, the same on every retry), `webhook-timestamp` (Unix seconds) and `webhook-signature`
+         *     (`v1,<base64 HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>">`). Any `2xx` answer within
+         *     10 seconds acknowledges it; anything else is retried on a widening schedule for about three days.
+         *     An endpoint that fails for the whole schedule is disabled, and a `webhook_endpoint.disabled`
+         *     event says so.
+         *
+         *     - `url` must be `https` and must not resolve to a loopback, private, link-local or metadata
+         *       address (`422 webhook_url_not_allowed`); the address is checked again at every delivery.
+         *       Redirects are not followed. (An operator may allow plain `http` and loopback addresses for
+         *       development.)
+         *     - `event_types` lists the types delivered; `["*"]` (the default) is every type.
+         *     - An organization has at most 16 endpoints (`409 webhook_endpoint_limit_reached`).
+         *     - With an `Idempotency-Key`, a replay returns the endpoint without `secret`.
+         */
+        post: operations["createWebhookEndpoint"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/orgs/{org}/webhook-endpoints/{endpoint_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The organization's uuid. Every resource belongs to one organization.
+                 * @example 3f6c1a2e-9b4d-4c7a-8e21-5d0b7f9a1c34
+                 */
+                org: components["parameters"]["OrgId"];
+                /**
+                 * @description The webhook endpoint's uuid.
+                 * @example 0b7d9f1a-3c5e-4a7b-9d1f-3a5c7e9b1d42
+                 */
+                endpoint_id: components["parameters"]["WebhookEndpointId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a webhook endpoint
+         * @description One webhook endpoint, without its secret.
+         */
+        get: operations["getWebhookEndpoint"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a webhook endpoint
+         * @description Deletes the endpoint and its deliveries: nothing more is sent to it. Events stay in the log.
+         */
+        delete: operations["deleteWebhookEndpoint"];
+        options?: never;
+        head?: never;
+        /**
+         * Update a webhook endpoint
+         * @description Changes what is sent: the `url` (checked as at creation), the `event_types`, the `description`,
+         *     or `enabled`. Only the fields given change. Disabling stops new deliveries (those waiting for a
+         *     retry end `failed` when their turn comes); enabling an endpoint that was disabled for failing
+         *     starts afresh. The secret is changed with `rotateWebhookEndpointSecret`.
+         */
+        patch: operations["updateWebhookEndpoint"];
+        trace?: never;
+    };
+    "/v1/orgs/{org}/webhook-endpoints/{endpoint_id}/rotate-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The organization's uuid. Every resource belongs to one organization.
+                 * @example 3f6c1a2e-9b4d-4c7a-8e21-5d0b7f9a1c34
+                 */
+                org: components["parameters"]["OrgId"];
+                /**
+                 * @description The webhook endpoint's uuid.
+                 * @example 0b7d9f1a-3c5e-4a7b-9d1f-3a5c7e9b1d42
+                 */
+                endpoint_id: components["parameters"]["WebhookEndpointId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rotate the signing secret of a webhook endpoint
+         * @description Gives the endpoint a new signing secret, shown this once. The previous secret stays valid for 24
+         *     hours: until `previous_secret_expires_at`, every delivery carries two signatures
+         *     (`webhook-signature: v1,<new> v1,<previous>`), so a receiver can switch to the new secret at its
+         *     own pace. With an `Idempotency-Key`, a replay returns the endpoint without `secret`.
+         */
+        post: operations["rotateWebhookEndpointSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/orgs/{org}/webhook-endpoints/{endpoint_id}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The organization's uuid. Every resource belongs to one organization.
+                 * @example 3f6c1a2e-9b4d-4c7a-8e21-5d0b7f9a1c34
+                 */
+                org: components["parameters"]["OrgId"];
+                /**
+                 * @description The webhook endpoint's uuid.
+                 * @example 0b7d9f1a-3c5e-4a7b-9d1f-3a5c7e9b1d42
+                 */
+                endpoint_id: components["parameters"]["WebhookEndpointId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a test event to a webhook endpoint
+         * @description Records a `ping` event and delivers it to this endpoint only, signed and retried as any event.
+         *     Its delivery's attempts show whether the endpoint answers (`listWebhookEndpointDeliveries`).
+         *     A disabled endpoint is refused (`409 webhook_endpoint_disabled`).
+         */
+        post: operations["testWebhookEndpoint"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/orgs/{org}/webhook-endpoints/{endpoint_id}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The organization's uuid. Every resource belongs to one organization.
+                 * @example 3f6c1a2e-9b4d-4c7a-8e21-5d0b7f9a1c34
+                 */
+                org: components["parameters"]["OrgId"];
+                /**
+                 * @description The webhook endpoint's uuid.
+                 * @example 0b7d9f1a-3c5e-4a7b-9d1f-3a5c7e9b1d42
+                 */
+                endpoint_id: components["parameters"]["WebhookEndpointId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List the deliveries of a webhook endpoint
+         * @description The endpoint's deliveries, newest first, each with every attempt: when it was made, how long the
+         *     endpoint took, and its answer's status code (or why there was none). A delivery is `pending`
+         *     until an attempt succeeds (`succeeded`) or its retries are spent (`failed`).
+         */
+        get: operations["listWebhookEndpointDeliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/orgs/{org}/webhook-endpoints/{endpoint_id}/deliveries/{delivery_id}/resend": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The organization's uuid. Every resource belongs to one organization.
+                 * @example 3f6c1a2e-9b4d-4c7a-8e21-5d0b7f9a1c34
+                 */
+                org: components["parameters"]["OrgId"];
+                /**
+                 * @description The webhook endpoint's uuid.
+                 * @example 0b7d9f1a-3c5e-4a7b-9d1f-3a5c7e9b1d42
+                 */
+                endpoint_id: components["parameters"]["WebhookEndpointId"];
+                /**
+                 * @description The delivery's uuid.
+                 * @example 5e7a9c1d-3f5b-4d7e-9a1c-3e5f7b9d1a63
+                 */
+                delivery_id: components["parameters"]["WebhookDeliveryId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Resend a delivery
+         * @description Delivers the delivery's event to the endpoint again, as a new delivery with its own attempts and
+         *     retries. It carries the same `webhook-id` (the event's id), so a receiver that already
+         *     processed it recognises it. A disabled endpoint is refused (`409 webhook_endpoint_disabled`).
+         */
+        post: operations["resendWebhookEndpointDelivery"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
-export type webhooks = Record<string, never>;
+export interface webhooks {
+    "operation-succeeded": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * An operation succeeded (operation.succeeded)
+         * @description Sent to every enabled endpoint whose `event_types` include `operation.succeeded` (or `*`): a `POST` of
+         *     the event as `getEvent` returns it, signed as the Standard Webhooks specification says. Answer
+         *     with any `2xx` within 10 seconds to acknowledge it; anything else (a redirect included) is retried
+         *     with the same `webhook-id`. Deliveries are at least once: a message may arrive twice, so skip a
+         *     `webhook-id` you have processed.
+         */
+        post: operations["onOperationSucceeded"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "operation-failed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * An operation failed (operation.failed)
+         * @description Sent to every enabled endpoint whose `event_types` include `operation.failed` (or `*`): a `POST` of
+         *     the event as `getEvent` returns it, signed as the Standard Webhooks specification says. Answer
+         *     with any `2xx` within 10 seconds to acknowledge it; anything else (a redirect included) is retried
+         *     with the same `webhook-id`. Deliveries are at least once: a message may arrive twice, so skip a
+         *     `webhook-id` you have processed.
+         */
+        post: operations["onOperationFailed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "operation-cancelled": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * An operation was cancelled (operation.cancelled)
+         * @description Sent to every enabled endpoint whose `event_types` include `operation.cancelled` (or `*`): a `POST` of
+         *     the event as `getEvent` returns it, signed as the Standard Webhooks specification says. Answer
+         *     with any `2xx` within 10 seconds to acknowledge it; anything else (a redirect included) is retried
+         *     with the same `webhook-id`. Deliveries are at least once: a message may arrive twice, so skip a
+         *     `webhook-id` you have processed.
+         */
+        post: operations["onOperationCancelled"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "instance-state-changed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * An instance's state changed (instance.state_changed)
+         * @description Sent to every enabled endpoint whose `event_types` include `instance.state_changed` (or `*`): a `POST` of
+         *     the event as `getEvent` returns it, signed as the Standard Webhooks specification says. Answer
+         *     with any `2xx` within 10 seconds to acknowledge it; anything else (a redirect included) is retried
+         *     with the same `webhook-id`. Deliveries are at least once: a message may arrive twice, so skip a
+         *     `webhook-id` you have processed.
+         */
+        post: operations["onInstanceStateChanged"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "billing-budget-threshold-reached": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A spend budget threshold was reached (billing.budget_threshold_reached)
+         * @description Sent to every enabled endpoint whose `event_types` include `billing.budget_threshold_reached` (or `*`): a `POST` of
+         *     the event as `getEvent` returns it, signed as the Standard Webhooks specification says. Answer
+         *     with any `2xx` within 10 seconds to acknowledge it; anything else (a redirect included) is retried
+         *     with the same `webhook-id`. Deliveries are at least once: a message may arrive twice, so skip a
+         *     `webhook-id` you have processed.
+         */
+        post: operations["onBillingBudgetThresholdReached"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "invoice-finalized": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * An invoice was finalized (invoice.finalized)
+         * @description Sent to every enabled endpoint whose `event_types` include `invoice.finalized` (or `*`): a `POST` of
+         *     the event as `getEvent` returns it, signed as the Standard Webhooks specification says. Answer
+         *     with any `2xx` within 10 seconds to acknowledge it; anything else (a redirect included) is retried
+         *     with the same `webhook-id`. Deliveries are at least once: a message may arrive twice, so skip a
+         *     `webhook-id` you have processed.
+         */
+        post: operations["onInvoiceFinalized"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "schedule-restart-missed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A scheduled restart was missed (schedule.restart_missed)
+         * @description Sent to every enabled endpoint whose `event_types` include `schedule.restart_missed` (or `*`): a `POST` of
+         *     the event as `getEvent` returns it, signed as the Standard Webhooks specification says. Answer
+         *     with any `2xx` within 10 seconds to acknowledge it; anything else (a redirect included) is retried
+         *     with the same `webhook-id`. Deliveries are at least once: a message may arrive twice, so skip a
+         *     `webhook-id` you have processed.
+         */
+        post: operations["onScheduleRestartMissed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "storage-quota-warning": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Object storage neared or reached its ceiling (storage.quota_warning)
+         * @description Sent to every enabled endpoint whose `event_types` include `storage.quota_warning` (or `*`): a `POST` of
+         *     the event as `getEvent` returns it, signed as the Standard Webhooks specification says. Answer
+         *     with any `2xx` within 10 seconds to acknowledge it; anything else (a redirect included) is retried
+         *     with the same `webhook-id`. Deliveries are at least once: a message may arrive twice, so skip a
+         *     `webhook-id` you have processed.
+         */
+        post: operations["onStorageQuotaWarning"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "api-key-created": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * An API key was created (api_key.created)
+         * @description Sent to every enabled endpoint whose `event_types` include `api_key.created` (or `*`): a `POST` of
+         *     the event as `getEvent` returns it, signed as the Standard Webhooks specification says. Answer
+         *     with any `2xx` within 10 seconds to acknowledge it; anything else (a redirect included) is retried
+         *     with the same `webhook-id`. Deliveries are at least once: a message may arrive twice, so skip a
+         *     `webhook-id` you have processed.
+         */
+        post: operations["onApiKeyCreated"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "api-key-revoked": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * An API key was revoked (api_key.revoked)
+         * @description Sent to every enabled endpoint whose `event_types` include `api_key.revoked` (or `*`): a `POST` of
+         *     the event as `getEvent` returns it, signed as the Standard Webhooks specification says. Answer
+         *     with any `2xx` within 10 seconds to acknowledge it; anything else (a redirect included) is retried
+         *     with the same `webhook-id`. Deliveries are at least once: a message may arrive twice, so skip a
+         *     `webhook-id` you have processed.
+         */
+        post: operations["onApiKeyRevoked"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "webhook-endpoint-disabled": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A webhook endpoint was disabled for failing (webhook_endpoint.disabled)
+         * @description Sent to every enabled endpoint whose `event_types` include `webhook_endpoint.disabled` (or `*`): a `POST` of
+         *     the event as `getEvent` returns it, signed as the Standard Webhooks specification says. Answer
+         *     with any `2xx` within 10 seconds to acknowledge it; anything else (a redirect included) is retried
+         *     with the same `webhook-id`. Deliveries are at least once: a message may arrive twice, so skip a
+         *     `webhook-id` you have processed.
+         */
+        post: operations["onWebhookEndpointDisabled"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    ping: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A test event (ping)
+         * @description Sent only to the endpoint tested (`testWebhookEndpoint`), whatever its `event_types`: a `POST` of
+         *     the event as `getEvent` returns it, signed as the Standard Webhooks specification says. Answer
+         *     with any `2xx` within 10 seconds to acknowledge it; anything else (a redirect included) is retried
+         *     with the same `webhook-id`. Deliveries are at least once: a message may arrive twice, so skip a
+         *     `webhook-id` you have processed.
+         */
+        post: operations["onPing"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+}
 export interface components {
     schemas: {
         /**
@@ -2222,7 +2803,10 @@ export interface components {
          *     `creating`, `rebooting`, `resizing`, `rebuilding` or `deleting`, or while `desired_state`
          *     differs from `state`, a start, stop, reboot, resize, rebuild, rescue, unrescue or delete is
          *     refused with `409 vm_state_conflict` (poll the operation, then retry). Each action's own
-         *     description says which states accept it.
+         *     description says which states accept it. A guest that powers itself off (`poweroff` inside
+         *     it) becomes `stopped`, `desired_state` too, without an operation, once the hypervisor has
+         *     reported it `stopped`: metering stops with it. A guest that crashed stays `running`, with
+         *     `observed_status` `crashed`, until a reboot or a stop.
          *
          *     **`allowed_actions`** tells which actions the platform's policy allows for this instance:
          *
@@ -2661,7 +3245,9 @@ export interface components {
          *     A session ends with a WebSocket close code and a reason: `1000` closed, `1001` the gateway is
          *     shutting down, `1011` the console could not be reached, `4001` idle (no input for the
          *     gateway's idle timeout), `4003` the API key that collected the URL was revoked or expired,
-         *     `4004` the instance was deleted. A used, expired or unknown URL is refused at the handshake
+         *     `4004` the instance was deleted, `4029` input kept coming far faster than a session may send
+         *     (its rate is a few hundred messages a second: keystrokes and pastes stay well within it),
+         *     `4030` the client stopped reading the console's output. A used, expired or unknown URL is refused at the handshake
          *     (HTTP `404`). The server also serves a browser page for it at `/console#<url>`.
          */
         ConsoleOut: {
@@ -3500,7 +4086,14 @@ export interface components {
              */
             spend_budget_cents: number | bigint | null;
         };
-        /** @description An invoice the platform's billing run issued for one monthly period, with a line per meter (shown on its page and PDF); the billing provider collects it. */
+        /**
+         * @description An invoice the platform's billing run issued for one monthly period; the billing provider
+         *     collects it. Its page and PDF (`hosted_invoice_url`, `invoice_pdf`) carry what this summary
+         *     leaves out: the seller's details and the buyer's, a line per meter, the subtotal, the tax line,
+         *     the amount paid beside the amount due, and how amounts are rounded. What an invoice says is
+         *     fixed when it is issued: a later change of the platform's seller details or tax rate never
+         *     changes it.
+         */
         InvoiceOut: {
             /**
              * @description The invoice id (not a uuid), one per organization and month.
@@ -3520,13 +4113,19 @@ export interface components {
             currency: string;
             /**
              * Format: int64
-             * @description What remains to be paid, in cents of `currency`.
+             * @description What remains to be paid, in cents of `currency`: the total (tax included) less what the
+             *     billing provider has collected (the page's "Amount paid"). The whole total while `draft` or
+             *     `open` and unpaid, 0 once `paid`, 0 for `void` (nobody owes a cancelled invoice); what was
+             *     left unpaid for `uncollectible`.
              * @example 0
              */
             amount_due_cents: number;
             /**
              * Format: int64
-             * @description The invoice total, in cents of `currency`.
+             * @description The invoice total, in cents of `currency`, tax included: the sum of its lines (each rounded
+             *     to the cent) plus the tax at the rate configured when it was issued, computed once on that
+             *     sum and rounded half up to the cent. With no tax rate configured the tax is 0, and the
+             *     invoice's page says so.
              * @example 12840
              */
             total_cents: number;
@@ -3771,6 +4370,710 @@ export interface components {
              * @example null
              */
             next_cursor: string | null;
+        };
+        /**
+         * @description An event of the organization's log: something that happened, recorded in the transaction of
+         *     the change it announces. Webhook deliveries send exactly this object as their body, and the
+         *     delivery's `webhook-id` header is its `id`.
+         *
+         *     `data` is the payload of the event's `type`, declared for each type in the contract's
+         *     webhooks section (`operation.succeeded`, `instance.state_changed`, …). New types may be added
+         *     within `/v1`: treat a type you do not know as "other" and ignore it.
+         */
+        EventOut: {
+            /**
+             * @description The event's id (`evt_` and 32 hex digits); the `webhook-id` of its deliveries.
+             * @example evt_7c1e9a3b5d2f4e6a8b0c1d2e3f4a5b6c
+             */
+            id: string;
+            /**
+             * @description `<resource>.<what happened>`; see the webhooks section for each type's `data`. Open: new types may be added.
+             * @example operation.succeeded
+             * @enum {string}
+             */
+            type: "operation.succeeded" | "operation.failed" | "operation.cancelled" | "instance.state_changed" | "billing.budget_threshold_reached" | "invoice.finalized" | "schedule.restart_missed" | "storage.quota_warning" | "api_key.created" | "api_key.revoked" | "webhook_endpoint.disabled" | "ping";
+            /**
+             * Format: date-time
+             * @description When the change the event announces was made.
+             * @example 2026-11-20T09:15:42.118Z
+             */
+            created_at: string;
+            /**
+             * @description The kind of resource the event is about. Open, like `type`.
+             * @example operation
+             * @enum {string}
+             */
+            resource_type: "operation" | "vm" | "billing" | "invoice" | "scheduled_action" | "s3_quota" | "api_token" | "webhook_endpoint";
+            /**
+             * @description The resource's id (an organization's id for `billing` and `s3_quota`).
+             * @example c1d2e3f4-a5b6-4c7d-8e9f-0a1b2c3d4e51
+             */
+            resource_id: string;
+            /** @description The payload of `type`, as the webhooks section declares it. */
+            data: {
+                [key: string]: unknown;
+            };
+        };
+        /** @description A page of events, newest first. */
+        EventList: {
+            items: components["schemas"]["EventOut"][];
+            /**
+             * @description Pass as `cursor` to get the next page; null on the last page.
+             * @example null
+             */
+            next_cursor: string | null;
+        };
+        /**
+         * @description A URL the organization's events are delivered to, signed with the endpoint's secret (never
+         *     shown after creation or rotation). A disabled endpoint receives nothing: `disabled_reason` says
+         *     whether it was disabled with `updateWebhookEndpoint` or by the platform because it failed for the
+         *     whole retry schedule (about three days).
+         */
+        WebhookEndpointOut: {
+            /**
+             * Format: uuid
+             * @example 0b7d9f1a-3c5e-4a7b-9d1f-3a5c7e9b1d42
+             */
+            id: string;
+            /**
+             * Format: uri
+             * @description Where events are sent (`POST`).
+             * @example https://hooks.acme-robotics.example/cloud-platform
+             */
+            url: string;
+            /**
+             * @description A label of your choice.
+             * @example Deploy pipeline
+             */
+            description: string | null;
+            /**
+             * @description The event types delivered; `*` is every type, including those added later.
+             * @example [
+             *       "operation.succeeded",
+             *       "operation.failed"
+             *     ]
+             */
+            event_types: string[];
+            /**
+             * @description Whether events are delivered to it.
+             * @example true
+             */
+            enabled: boolean;
+            /**
+             * @description `disabled_by_user` (`updateWebhookEndpoint`), or `failing` (every attempt failed for the whole retry schedule); null while enabled.
+             * @example null
+             * @enum {string|null}
+             */
+            disabled_reason: "disabled_by_user" | "failing" | null;
+            /**
+             * Format: date-time
+             * @description The first failed attempt since the endpoint last answered with a `2xx`; null while it answers.
+             * @example null
+             */
+            failing_since: string | null;
+            /**
+             * Format: date-time
+             * @description After a rotation, until when deliveries are also signed with the previous secret; null otherwise.
+             * @example null
+             */
+            previous_secret_expires_at: string | null;
+            /**
+             * Format: date-time
+             * @example 2026-11-20T09:20:00Z
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @example 2026-11-20T09:20:00Z
+             */
+            updated_at: string;
+        };
+        /** @description A page of webhook endpoints, newest first. No secret. */
+        WebhookEndpointList: {
+            items: components["schemas"]["WebhookEndpointOut"][];
+            /**
+             * @description Pass as `cursor` to get the next page; null on the last page.
+             * @example null
+             */
+            next_cursor: string | null;
+        };
+        /** @description A new webhook endpoint. Unknown fields are refused. */
+        WebhookEndpointCreateRequest: {
+            /**
+             * Format: uri
+             * @description An `https` URL that does not resolve to a loopback, private, link-local or metadata address.
+             * @example https://hooks.acme-robotics.example/cloud-platform
+             */
+            url: string;
+            /**
+             * @description A label of your choice.
+             * @example Deploy pipeline
+             */
+            description?: string | null;
+            /**
+             * @description The event types to deliver (`*`, the default, is every type).
+             * @default [
+             *       "*"
+             *     ]
+             * @example [
+             *       "operation.succeeded",
+             *       "operation.failed"
+             *     ]
+             */
+            event_types?: string[];
+            /**
+             * @description Create it disabled with false.
+             * @default true
+             * @example true
+             */
+            enabled?: boolean;
+        };
+        /** @description The fields to change; those omitted stay as they are. Unknown fields are refused. */
+        WebhookEndpointUpdateRequest: {
+            /**
+             * Format: uri
+             * @description A new URL, checked as at creation.
+             * @example https://hooks.acme-robotics.example/cloud-platform/v2
+             */
+            url?: string;
+            /**
+             * @description A new label, or null for none.
+             * @example Deploy pipeline
+             */
+            description?: string | null;
+            /**
+             * @description The event types to deliver from now on.
+             * @example [
+             *       "*"
+             *     ]
+             */
+            event_types?: string[];
+            /**
+             * @description false stops deliveries; true resumes them (and forgets a disablement for failing).
+             * @example true
+             */
+            enabled?: boolean;
+        };
+        /**
+         * @description The new endpoint and its signing secret. The secret is shown exactly once; an idempotent replay
+         *     of the creating request returns the same `webhook_endpoint` without `secret`.
+         */
+        WebhookEndpointCreated: {
+            webhook_endpoint: components["schemas"]["WebhookEndpointOut"];
+            /**
+             * @description The signing secret (`whsec_` and the base64 of 32 random bytes), for any Standard Webhooks library. Present in the first response only; store it now.
+             * @example whsec_wENZVr3TLjRcq9bKfPILLjIFycR/6yUk9V6pxd8aT+w=
+             */
+            secret?: string;
+        };
+        /**
+         * @description The endpoint with its new secret, shown this once; `previous_secret_expires_at` says until when
+         *     the previous secret also signs. An idempotent replay returns the endpoint without `secret`.
+         */
+        WebhookSecretRotated: {
+            webhook_endpoint: components["schemas"]["WebhookEndpointOut"];
+            /**
+             * @description The new signing secret. Present in the first response only; store it now.
+             * @example whsec_4JAm57GeNU2iTnhmUE7+rNL/TVRAU798kLY8bNfvOMY=
+             */
+            secret?: string;
+        };
+        /** @description The `ping` event recorded for the test, and its delivery to the endpoint. */
+        WebhookTestAccepted: {
+            event: components["schemas"]["EventOut"];
+            delivery: components["schemas"]["WebhookDeliveryOut"];
+        };
+        /**
+         * @description One event sent to one endpoint, with every attempt. Attempts follow a widening schedule
+         *     (5 seconds, 5 minutes, 30 minutes, 2, 5, 10, 14, 20 and 20 hours after the one before: about
+         *     three days) until one succeeds. Every attempt carries the same `webhook-id`, the event's id.
+         */
+        WebhookDeliveryOut: {
+            /**
+             * Format: uuid
+             * @example 5e7a9c1d-3f5b-4d7e-9a1c-3e5f7b9d1a63
+             */
+            id: string;
+            /**
+             * Format: uuid
+             * @example 0b7d9f1a-3c5e-4a7b-9d1f-3a5c7e9b1d42
+             */
+            endpoint_id: string;
+            /**
+             * @description The event delivered; also the `webhook-id` header of every attempt.
+             * @example evt_7c1e9a3b5d2f4e6a8b0c1d2e3f4a5b6c
+             */
+            event_id: string;
+            /** @example operation.succeeded */
+            event_type: string;
+            /**
+             * @description `pending` until an attempt succeeds (`succeeded`) or the retries are spent (`failed`).
+             * @example succeeded
+             * @enum {string}
+             */
+            status: "pending" | "succeeded" | "failed";
+            /** @description Every attempt, oldest first. */
+            attempts: components["schemas"]["WebhookDeliveryAttempt"][];
+            /**
+             * Format: date-time
+             * @description When the next attempt is due, while one waits; null otherwise (one is under way, or the delivery is finished).
+             * @example null
+             */
+            next_attempt_at: string | null;
+            /**
+             * Format: date-time
+             * @example 2026-11-20T09:15:42.118Z
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description When it succeeded or failed for good; null while pending.
+             * @example 2026-11-20T09:15:42.385Z
+             */
+            finished_at: string | null;
+        };
+        /** @description One attempt of a delivery. */
+        WebhookDeliveryAttempt: {
+            /**
+             * Format: date-time
+             * @example 2026-11-20T09:15:42.301Z
+             */
+            attempted_at: string;
+            /**
+             * Format: int32
+             * @description The status of the endpoint's answer; null when there was no answer.
+             * @example 200
+             */
+            status_code: number | null;
+            /**
+             * Format: int32
+             * @description From the start of the attempt to the answer's status (or to the failure).
+             * @example 84
+             */
+            latency_ms: number;
+            /**
+             * @description `succeeded` (a `2xx` answer); `http_error` (another status, redirects included: they are not
+             *     followed); `timeout`; `connection_failed` (refused, reset, TLS or DNS failure);
+             *     `address_not_allowed` (the URL resolved to a loopback, private, link-local or metadata
+             *     address); `endpoint_disabled` (the endpoint was disabled before the attempt: nothing sent).
+             * @example succeeded
+             * @enum {string}
+             */
+            outcome: "succeeded" | "http_error" | "timeout" | "connection_failed" | "address_not_allowed" | "endpoint_disabled";
+        };
+        /** @description A page of deliveries, newest first. */
+        WebhookDeliveryList: {
+            items: components["schemas"]["WebhookDeliveryOut"][];
+            /**
+             * @description Pass as `cursor` to get the next page; null on the last page.
+             * @example null
+             */
+            next_cursor: string | null;
+        };
+        /**
+         * @description An operation reached its end: `operation.succeeded`, `operation.failed` (with `error_class` and
+         *     `error_detail`) or `operation.cancelled`. Recorded in the transaction that ends it.
+         */
+        OperationEvent: {
+            /**
+             * @description The event's id; the `webhook-id` header of its deliveries.
+             * @example evt_7c1e9a3b5d2f4e6a8b0c1d2e3f4a5b6c
+             */
+            id: string;
+            /**
+             * @example operation.succeeded
+             * @enum {string}
+             */
+            type: "operation.succeeded" | "operation.failed" | "operation.cancelled";
+            /**
+             * Format: date-time
+             * @description When the change was made.
+             * @example 2026-11-20T09:15:42.118Z
+             */
+            created_at: string;
+            /**
+             * @example operation
+             * @constant
+             */
+            resource_type: "operation";
+            /**
+             * @description The operation's id.
+             * @example c1d2e3f4-a5b6-4c7d-8e9f-0a1b2c3d4e51
+             */
+            resource_id: string;
+            data: {
+                operation: components["schemas"]["OperationRef"];
+            };
+        };
+        /**
+         * @description An instance's `state` changed (by a request, by the end of its operation), or the power status
+         *     the hypervisor reports (`observed_status`) did: a guest that crashed or shut itself down is
+         *     announced too. Read the instance for the rest of it.
+         */
+        InstanceStateChangedEvent: {
+            /**
+             * @description The event's id; the `webhook-id` header of its deliveries.
+             * @example evt_7c1e9a3b5d2f4e6a8b0c1d2e3f4a5b6c
+             */
+            id: string;
+            /**
+             * @example instance.state_changed
+             * @constant
+             */
+            type: "instance.state_changed";
+            /**
+             * Format: date-time
+             * @description When the change was made.
+             * @example 2026-11-20T09:15:42.118Z
+             */
+            created_at: string;
+            /**
+             * @example vm
+             * @constant
+             */
+            resource_type: "vm";
+            /**
+             * @description The instance's id.
+             * @example b8a3c5d7-2e4f-4a6b-9c8d-1e3f5a7b9c20
+             */
+            resource_id: string;
+            data: {
+                /**
+                 * Format: uuid
+                 * @example b8a3c5d7-2e4f-4a6b-9c8d-1e3f5a7b9c20
+                 */
+                vm_id: string;
+                /** @example web-1 */
+                name: string;
+                /**
+                 * @description The instance's state now.
+                 * @example running
+                 * @enum {string}
+                 */
+                state: "creating" | "running" | "stopped" | "rebooting" | "resizing" | "rebuilding" | "rescue" | "deleting" | "error";
+                /**
+                 * @description Its state before the change.
+                 * @example creating
+                 * @enum {string}
+                 */
+                previous_state: "creating" | "running" | "stopped" | "rebooting" | "resizing" | "rebuilding" | "rescue" | "deleting" | "error";
+                /**
+                 * @example running
+                 * @enum {string}
+                 */
+                desired_state: "running" | "stopped" | "rescue" | "deleted";
+                /**
+                 * @description The power status the hypervisor reports now; null until it has reported.
+                 * @example running
+                 * @enum {string|null}
+                 */
+                observed_status: "running" | "stopped" | "rescue" | "crashed" | null;
+                /**
+                 * @description The power status it reported before.
+                 * @example null
+                 * @enum {string|null}
+                 */
+                previous_observed_status: "running" | "stopped" | "rescue" | "crashed" | null;
+            };
+        };
+        /**
+         * @description Month-to-date estimated spend reached 50%, 80% or 100% of the spend budget. Each threshold is
+         *     announced once per month and budget (a new budget is announced afresh). At 100%, new billable
+         *     resources are refused (`409 spend_budget_exceeded`). Recorded by the metering pass that
+         *     accrued the usage.
+         */
+        BudgetThresholdReachedEvent: {
+            /**
+             * @description The event's id; the `webhook-id` header of its deliveries.
+             * @example evt_7c1e9a3b5d2f4e6a8b0c1d2e3f4a5b6c
+             */
+            id: string;
+            /**
+             * @example billing.budget_threshold_reached
+             * @constant
+             */
+            type: "billing.budget_threshold_reached";
+            /**
+             * Format: date-time
+             * @description When the change was made.
+             * @example 2026-11-20T09:15:42.118Z
+             */
+            created_at: string;
+            /**
+             * @example billing
+             * @constant
+             */
+            resource_type: "billing";
+            /**
+             * @description The organization's id (its billing account).
+             * @example 3f6c1a2e-9b4d-4c7a-8e21-5d0b7f9a1c34
+             */
+            resource_id: string;
+            data: {
+                /**
+                 * Format: int32
+                 * @example 80
+                 * @enum {integer}
+                 */
+                threshold_percent: 50 | 80 | 100;
+                /**
+                 * Format: int64
+                 * @description The budget the threshold is a share of, in euro cents, up to 9223372036854775807 (parse it exactly).
+                 * @example 50000
+                 */
+                spend_budget_cents: number | bigint;
+                /**
+                 * Format: int64
+                 * @description Month-to-date estimated spend when the threshold was reached.
+                 * @example 40210
+                 */
+                estimated_cents: number;
+                /**
+                 * @description The month (UTC) of the spend.
+                 * @example 2026-11
+                 */
+                month: string;
+            };
+        };
+        /**
+         * @description An invoice was finalized: issued for a closed month and handed to the billing provider, which
+         *     set its status (`open` or `paid`). Its page and PDF links expire; read the invoice again for
+         *     fresh ones.
+         */
+        InvoiceFinalizedEvent: {
+            /**
+             * @description The event's id; the `webhook-id` header of its deliveries.
+             * @example evt_7c1e9a3b5d2f4e6a8b0c1d2e3f4a5b6c
+             */
+            id: string;
+            /**
+             * @example invoice.finalized
+             * @constant
+             */
+            type: "invoice.finalized";
+            /**
+             * Format: date-time
+             * @description When the change was made.
+             * @example 2026-11-20T09:15:42.118Z
+             */
+            created_at: string;
+            /**
+             * @example invoice
+             * @constant
+             */
+            resource_type: "invoice";
+            /**
+             * @description The invoice's id.
+             * @example in_2026_10_3f6c1a2e
+             */
+            resource_id: string;
+            data: {
+                invoice: components["schemas"]["InvoiceOut"];
+            };
+        };
+        /**
+         * @description A scheduled restart came due while the platform could not run it, and was reached more than 15
+         *     minutes late (the grace period): it was skipped rather than run late (`last_outcome`
+         *     `missed`). A repeating schedule stays `scheduled` for its next run.
+         */
+        ScheduleRestartMissedEvent: {
+            /**
+             * @description The event's id; the `webhook-id` header of its deliveries.
+             * @example evt_7c1e9a3b5d2f4e6a8b0c1d2e3f4a5b6c
+             */
+            id: string;
+            /**
+             * @example schedule.restart_missed
+             * @constant
+             */
+            type: "schedule.restart_missed";
+            /**
+             * Format: date-time
+             * @description When the change was made.
+             * @example 2026-11-20T09:15:42.118Z
+             */
+            created_at: string;
+            /**
+             * @example scheduled_action
+             * @constant
+             */
+            resource_type: "scheduled_action";
+            /**
+             * @description The scheduled restart's id.
+             * @example 5d7f9b1c-3e5a-4c7e-9f1b-3d5f7a9c1e62
+             */
+            resource_id: string;
+            data: {
+                scheduled_action: components["schemas"]["ScheduledActionOut"];
+            };
+        };
+        /**
+         * @description Measured object storage reached the warning threshold (`soft_limit`: 90% of the ceiling) or the
+         *     ceiling itself (`ceiling`: new writes are refused with S3's `403 QuotaExceeded`). Each level is
+         *     announced once per ceiling, and again after usage has fallen back below it.
+         */
+        StorageQuotaWarningEvent: {
+            /**
+             * @description The event's id; the `webhook-id` header of its deliveries.
+             * @example evt_7c1e9a3b5d2f4e6a8b0c1d2e3f4a5b6c
+             */
+            id: string;
+            /**
+             * @example storage.quota_warning
+             * @constant
+             */
+            type: "storage.quota_warning";
+            /**
+             * Format: date-time
+             * @description When the change was made.
+             * @example 2026-11-20T09:15:42.118Z
+             */
+            created_at: string;
+            /**
+             * @example s3_quota
+             * @constant
+             */
+            resource_type: "s3_quota";
+            /**
+             * @description The organization's id (its storage quota).
+             * @example 3f6c1a2e-9b4d-4c7a-8e21-5d0b7f9a1c34
+             */
+            resource_id: string;
+            data: {
+                /**
+                 * @example soft_limit
+                 * @enum {string}
+                 */
+                level: "soft_limit" | "ceiling";
+                /**
+                 * Format: int64
+                 * @description The measured usage.
+                 * @example 97710505984
+                 */
+                usage_bytes: number;
+                /**
+                 * Format: int64
+                 * @description The warning threshold, 90% of the ceiling.
+                 * @example 96636764160
+                 */
+                soft_bytes: number;
+                /**
+                 * Format: int64
+                 * @description The ceiling.
+                 * @example 107374182400
+                 */
+                hard_bytes: number;
+            };
+        };
+        /**
+         * @description An API key was created (`api_key.created`) or revoked (`api_key.revoked`). The key's metadata
+         *     only: its secret is never in an event.
+         */
+        ApiKeyEvent: {
+            /**
+             * @description The event's id; the `webhook-id` header of its deliveries.
+             * @example evt_7c1e9a3b5d2f4e6a8b0c1d2e3f4a5b6c
+             */
+            id: string;
+            /**
+             * @example api_key.created
+             * @enum {string}
+             */
+            type: "api_key.created" | "api_key.revoked";
+            /**
+             * Format: date-time
+             * @description When the change was made.
+             * @example 2026-11-20T09:15:42.118Z
+             */
+            created_at: string;
+            /**
+             * @example api_token
+             * @constant
+             */
+            resource_type: "api_token";
+            /**
+             * @description The key's id.
+             * @example 6a1e3c5b-7d9f-4b2a-8c4e-1f3a5b7d9e02
+             */
+            resource_id: string;
+            data: {
+                api_key: components["schemas"]["ApiTokenOut"];
+            };
+        };
+        /**
+         * @description A webhook endpoint was disabled by the platform: every attempt to it failed for the whole retry
+         *     schedule (about three days). It is delivered to the organization's other endpoints, never to the
+         *     disabled one. Enable it again with `updateWebhookEndpoint`.
+         */
+        WebhookEndpointDisabledEvent: {
+            /**
+             * @description The event's id; the `webhook-id` header of its deliveries.
+             * @example evt_7c1e9a3b5d2f4e6a8b0c1d2e3f4a5b6c
+             */
+            id: string;
+            /**
+             * @example webhook_endpoint.disabled
+             * @constant
+             */
+            type: "webhook_endpoint.disabled";
+            /**
+             * Format: date-time
+             * @description When the change was made.
+             * @example 2026-11-20T09:15:42.118Z
+             */
+            created_at: string;
+            /**
+             * @example webhook_endpoint
+             * @constant
+             */
+            resource_type: "webhook_endpoint";
+            /**
+             * @description The endpoint's id.
+             * @example 0b7d9f1a-3c5e-4a7b-9d1f-3a5c7e9b1d42
+             */
+            resource_id: string;
+            data: {
+                webhook_endpoint: components["schemas"]["WebhookEndpointOut"];
+            };
+        };
+        /**
+         * @description A test event (`testWebhookEndpoint`), delivered only to the endpoint tested. It changes nothing;
+         *     acknowledge it like any other.
+         */
+        PingEvent: {
+            /**
+             * @description The event's id; the `webhook-id` header of its deliveries.
+             * @example evt_7c1e9a3b5d2f4e6a8b0c1d2e3f4a5b6c
+             */
+            id: string;
+            /**
+             * @example ping
+             * @constant
+             */
+            type: "ping";
+            /**
+             * Format: date-time
+             * @description When the change was made.
+             * @example 2026-11-20T09:15:42.118Z
+             */
+            created_at: string;
+            /**
+             * @example webhook_endpoint
+             * @constant
+             */
+            resource_type: "webhook_endpoint";
+            /**
+             * @description The endpoint tested.
+             * @example 0b7d9f1a-3c5e-4a7b-9d1f-3a5c7e9b1d42
+             */
+            resource_id: string;
+            data: {
+                /**
+                 * Format: uuid
+                 * @example 0b7d9f1a-3c5e-4a7b-9d1f-3a5c7e9b1d42
+                 */
+                webhook_endpoint_id: string;
+            };
         };
         /** @description The process answers. */
         HealthOut: {
@@ -4966,6 +6269,118 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
+        /** @description No event with this id in the organization, or it is older than the retention (`not_found`). */
+        EventNotFound: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description A request with this `Idempotency-Key` is still being processed (`idempotency_key_in_use`). */
+        EventsIdempotencyKeyInUse: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description The URL is not allowed (`webhook_url_not_allowed`), or the `Idempotency-Key` was used with another request (`idempotency_key_reused`). */
+        WebhookCreateRefused: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description No such webhook endpoint, or no such delivery of it (`not_found`). */
+        WebhookDeliveryNotFound: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description The organization has as many endpoints as it may (`webhook_endpoint_limit_reached`), or a request with this `Idempotency-Key` is still being processed (`idempotency_key_in_use`). */
+        WebhookEndpointCreateConflict: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description The endpoint is disabled (`webhook_endpoint_disabled`), or a request with this `Idempotency-Key` is still being processed (`idempotency_key_in_use`). */
+        WebhookEndpointDisabledConflict: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description No webhook endpoint with this id in the organization (`not_found`). */
+        WebhookEndpointNotFound: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description The URL is not `https`, or resolves to a loopback, private, link-local or metadata address (`webhook_url_not_allowed`). */
+        WebhookUrlNotAllowed: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
     };
     parameters: {
         /**
@@ -5019,6 +6434,21 @@ export interface components {
          */
         OperationId: string;
         /**
+         * @description The event's id (`evt_…`).
+         * @example evt_7c1e9a3b5d2f4e6a8b0c1d2e3f4a5b6c
+         */
+        EventId: string;
+        /**
+         * @description The webhook endpoint's uuid.
+         * @example 0b7d9f1a-3c5e-4a7b-9d1f-3a5c7e9b1d42
+         */
+        WebhookEndpointId: string;
+        /**
+         * @description The delivery's uuid.
+         * @example 5e7a9c1d-3f5b-4d7e-9a1c-3e5f7b9d1a63
+         */
+        WebhookDeliveryId: string;
+        /**
          * @description The largest number of items to return in this page. The page may hold fewer, even when more items follow.
          * @example 50
          */
@@ -5040,6 +6470,25 @@ export interface components {
          * @example 8e1f0c52-6f7a-4f6e-9d55-3b0d8f1e2a47
          */
         IdempotencyKey: string;
+        /**
+         * @description The event's id. The same on every attempt and every resend of the event, so a receiver can skip one it has processed.
+         * @example evt_7c1e9a3b5d2f4e6a8b0c1d2e3f4a5b6c
+         */
+        WebhookIdHeader: string;
+        /**
+         * @description When this attempt was signed, in Unix seconds. Refuse a message more than five minutes away from your clock (Standard Webhooks libraries do).
+         * @example 1795252542
+         */
+        WebhookTimestampHeader: string;
+        /**
+         * @description `v1,` and the base64 HMAC-SHA256, keyed with the endpoint's secret (the base64 after `whsec_`),
+         *     of `<webhook-id>.<webhook-timestamp>.<body>`. After a rotation, two signatures separated by a
+         *     space (the new secret's, then the previous one's) until the previous secret expires; accept the
+         *     message if either matches. Verify with a Standard Webhooks library, or `verifyWebhook` of the
+         *     typed client.
+         * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+         */
+        WebhookSignatureHeader: string;
     };
     requestBodies: never;
     headers: {
@@ -5148,6 +6597,27 @@ export type ApiTokenCreated = components['schemas']['ApiTokenCreated'];
 export type OperationList = components['schemas']['OperationList'];
 export type AuditEventOut = components['schemas']['AuditEventOut'];
 export type AuditEventList = components['schemas']['AuditEventList'];
+export type EventOut = components['schemas']['EventOut'];
+export type EventList = components['schemas']['EventList'];
+export type WebhookEndpointOut = components['schemas']['WebhookEndpointOut'];
+export type WebhookEndpointList = components['schemas']['WebhookEndpointList'];
+export type WebhookEndpointCreateRequest = components['schemas']['WebhookEndpointCreateRequest'];
+export type WebhookEndpointUpdateRequest = components['schemas']['WebhookEndpointUpdateRequest'];
+export type WebhookEndpointCreated = components['schemas']['WebhookEndpointCreated'];
+export type WebhookSecretRotated = components['schemas']['WebhookSecretRotated'];
+export type WebhookTestAccepted = components['schemas']['WebhookTestAccepted'];
+export type WebhookDeliveryOut = components['schemas']['WebhookDeliveryOut'];
+export type WebhookDeliveryAttempt = components['schemas']['WebhookDeliveryAttempt'];
+export type WebhookDeliveryList = components['schemas']['WebhookDeliveryList'];
+export type OperationEvent = components['schemas']['OperationEvent'];
+export type InstanceStateChangedEvent = components['schemas']['InstanceStateChangedEvent'];
+export type BudgetThresholdReachedEvent = components['schemas']['BudgetThresholdReachedEvent'];
+export type InvoiceFinalizedEvent = components['schemas']['InvoiceFinalizedEvent'];
+export type ScheduleRestartMissedEvent = components['schemas']['ScheduleRestartMissedEvent'];
+export type StorageQuotaWarningEvent = components['schemas']['StorageQuotaWarningEvent'];
+export type ApiKeyEvent = components['schemas']['ApiKeyEvent'];
+export type WebhookEndpointDisabledEvent = components['schemas']['WebhookEndpointDisabledEvent'];
+export type PingEvent = components['schemas']['PingEvent'];
 export type HealthOut = components['schemas']['HealthOut'];
 export type ReadinessOut = components['schemas']['ReadinessOut'];
 export type ResponseBadRequest = components['responses']['BadRequest'];
@@ -5231,6 +6701,14 @@ export type ResponseBucketRestoreStateConflict = components['responses']['Bucket
 export type ResponseQuotaBelowFloor = components['responses']['QuotaBelowFloor'];
 export type ResponseStorageIdempotencyKeyInUse = components['responses']['StorageIdempotencyKeyInUse'];
 export type ResponseStorageIdempotencyKeyReused = components['responses']['StorageIdempotencyKeyReused'];
+export type ResponseEventNotFound = components['responses']['EventNotFound'];
+export type ResponseEventsIdempotencyKeyInUse = components['responses']['EventsIdempotencyKeyInUse'];
+export type ResponseWebhookCreateRefused = components['responses']['WebhookCreateRefused'];
+export type ResponseWebhookDeliveryNotFound = components['responses']['WebhookDeliveryNotFound'];
+export type ResponseWebhookEndpointCreateConflict = components['responses']['WebhookEndpointCreateConflict'];
+export type ResponseWebhookEndpointDisabledConflict = components['responses']['WebhookEndpointDisabledConflict'];
+export type ResponseWebhookEndpointNotFound = components['responses']['WebhookEndpointNotFound'];
+export type ResponseWebhookUrlNotAllowed = components['responses']['WebhookUrlNotAllowed'];
 export type ParameterOrgId = components['parameters']['OrgId'];
 export type ParameterVmId = components['parameters']['VmId'];
 export type ParameterScheduleId = components['parameters']['ScheduleId'];
@@ -5241,9 +6719,15 @@ export type ParameterAccessKeyId = components['parameters']['AccessKeyId'];
 export type ParameterInvoiceId = components['parameters']['InvoiceId'];
 export type ParameterApiTokenId = components['parameters']['ApiTokenId'];
 export type ParameterOperationId = components['parameters']['OperationId'];
+export type ParameterEventId = components['parameters']['EventId'];
+export type ParameterWebhookEndpointId = components['parameters']['WebhookEndpointId'];
+export type ParameterWebhookDeliveryId = components['parameters']['WebhookDeliveryId'];
 export type ParameterLimit = components['parameters']['Limit'];
 export type ParameterCursor = components['parameters']['Cursor'];
 export type ParameterIdempotencyKey = components['parameters']['IdempotencyKey'];
+export type ParameterWebhookIdHeader = components['parameters']['WebhookIdHeader'];
+export type ParameterWebhookTimestampHeader = components['parameters']['WebhookTimestampHeader'];
+export type ParameterWebhookSignatureHeader = components['parameters']['WebhookSignatureHeader'];
 export type HeaderXRequestId = components['headers']['X-Request-Id'];
 export type HeaderRateLimitLimit = components['headers']['RateLimit-Limit'];
 export type HeaderRateLimitRemaining = components['headers']['RateLimit-Remaining'];
@@ -8202,6 +9686,1220 @@ export interface operations {
             431: components["responses"]["RequestHeadersTooLarge"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listEvents: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Only events of this type, such as `operation.succeeded`.
+                 * @example operation.succeeded
+                 */
+                type?: string;
+                /**
+                 * @description Only events about this kind of resource.
+                 * @example vm
+                 */
+                resource_type?: string;
+                /**
+                 * @description Only events about this resource (its id, as in the events' `resource_id`).
+                 * @example b8a3c5d7-2e4f-4a6b-9c8d-1e3f5a7b9c20
+                 */
+                resource_id?: string;
+                /**
+                 * @description Only events at or after this instant.
+                 * @example 2026-11-20T00:00:00Z
+                 */
+                since?: string;
+                /**
+                 * @description Only events before this instant.
+                 * @example 2026-11-21T00:00:00Z
+                 */
+                until?: string;
+                /**
+                 * @description The largest number of items to return in this page. The page may hold fewer, even when more items follow.
+                 * @example 50
+                 */
+                limit?: components["parameters"]["Limit"];
+                /**
+                 * @description Where the page starts: the `next_cursor` of the previous page, passed unchanged. Omit it for
+                 *     the first page. A cursor the API did not issue for this list is refused with
+                 *     `400 invalid_cursor`.
+                 * @example eyJrIjoiMjAyNi0xMS0yMFQwOToxNTowMFoiLCJpZCI6ImI4YTNjNWQ3In0
+                 */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The organization's uuid. Every resource belongs to one organization.
+                 * @example 3f6c1a2e-9b4d-4c7a-8e21-5d0b7f9a1c34
+                 */
+                org: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of events. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeadersTooLarge"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getEvent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The organization's uuid. Every resource belongs to one organization.
+                 * @example 3f6c1a2e-9b4d-4c7a-8e21-5d0b7f9a1c34
+                 */
+                org: components["parameters"]["OrgId"];
+                /**
+                 * @description The event's id (`evt_…`).
+                 * @example evt_7c1e9a3b5d2f4e6a8b0c1d2e3f4a5b6c
+                 */
+                event_id: components["parameters"]["EventId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The event. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventOut"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["EventNotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeadersTooLarge"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listWebhookEndpoints: {
+        parameters: {
+            query?: {
+                /**
+                 * @description The largest number of items to return in this page. The page may hold fewer, even when more items follow.
+                 * @example 50
+                 */
+                limit?: components["parameters"]["Limit"];
+                /**
+                 * @description Where the page starts: the `next_cursor` of the previous page, passed unchanged. Omit it for
+                 *     the first page. A cursor the API did not issue for this list is refused with
+                 *     `400 invalid_cursor`.
+                 * @example eyJrIjoiMjAyNi0xMS0yMFQwOToxNTowMFoiLCJpZCI6ImI4YTNjNWQ3In0
+                 */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The organization's uuid. Every resource belongs to one organization.
+                 * @example 3f6c1a2e-9b4d-4c7a-8e21-5d0b7f9a1c34
+                 */
+                org: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of webhook endpoints. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpointList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeadersTooLarge"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description A key of your choice (1 to 255 printable ASCII characters; a random uuid is a good choice) that
+                 *     makes this `POST` safe to retry. Within 24 hours, the same key with the same body replays the
+                 *     first response with `Idempotent-Replayed: true` (secrets shown once are `null` in a replay,
+                 *     and a replayed problem document carries the replaying request's `request_id`);
+                 *     the same key with another body is `422 idempotency_key_reused`; the same key while the first
+                 *     request is still being processed is `409 idempotency_key_in_use`. Keys are per organization.
+                 * @example 8e1f0c52-6f7a-4f6e-9d55-3b0d8f1e2a47
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /**
+                 * @description The organization's uuid. Every resource belongs to one organization.
+                 * @example 3f6c1a2e-9b4d-4c7a-8e21-5d0b7f9a1c34
+                 */
+                org: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookEndpointCreateRequest"];
+            };
+        };
+        responses: {
+            /** @description The endpoint was created. `secret` is shown this once. */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpointCreated"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            409: components["responses"]["WebhookEndpointCreateConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["WebhookCreateRefused"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeadersTooLarge"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The organization's uuid. Every resource belongs to one organization.
+                 * @example 3f6c1a2e-9b4d-4c7a-8e21-5d0b7f9a1c34
+                 */
+                org: components["parameters"]["OrgId"];
+                /**
+                 * @description The webhook endpoint's uuid.
+                 * @example 0b7d9f1a-3c5e-4a7b-9d1f-3a5c7e9b1d42
+                 */
+                endpoint_id: components["parameters"]["WebhookEndpointId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoint. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpointOut"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["WebhookEndpointNotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeadersTooLarge"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    deleteWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The organization's uuid. Every resource belongs to one organization.
+                 * @example 3f6c1a2e-9b4d-4c7a-8e21-5d0b7f9a1c34
+                 */
+                org: components["parameters"]["OrgId"];
+                /**
+                 * @description The webhook endpoint's uuid.
+                 * @example 0b7d9f1a-3c5e-4a7b-9d1f-3a5c7e9b1d42
+                 */
+                endpoint_id: components["parameters"]["WebhookEndpointId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoint was deleted. */
+            204: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["WebhookEndpointNotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeadersTooLarge"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    updateWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The organization's uuid. Every resource belongs to one organization.
+                 * @example 3f6c1a2e-9b4d-4c7a-8e21-5d0b7f9a1c34
+                 */
+                org: components["parameters"]["OrgId"];
+                /**
+                 * @description The webhook endpoint's uuid.
+                 * @example 0b7d9f1a-3c5e-4a7b-9d1f-3a5c7e9b1d42
+                 */
+                endpoint_id: components["parameters"]["WebhookEndpointId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookEndpointUpdateRequest"];
+            };
+        };
+        responses: {
+            /** @description The endpoint as changed. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpointOut"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["WebhookEndpointNotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["WebhookUrlNotAllowed"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeadersTooLarge"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    rotateWebhookEndpointSecret: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description A key of your choice (1 to 255 printable ASCII characters; a random uuid is a good choice) that
+                 *     makes this `POST` safe to retry. Within 24 hours, the same key with the same body replays the
+                 *     first response with `Idempotent-Replayed: true` (secrets shown once are `null` in a replay,
+                 *     and a replayed problem document carries the replaying request's `request_id`);
+                 *     the same key with another body is `422 idempotency_key_reused`; the same key while the first
+                 *     request is still being processed is `409 idempotency_key_in_use`. Keys are per organization.
+                 * @example 8e1f0c52-6f7a-4f6e-9d55-3b0d8f1e2a47
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /**
+                 * @description The organization's uuid. Every resource belongs to one organization.
+                 * @example 3f6c1a2e-9b4d-4c7a-8e21-5d0b7f9a1c34
+                 */
+                org: components["parameters"]["OrgId"];
+                /**
+                 * @description The webhook endpoint's uuid.
+                 * @example 0b7d9f1a-3c5e-4a7b-9d1f-3a5c7e9b1d42
+                 */
+                endpoint_id: components["parameters"]["WebhookEndpointId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The new secret, shown this once. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookSecretRotated"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["WebhookEndpointNotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            409: components["responses"]["EventsIdempotencyKeyInUse"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeadersTooLarge"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    testWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description A key of your choice (1 to 255 printable ASCII characters; a random uuid is a good choice) that
+                 *     makes this `POST` safe to retry. Within 24 hours, the same key with the same body replays the
+                 *     first response with `Idempotent-Replayed: true` (secrets shown once are `null` in a replay,
+                 *     and a replayed problem document carries the replaying request's `request_id`);
+                 *     the same key with another body is `422 idempotency_key_reused`; the same key while the first
+                 *     request is still being processed is `409 idempotency_key_in_use`. Keys are per organization.
+                 * @example 8e1f0c52-6f7a-4f6e-9d55-3b0d8f1e2a47
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /**
+                 * @description The organization's uuid. Every resource belongs to one organization.
+                 * @example 3f6c1a2e-9b4d-4c7a-8e21-5d0b7f9a1c34
+                 */
+                org: components["parameters"]["OrgId"];
+                /**
+                 * @description The webhook endpoint's uuid.
+                 * @example 0b7d9f1a-3c5e-4a7b-9d1f-3a5c7e9b1d42
+                 */
+                endpoint_id: components["parameters"]["WebhookEndpointId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The ping was recorded and its delivery queued. */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookTestAccepted"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["WebhookEndpointNotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            409: components["responses"]["WebhookEndpointDisabledConflict"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeadersTooLarge"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listWebhookEndpointDeliveries: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Only deliveries in this state.
+                 * @example failed
+                 */
+                status?: "pending" | "succeeded" | "failed";
+                /**
+                 * @description Only the deliveries of this event.
+                 * @example evt_7c1e9a3b5d2f4e6a8b0c1d2e3f4a5b6c
+                 */
+                event_id?: string;
+                /**
+                 * @description The largest number of items to return in this page. The page may hold fewer, even when more items follow.
+                 * @example 50
+                 */
+                limit?: components["parameters"]["Limit"];
+                /**
+                 * @description Where the page starts: the `next_cursor` of the previous page, passed unchanged. Omit it for
+                 *     the first page. A cursor the API did not issue for this list is refused with
+                 *     `400 invalid_cursor`.
+                 * @example eyJrIjoiMjAyNi0xMS0yMFQwOToxNTowMFoiLCJpZCI6ImI4YTNjNWQ3In0
+                 */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The organization's uuid. Every resource belongs to one organization.
+                 * @example 3f6c1a2e-9b4d-4c7a-8e21-5d0b7f9a1c34
+                 */
+                org: components["parameters"]["OrgId"];
+                /**
+                 * @description The webhook endpoint's uuid.
+                 * @example 0b7d9f1a-3c5e-4a7b-9d1f-3a5c7e9b1d42
+                 */
+                endpoint_id: components["parameters"]["WebhookEndpointId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of deliveries. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookDeliveryList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["WebhookEndpointNotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeadersTooLarge"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    resendWebhookEndpointDelivery: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description A key of your choice (1 to 255 printable ASCII characters; a random uuid is a good choice) that
+                 *     makes this `POST` safe to retry. Within 24 hours, the same key with the same body replays the
+                 *     first response with `Idempotent-Replayed: true` (secrets shown once are `null` in a replay,
+                 *     and a replayed problem document carries the replaying request's `request_id`);
+                 *     the same key with another body is `422 idempotency_key_reused`; the same key while the first
+                 *     request is still being processed is `409 idempotency_key_in_use`. Keys are per organization.
+                 * @example 8e1f0c52-6f7a-4f6e-9d55-3b0d8f1e2a47
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /**
+                 * @description The organization's uuid. Every resource belongs to one organization.
+                 * @example 3f6c1a2e-9b4d-4c7a-8e21-5d0b7f9a1c34
+                 */
+                org: components["parameters"]["OrgId"];
+                /**
+                 * @description The webhook endpoint's uuid.
+                 * @example 0b7d9f1a-3c5e-4a7b-9d1f-3a5c7e9b1d42
+                 */
+                endpoint_id: components["parameters"]["WebhookEndpointId"];
+                /**
+                 * @description The delivery's uuid.
+                 * @example 5e7a9c1d-3f5b-4d7e-9a1c-3e5f7b9d1a63
+                 */
+                delivery_id: components["parameters"]["WebhookDeliveryId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The new delivery, queued. */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookDeliveryOut"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["WebhookDeliveryNotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            409: components["responses"]["WebhookEndpointDisabledConflict"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeadersTooLarge"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    onOperationSucceeded: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The event's id. The same on every attempt and every resend of the event, so a receiver can skip one it has processed.
+                 * @example evt_7c1e9a3b5d2f4e6a8b0c1d2e3f4a5b6c
+                 */
+                "webhook-id": components["parameters"]["WebhookIdHeader"];
+                /**
+                 * @description When this attempt was signed, in Unix seconds. Refuse a message more than five minutes away from your clock (Standard Webhooks libraries do).
+                 * @example 1795252542
+                 */
+                "webhook-timestamp": components["parameters"]["WebhookTimestampHeader"];
+                /**
+                 * @description `v1,` and the base64 HMAC-SHA256, keyed with the endpoint's secret (the base64 after `whsec_`),
+                 *     of `<webhook-id>.<webhook-timestamp>.<body>`. After a rotation, two signatures separated by a
+                 *     space (the new secret's, then the previous one's) until the previous secret expires; accept the
+                 *     message if either matches. Verify with a Standard Webhooks library, or `verifyWebhook` of the
+                 *     typed client.
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["OperationEvent"];
+            };
+        };
+        responses: {
+            /** @description Acknowledged (any `2xx` status is). The answer's body is read up to 64 KiB and ignored. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Not acknowledged (any other status, or no answer within 10 seconds); the delivery is attempted again later. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    onOperationFailed: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The event's id. The same on every attempt and every resend of the event, so a receiver can skip one it has processed.
+                 * @example evt_7c1e9a3b5d2f4e6a8b0c1d2e3f4a5b6c
+                 */
+                "webhook-id": components["parameters"]["WebhookIdHeader"];
+                /**
+                 * @description When this attempt was signed, in Unix seconds. Refuse a message more than five minutes away from your clock (Standard Webhooks libraries do).
+                 * @example 1795252542
+                 */
+                "webhook-timestamp": components["parameters"]["WebhookTimestampHeader"];
+                /**
+                 * @description `v1,` and the base64 HMAC-SHA256, keyed with the endpoint's secret (the base64 after `whsec_`),
+                 *     of `<webhook-id>.<webhook-timestamp>.<body>`. After a rotation, two signatures separated by a
+                 *     space (the new secret's, then the previous one's) until the previous secret expires; accept the
+                 *     message if either matches. Verify with a Standard Webhooks library, or `verifyWebhook` of the
+                 *     typed client.
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["OperationEvent"];
+            };
+        };
+        responses: {
+            /** @description Acknowledged (any `2xx` status is). The answer's body is read up to 64 KiB and ignored. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Not acknowledged (any other status, or no answer within 10 seconds); the delivery is attempted again later. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    onOperationCancelled: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The event's id. The same on every attempt and every resend of the event, so a receiver can skip one it has processed.
+                 * @example evt_7c1e9a3b5d2f4e6a8b0c1d2e3f4a5b6c
+                 */
+                "webhook-id": components["parameters"]["WebhookIdHeader"];
+                /**
+                 * @description When this attempt was signed, in Unix seconds. Refuse a message more than five minutes away from your clock (Standard Webhooks libraries do).
+                 * @example 1795252542
+                 */
+                "webhook-timestamp": components["parameters"]["WebhookTimestampHeader"];
+                /**
+                 * @description `v1,` and the base64 HMAC-SHA256, keyed with the endpoint's secret (the base64 after `whsec_`),
+                 *     of `<webhook-id>.<webhook-timestamp>.<body>`. After a rotation, two signatures separated by a
+                 *     space (the new secret's, then the previous one's) until the previous secret expires; accept the
+                 *     message if either matches. Verify with a Standard Webhooks library, or `verifyWebhook` of the
+                 *     typed client.
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["OperationEvent"];
+            };
+        };
+        responses: {
+            /** @description Acknowledged (any `2xx` status is). The answer's body is read up to 64 KiB and ignored. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Not acknowledged (any other status, or no answer within 10 seconds); the delivery is attempted again later. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    onInstanceStateChanged: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The event's id. The same on every attempt and every resend of the event, so a receiver can skip one it has processed.
+                 * @example evt_7c1e9a3b5d2f4e6a8b0c1d2e3f4a5b6c
+                 */
+                "webhook-id": components["parameters"]["WebhookIdHeader"];
+                /**
+                 * @description When this attempt was signed, in Unix seconds. Refuse a message more than five minutes away from your clock (Standard Webhooks libraries do).
+                 * @example 1795252542
+                 */
+                "webhook-timestamp": components["parameters"]["WebhookTimestampHeader"];
+                /**
+                 * @description `v1,` and the base64 HMAC-SHA256, keyed with the endpoint's secret (the base64 after `whsec_`),
+                 *     of `<webhook-id>.<webhook-timestamp>.<body>`. After a rotation, two signatures separated by a
+                 *     space (the new secret's, then the previous one's) until the previous secret expires; accept the
+                 *     message if either matches. Verify with a Standard Webhooks library, or `verifyWebhook` of the
+                 *     typed client.
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["InstanceStateChangedEvent"];
+            };
+        };
+        responses: {
+            /** @description Acknowledged (any `2xx` status is). The answer's body is read up to 64 KiB and ignored. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Not acknowledged (any other status, or no answer within 10 seconds); the delivery is attempted again later. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    onBillingBudgetThresholdReached: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The event's id. The same on every attempt and every resend of the event, so a receiver can skip one it has processed.
+                 * @example evt_7c1e9a3b5d2f4e6a8b0c1d2e3f4a5b6c
+                 */
+                "webhook-id": components["parameters"]["WebhookIdHeader"];
+                /**
+                 * @description When this attempt was signed, in Unix seconds. Refuse a message more than five minutes away from your clock (Standard Webhooks libraries do).
+                 * @example 1795252542
+                 */
+                "webhook-timestamp": components["parameters"]["WebhookTimestampHeader"];
+                /**
+                 * @description `v1,` and the base64 HMAC-SHA256, keyed with the endpoint's secret (the base64 after `whsec_`),
+                 *     of `<webhook-id>.<webhook-timestamp>.<body>`. After a rotation, two signatures separated by a
+                 *     space (the new secret's, then the previous one's) until the previous secret expires; accept the
+                 *     message if either matches. Verify with a Standard Webhooks library, or `verifyWebhook` of the
+                 *     typed client.
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BudgetThresholdReachedEvent"];
+            };
+        };
+        responses: {
+            /** @description Acknowledged (any `2xx` status is). The answer's body is read up to 64 KiB and ignored. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Not acknowledged (any other status, or no answer within 10 seconds); the delivery is attempted again later. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    onInvoiceFinalized: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The event's id. The same on every attempt and every resend of the event, so a receiver can skip one it has processed.
+                 * @example evt_7c1e9a3b5d2f4e6a8b0c1d2e3f4a5b6c
+                 */
+                "webhook-id": components["parameters"]["WebhookIdHeader"];
+                /**
+                 * @description When this attempt was signed, in Unix seconds. Refuse a message more than five minutes away from your clock (Standard Webhooks libraries do).
+                 * @example 1795252542
+                 */
+                "webhook-timestamp": components["parameters"]["WebhookTimestampHeader"];
+                /**
+                 * @description `v1,` and the base64 HMAC-SHA256, keyed with the endpoint's secret (the base64 after `whsec_`),
+                 *     of `<webhook-id>.<webhook-timestamp>.<body>`. After a rotation, two signatures separated by a
+                 *     space (the new secret's, then the previous one's) until the previous secret expires; accept the
+                 *     message if either matches. Verify with a Standard Webhooks library, or `verifyWebhook` of the
+                 *     typed client.
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["InvoiceFinalizedEvent"];
+            };
+        };
+        responses: {
+            /** @description Acknowledged (any `2xx` status is). The answer's body is read up to 64 KiB and ignored. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Not acknowledged (any other status, or no answer within 10 seconds); the delivery is attempted again later. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    onScheduleRestartMissed: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The event's id. The same on every attempt and every resend of the event, so a receiver can skip one it has processed.
+                 * @example evt_7c1e9a3b5d2f4e6a8b0c1d2e3f4a5b6c
+                 */
+                "webhook-id": components["parameters"]["WebhookIdHeader"];
+                /**
+                 * @description When this attempt was signed, in Unix seconds. Refuse a message more than five minutes away from your clock (Standard Webhooks libraries do).
+                 * @example 1795252542
+                 */
+                "webhook-timestamp": components["parameters"]["WebhookTimestampHeader"];
+                /**
+                 * @description `v1,` and the base64 HMAC-SHA256, keyed with the endpoint's secret (the base64 after `whsec_`),
+                 *     of `<webhook-id>.<webhook-timestamp>.<body>`. After a rotation, two signatures separated by a
+                 *     space (the new secret's, then the previous one's) until the previous secret expires; accept the
+                 *     message if either matches. Verify with a Standard Webhooks library, or `verifyWebhook` of the
+                 *     typed client.
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ScheduleRestartMissedEvent"];
+            };
+        };
+        responses: {
+            /** @description Acknowledged (any `2xx` status is). The answer's body is read up to 64 KiB and ignored. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Not acknowledged (any other status, or no answer within 10 seconds); the delivery is attempted again later. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    onStorageQuotaWarning: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The event's id. The same on every attempt and every resend of the event, so a receiver can skip one it has processed.
+                 * @example evt_7c1e9a3b5d2f4e6a8b0c1d2e3f4a5b6c
+                 */
+                "webhook-id": components["parameters"]["WebhookIdHeader"];
+                /**
+                 * @description When this attempt was signed, in Unix seconds. Refuse a message more than five minutes away from your clock (Standard Webhooks libraries do).
+                 * @example 1795252542
+                 */
+                "webhook-timestamp": components["parameters"]["WebhookTimestampHeader"];
+                /**
+                 * @description `v1,` and the base64 HMAC-SHA256, keyed with the endpoint's secret (the base64 after `whsec_`),
+                 *     of `<webhook-id>.<webhook-timestamp>.<body>`. After a rotation, two signatures separated by a
+                 *     space (the new secret's, then the previous one's) until the previous secret expires; accept the
+                 *     message if either matches. Verify with a Standard Webhooks library, or `verifyWebhook` of the
+                 *     typed client.
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["StorageQuotaWarningEvent"];
+            };
+        };
+        responses: {
+            /** @description Acknowledged (any `2xx` status is). The answer's body is read up to 64 KiB and ignored. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Not acknowledged (any other status, or no answer within 10 seconds); the delivery is attempted again later. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    onApiKeyCreated: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The event's id. The same on every attempt and every resend of the event, so a receiver can skip one it has processed.
+                 * @example evt_7c1e9a3b5d2f4e6a8b0c1d2e3f4a5b6c
+                 */
+                "webhook-id": components["parameters"]["WebhookIdHeader"];
+                /**
+                 * @description When this attempt was signed, in Unix seconds. Refuse a message more than five minutes away from your clock (Standard Webhooks libraries do).
+                 * @example 1795252542
+                 */
+                "webhook-timestamp": components["parameters"]["WebhookTimestampHeader"];
+                /**
+                 * @description `v1,` and the base64 HMAC-SHA256, keyed with the endpoint's secret (the base64 after `whsec_`),
+                 *     of `<webhook-id>.<webhook-timestamp>.<body>`. After a rotation, two signatures separated by a
+                 *     space (the new secret's, then the previous one's) until the previous secret expires; accept the
+                 *     message if either matches. Verify with a Standard Webhooks library, or `verifyWebhook` of the
+                 *     typed client.
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ApiKeyEvent"];
+            };
+        };
+        responses: {
+            /** @description Acknowledged (any `2xx` status is). The answer's body is read up to 64 KiB and ignored. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Not acknowledged (any other status, or no answer within 10 seconds); the delivery is attempted again later. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    onApiKeyRevoked: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The event's id. The same on every attempt and every resend of the event, so a receiver can skip one it has processed.
+                 * @example evt_7c1e9a3b5d2f4e6a8b0c1d2e3f4a5b6c
+                 */
+                "webhook-id": components["parameters"]["WebhookIdHeader"];
+                /**
+                 * @description When this attempt was signed, in Unix seconds. Refuse a message more than five minutes away from your clock (Standard Webhooks libraries do).
+                 * @example 1795252542
+                 */
+                "webhook-timestamp": components["parameters"]["WebhookTimestampHeader"];
+                /**
+                 * @description `v1,` and the base64 HMAC-SHA256, keyed with the endpoint's secret (the base64 after `whsec_`),
+                 *     of `<webhook-id>.<webhook-timestamp>.<body>`. After a rotation, two signatures separated by a
+                 *     space (the new secret's, then the previous one's) until the previous secret expires; accept the
+                 *     message if either matches. Verify with a Standard Webhooks library, or `verifyWebhook` of the
+                 *     typed client.
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ApiKeyEvent"];
+            };
+        };
+        responses: {
+            /** @description Acknowledged (any `2xx` status is). The answer's body is read up to 64 KiB and ignored. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Not acknowledged (any other status, or no answer within 10 seconds); the delivery is attempted again later. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    onWebhookEndpointDisabled: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The event's id. The same on every attempt and every resend of the event, so a receiver can skip one it has processed.
+                 * @example evt_7c1e9a3b5d2f4e6a8b0c1d2e3f4a5b6c
+                 */
+                "webhook-id": components["parameters"]["WebhookIdHeader"];
+                /**
+                 * @description When this attempt was signed, in Unix seconds. Refuse a message more than five minutes away from your clock (Standard Webhooks libraries do).
+                 * @example 1795252542
+                 */
+                "webhook-timestamp": components["parameters"]["WebhookTimestampHeader"];
+                /**
+                 * @description `v1,` and the base64 HMAC-SHA256, keyed with the endpoint's secret (the base64 after `whsec_`),
+                 *     of `<webhook-id>.<webhook-timestamp>.<body>`. After a rotation, two signatures separated by a
+                 *     space (the new secret's, then the previous one's) until the previous secret expires; accept the
+                 *     message if either matches. Verify with a Standard Webhooks library, or `verifyWebhook` of the
+                 *     typed client.
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookEndpointDisabledEvent"];
+            };
+        };
+        responses: {
+            /** @description Acknowledged (any `2xx` status is). The answer's body is read up to 64 KiB and ignored. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Not acknowledged (any other status, or no answer within 10 seconds); the delivery is attempted again later. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    onPing: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The event's id. The same on every attempt and every resend of the event, so a receiver can skip one it has processed.
+                 * @example evt_7c1e9a3b5d2f4e6a8b0c1d2e3f4a5b6c
+                 */
+                "webhook-id": components["parameters"]["WebhookIdHeader"];
+                /**
+                 * @description When this attempt was signed, in Unix seconds. Refuse a message more than five minutes away from your clock (Standard Webhooks libraries do).
+                 * @example 1795252542
+                 */
+                "webhook-timestamp": components["parameters"]["WebhookTimestampHeader"];
+                /**
+                 * @description `v1,` and the base64 HMAC-SHA256, keyed with the endpoint's secret (the base64 after `whsec_`),
+                 *     of `<webhook-id>.<webhook-timestamp>.<body>`. After a rotation, two signatures separated by a
+                 *     space (the new secret's, then the previous one's) until the previous secret expires; accept the
+                 *     message if either matches. Verify with a Standard Webhooks library, or `verifyWebhook` of the
+                 *     typed client.
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PingEvent"];
+            };
+        };
+        responses: {
+            /** @description Acknowledged (any `2xx` status is). The answer's body is read up to 64 KiB and ignored. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Not acknowledged (any other status, or no answer within 10 seconds); the delivery is attempted again later. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
         };
     };
 }

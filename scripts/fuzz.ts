@@ -1,5 +1,5 @@
 // `npm run fuzz`: a fuzz campaign over every operation of the contract, larger than the one in
-// `npm test` (test/fuzz/contract.fuzz.test.ts). Prints a summary of failures grouped by kind,
+// `npm test` (test/fuzz/contract.fuzz.system.test.ts). Prints a summary of failures grouped by kind,
 // each with one exact reproduction, and exits 1 when anything failed.
 //
 //   npm run fuzz -- [--seed N] [--count M] [--operation ID]…         against a server it starts

@@ -3,6 +3,7 @@ import type { OperationHandlers } from '../generated/operations.ts';
 import type { IdentityResolver } from './areas/identity/credentials/identity-resolver.ts';
 import type { Config } from './config.ts';
 import type { AuditNameTable } from './core/audit-names.ts';
+import type { KeyHolder } from './core/idempotency.ts';
 import type { RequestContext } from './core/request-context.ts';
 import type { Pool } from './db/pool.ts';
 import { authenticate, authorize } from './http/authentication.ts';
@@ -40,6 +41,8 @@ export interface AppDependencies {
   contract?: RequestHandler[];
   /** Pages outside /v1 and the contract (the console page, invoice documents), served before routing. */
   pages?: Router[];
+  /** This process, as the Idempotency-Keys it claims name it (see db/process-liveness.ts). */
+  keyHolder: KeyHolder;
 }
 
 /**
@@ -59,6 +62,7 @@ export function createApp({
   rateLimits,
   contract,
   pages = [],
+  keyHolder,
 }: AppDependencies): Express {
   settleLegacyUrlParseCheck();
   const app = express();
@@ -87,7 +91,7 @@ export function createApp({
     ),
   );
   app.use(translateValidatorErrors);
-  app.use(stages(restoreExactIntegers, idempotency(pool), dispatch(handlers)));
+  app.use(stages(restoreExactIntegers, idempotency(pool, keyHolder), dispatch(handlers)));
   app.use(errorHandler(pool));
   return app;
 }

@@ -21,13 +21,23 @@ export interface BootstrapCredentials {
  */
 export async function bootstrapIfEmpty(
   pool: Pool,
-  options: { dataDir: string; baseUrl: string; s3Endpoint: string | undefined; now: Date; demoHistory: boolean },
+  options: {
+    dataDir: string;
+    baseUrl: string;
+    s3Endpoint: string | undefined;
+    now: Date;
+    demoHistory: boolean;
+    /** Aborted (the start was interrupted): nothing is created; checked again just before the commit. */
+    signal?: AbortSignal;
+  },
 ): Promise<BootstrapCredentials | undefined> {
   const created = await withTransaction(pool, async (tx) => {
+    options.signal?.throwIfAborted();
     await tx.query('SELECT pg_advisory_xact_lock($1)', [BOOTSTRAP_LOCK]);
     if (await organizationExists(tx)) return undefined;
     const organization = await createOrganization(tx, { name: 'Default organization', ownerSubject: 'owner' });
     if (options.demoHistory) await seedDemoHistory(tx, organization.orgId, options.now);
+    options.signal?.throwIfAborted();
     return organization;
   });
   if (!created) return undefined;

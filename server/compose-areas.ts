@@ -3,6 +3,7 @@ import type { Area, AreaDependencies, AreaPorts } from './areas/area.ts';
 import { auditArea } from './areas/audit/area.ts';
 import { billingArea } from './areas/billing/area.ts';
 import { computeArea } from './areas/compute/area.ts';
+import { eventsArea } from './areas/events/area.ts';
 import { healthArea } from './areas/health/area.ts';
 import { identityArea } from './areas/identity/area.ts';
 import { operationsArea } from './areas/operations/area.ts';
@@ -12,7 +13,7 @@ import type { RequestContext } from './core/request-context.ts';
 import type { ExecutorRegistry } from './engine/executor.ts';
 
 /** Every area of the platform: each is built from the same dependencies, and nothing else is listed by hand. */
-const AREAS = [identityArea, computeArea, storageArea, billingArea, operationsArea, auditArea, healthArea] as const;
+const AREAS = [identityArea, computeArea, storageArea, billingArea, operationsArea, auditArea, eventsArea, healthArea] as const;
 
 type BuiltArea = ReturnType<(typeof AREAS)[number]>;
 // `any`: an area's operation types are read from its own type, whatever they are.

@@ -1,5 +1,6 @@
-import { availableParallelism } from 'node:os';
+import { availableParallelism, homedir } from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 /**
  * The server's configuration, parsed once at start-up from the environment. A bad value stops
@@ -32,12 +33,14 @@ export interface Config {
    * `simulator` keeps objects as figures only, with no S3 endpoint; `rgw` is a Ceph RADOS Gateway,
    * which serves S3 itself (the embedded endpoint is then not started).
    */
-  drivers: { compute: 'simulator'; objectStore: 'embedded' | 'simulator' | 'rgw'; billing: 'simulator' };
+  drivers: { compute: 'simulator' | 'qemu'; objectStore: 'embedded' | 'simulator' | 'rgw'; billing: 'simulator' };
   /** The S3 endpoint of the embedded object store. */
   s3: S3Config;
   simulators: SimulatorConfig;
   /** The Ceph RADOS Gateway of OBJECT_STORE_DRIVER=rgw; undefined with another object store. */
   rgw: RgwConfig | undefined;
+  /** Real guests on this host (COMPUTE_DRIVER=qemu, drivers/qemu/); undefined with the simulator. */
+  qemu: QemuConfig | undefined;
   /** Background loops (operations workers, reconciler, scheduler, metering); off in some tests. */
   background: boolean;
   /** New organizations made at first start get an invented, labelled usage history (demos, sandboxes). */
@@ -53,6 +56,71 @@ export interface Config {
   console: ConsoleConfig;
   /** How long a signed link to an invoice's page or PDF works. */
   invoiceLinkTtlSeconds: number;
+  events: EventsConfig;
+  invoicing: InvoicingConfig;
+}
+
+/**
+ * What invoices say beyond their lines: who sells (INVOICE_SELLER_*) and the tax charged
+ * (INVOICE_TAX_*). Both are fixed into an invoice when it is issued; a later change applies to
+ * invoices issued after it. Every process that issues invoices (the servers, and `npm run admin --
+ * clock advance`) reads them, so give them all the same values, as with PRICE_LIST.
+ */
+export interface InvoicingConfig {
+  seller: SellerDetails;
+  /** Undefined when no rate is configured: invoices carry no tax and say so. */
+  tax: TaxRate | undefined;
+}
+
+/** The seller as invoices show it; a field left unset is shown as not configured, never invented. */
+export interface SellerDetails {
+  legalName: string | undefined;
+  /** INVOICE_SELLER_ADDRESS, its lines separated by `;`. Empty when unset. */
+  addressLines: string[];
+  /** The seller's VAT or other tax identification number. */
+  taxId: string | undefined;
+  /** Where customers write about their invoices. */
+  email: string | undefined;
+}
+
+export interface TaxRate {
+  /** What the tax is called on invoices (INVOICE_TAX_NAME: VAT, GST, Sales tax); `Tax` by default. */
+  name: string;
+  /** The rate in hundredths of a percent (INVOICE_TAX_RATE=8.1 is 810), so that it is an exact integer. */
+  basisPoints: number;
+}
+
+/** The event log and its webhook deliveries (server/areas/events/). */
+export interface EventsConfig {
+  /** Events are recorded (EVENT_LOG); off only to measure what the log costs (`npm run bench`). */
+  recording: boolean;
+  /** How long events (and their deliveries) are kept (EVENT_RETENTION_DAYS, default 30). */
+  retentionDays: number;
+  /**
+   * Development only (WEBHOOK_ALLOW_INSECURE): webhook URLs may be plain `http` and reach loopback
+   * addresses (a receiver on the developer's machine). Private, link-local and metadata addresses
+   * stay refused.
+   */
+  allowInsecureUrls: boolean;
+  /** The pause before each retry of a delivery, in ms (WEBHOOK_RETRY_SCHEDULE, such as `5s,5m,30m`). */
+  retryScheduleMs: number[];
+  /** One attempt, connection to answer (WEBHOOK_TIMEOUT_MS). */
+  timeoutMs: number;
+  /** Attempts under way to one endpoint at most, across processes (WEBHOOK_ENDPOINT_CONCURRENCY). */
+  endpointConcurrency: number;
+  /** Attempts under way at most, across processes: the rest of the engine is the operations' (WEBHOOK_MAX_IN_FLIGHT). */
+  maxInFlight: number;
+  /** How often due deliveries are looked for, besides when one is announced (WEBHOOK_DISPATCH_INTERVAL_MS). */
+  dispatchIntervalMs: number;
+}
+
+/** The Standard Webhooks schedule stretched to about three days: 5 s, 5 min, 30 min, 2, 5, 10, 14, 20, 20 h. */
+const DEFAULT_RETRY_SCHEDULE = '5s,5m,30m,2h,5h,10h,14h,20h,20h';
+
+/** A rate of input on a long-lived connection: messages (frames) and bytes a second (core/flow-control.ts). */
+export interface InputRate {
+  messagesPerSecond: number;
+  bytesPerSecond: number;
 }
 
 /** The console gateway's sessions. */
@@ -61,6 +129,12 @@ export interface ConsoleConfig {
   idleTimeoutSeconds: number;
   /** How often open sessions are checked against their instance and the API key that opened them. */
   checkIntervalMs: number;
+  /** What one session may send: past it the session is not read; a client that keeps sending far past it is closed (4029). */
+  input: InputRate;
+  /** What the sessions of one organization may send together: past it they are not read. */
+  organizationInput: InputRate;
+  /** Output that may wait for a client; past it, the client is taken for one that stopped reading and closed (4030). */
+  outputBufferBytes: number;
 }
 
 export interface S3Config {
@@ -80,6 +154,18 @@ export interface S3Config {
   incompleteUploadRetentionSeconds: number;
   /** A request body that stops coming for this long is ended with S3's RequestTimeout (S3_BODY_TIMEOUT_SECONDS, default 20, as S3's). */
   bodyTimeoutSeconds: number;
+  /**
+   * The endpoint terminates TLS itself with this certificate chain and key (S3_TLS_CERT and
+   * S3_TLS_KEY, PEM files, both or neither): it then serves https only. SSE-C and browsers need TLS.
+   */
+  tls: { certFile: string; keyFile: string } | undefined;
+  /**
+   * Behind a proxy that terminates TLS: requests whose X-Forwarded-Proto is https count as
+   * having come over TLS (S3_TRUST_FORWARDED_PROTO; only for an endpoint reachable through that proxy alone).
+   */
+  trustForwardedProto: boolean;
+  /** How long a day of lifecycle rules lasts (S3_LIFECYCLE_DAY_SECONDS, default 86400; shorter for tests, as Ceph's debug interval). */
+  lifecycleDaySeconds: number;
 }
 
 export interface OidcConfig {
@@ -109,6 +195,8 @@ export interface LoopIntervals {
   schedulerMs: number;
   /** The embedded object store's sweep (interrupted writes, garbage, abandoned multipart uploads). */
   objectStoreSweepMs: number;
+  /** The embedded object store's lifecycle run (S3 lifecycle rules: expirations, aborted uploads). */
+  lifecycleMs: number;
 }
 
 /**
@@ -140,7 +228,7 @@ export interface SimulatorConfig {
   embeddedStoreLatencyMs: [number, number];
 }
 
-/** A Ceph RADOS Gateway (README: "Object storage on Ceph"). */
+/** A Ceph RADOS Gateway (docs/object-storage.md, "Object storage on Ceph"). */
 export interface RgwConfig {
   /** Where the platform reaches the gateway's Admin Ops and S3 APIs (RGW_ENDPOINT). */
   endpoint: string;
@@ -154,6 +242,25 @@ export interface RgwConfig {
   /** One gateway call, at most (RGW_TIMEOUT_MS). */
   timeoutMs: number;
 }
+
+/** The QEMU driver (README: "Real instances with QEMU"). */
+export interface QemuConfig {
+  /** The system emulator (QEMU_BINARY, default qemu-system-x86_64 on PATH). */
+  binary: string;
+  /** The disk tool (QEMU_IMG, default qemu-img on PATH). */
+  imgBinary: string;
+  /** `kvm`, `tcg`, or `auto` (QEMU_ACCEL, default auto: KVM where the CPU offers it and /dev/kvm opens, else TCG). */
+  accel: 'auto' | 'kvm' | 'tcg';
+  /** The addresses public IPs are given (QEMU_ADDRESS_POOL, default 127.0.0.2-127.0.0.254: loopback, nothing leaves the host). */
+  addressPool: { first: string; last: string };
+  /** The tiny test image scripts/qemu/build-test-image.sh builds (QEMU_TEST_IMAGE_DIR). */
+  testImageDir: string;
+  /** How long an ACPI shutdown may take before the guest is powered off hard (QEMU_STOP_TIMEOUT_MS). */
+  stopTimeoutMs: number;
+}
+
+/** The compute catalogue of COMPUTE_DRIVER=qemu when CATALOGUE_FILE is not set: the images this host can boot. */
+export const QEMU_CATALOGUE_FILE = path.join(path.dirname(fileURLToPath(import.meta.url)), 'drivers', 'qemu', 'catalogue.json');
 
 export class ConfigError extends Error {}
 
@@ -171,6 +278,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const port = integer(env, 'PORT', 8080, 0, 65535);
   const oidcIssuer = env.OIDC_ISSUER;
   const objectStore = oneOf(env, 'OBJECT_STORE_DRIVER', 'embedded', ['embedded', 'simulator', 'rgw']);
+  const compute = oneOf(env, 'COMPUTE_DRIVER', 'simulator', ['simulator', 'qemu']);
   if (oidcIssuer && !env.OIDC_AUDIENCE) throw new ConfigError('OIDC_AUDIENCE is required when OIDC_ISSUER is set');
   return {
     host,
@@ -216,9 +324,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       meteringMs: integer(env, 'METERING_INTERVAL_MS', 60_000, 10, 3_600_000),
       schedulerMs: integer(env, 'SCHEDULER_INTERVAL_MS', 15_000, 10, 3_600_000),
       objectStoreSweepMs: integer(env, 'OBJECT_STORE_SWEEP_INTERVAL_MS', 60_000, 10, 3_600_000),
+      lifecycleMs: integer(env, 'S3_LIFECYCLE_INTERVAL_MS', 600_000, 10, 86_400_000),
     },
     drivers: {
-      compute: oneOf(env, 'COMPUTE_DRIVER', 'simulator', ['simulator']),
+      compute,
       objectStore,
       billing: oneOf(env, 'BILLING_DRIVER', 'simulator', ['simulator']),
     },
@@ -229,6 +338,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       secretStoreKey: env.SECRET_STORE_KEY || undefined,
       incompleteUploadRetentionSeconds: integer(env, 'S3_INCOMPLETE_UPLOAD_RETENTION_SECONDS', 7 * 86_400, 1, 10 * 365 * 86_400),
       bodyTimeoutSeconds: integer(env, 'S3_BODY_TIMEOUT_SECONDS', 20, 1, 3_600),
+      tls: tlsFiles(env),
+      trustForwardedProto: boolean(env, 'S3_TRUST_FORWARDED_PROTO', false),
+      lifecycleDaySeconds: integer(env, 'S3_LIFECYCLE_DAY_SECONDS', 86_400, 1, 86_400),
     },
     simulators: {
       poolSize: integer(env, 'SIM_POOL_SIZE', 4, 1, 100),
@@ -237,18 +349,137 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       faults: env.SIM_FAULTS ?? '',
     },
     rgw: objectStore === 'rgw' ? rgwConfig(env) : undefined,
+    qemu: compute === 'qemu' ? qemuConfig(env) : undefined,
     background: boolean(env, 'BACKGROUND_WORK', true),
     demoHistory: boolean(env, 'DEMO_HISTORY', false),
-    catalogueFile: env.CATALOGUE_FILE ? path.resolve(env.CATALOGUE_FILE) : undefined,
+    catalogueFile: env.CATALOGUE_FILE ? path.resolve(env.CATALOGUE_FILE) : compute === 'qemu' ? QEMU_CATALOGUE_FILE : undefined,
     priceListFile: env.PRICE_LIST ? path.resolve(env.PRICE_LIST) : undefined,
     testClocks: boolean(env, 'TEST_CLOCKS', false),
     collectWhenIdle: boolean(env, 'GC_WHEN_IDLE', true),
     console: {
       idleTimeoutSeconds: integer(env, 'CONSOLE_IDLE_TIMEOUT_SECONDS', 900, 1, 86_400),
       checkIntervalMs: integer(env, 'CONSOLE_CHECK_INTERVAL_MS', 1_000, 10, 60_000),
+      // A typist sends tens of keystrokes a second, a paste one message; a serial line carries a
+      // few kilobytes a second.
+      input: {
+        messagesPerSecond: integer(env, 'CONSOLE_INPUT_MESSAGES_PER_SECOND', 200, 1, 100_000),
+        bytesPerSecond: integer(env, 'CONSOLE_INPUT_BYTES_PER_SECOND', 32_768, 64, 64 * 1024 * 1024),
+      },
+      organizationInput: {
+        messagesPerSecond: integer(env, 'CONSOLE_ORG_INPUT_MESSAGES_PER_SECOND', 1_000, 1, 1_000_000),
+        bytesPerSecond: integer(env, 'CONSOLE_ORG_INPUT_BYTES_PER_SECOND', 163_840, 64, 256 * 1024 * 1024),
+      },
+      outputBufferBytes: integer(env, 'CONSOLE_OUTPUT_BUFFER_BYTES', 1024 * 1024, 1024, 256 * 1024 * 1024),
     },
     invoiceLinkTtlSeconds: integer(env, 'INVOICE_LINK_TTL_SECONDS', 86_400, 60, 31_536_000),
+    events: {
+      recording: boolean(env, 'EVENT_LOG', true),
+      retentionDays: integer(env, 'EVENT_RETENTION_DAYS', 30, 1, 3650),
+      allowInsecureUrls: boolean(env, 'WEBHOOK_ALLOW_INSECURE', false),
+      retryScheduleMs: durations(env, 'WEBHOOK_RETRY_SCHEDULE', DEFAULT_RETRY_SCHEDULE),
+      timeoutMs: integer(env, 'WEBHOOK_TIMEOUT_MS', 10_000, 100, 60_000),
+      endpointConcurrency: integer(env, 'WEBHOOK_ENDPOINT_CONCURRENCY', 4, 1, 64),
+      maxInFlight: integer(env, 'WEBHOOK_MAX_IN_FLIGHT', 16, 1, 1024),
+      dispatchIntervalMs: integer(env, 'WEBHOOK_DISPATCH_INTERVAL_MS', 1_000, 10, 600_000),
+    },
+    invoicing: invoicingConfig(env),
   };
+}
+
+const SELLER_VARIABLES = ['INVOICE_SELLER_NAME', 'INVOICE_SELLER_ADDRESS', 'INVOICE_SELLER_TAX_ID', 'INVOICE_SELLER_EMAIL'] as const;
+
+function invoicingConfig(env: NodeJS.ProcessEnv): InvoicingConfig {
+  const given = (name: string) => (env[name] ?? '').trim() || undefined;
+  const legalName = invoiceText(given('INVOICE_SELLER_NAME'), 'INVOICE_SELLER_NAME', 200);
+  // A seller known only by an address or an id is a typo in the configuration, not a seller.
+  if (!legalName) {
+    const other = SELLER_VARIABLES.find((name) => given(name));
+    if (other) throw new ConfigError(`INVOICE_SELLER_NAME is required when ${other} is set`);
+  }
+  const address = given('INVOICE_SELLER_ADDRESS');
+  const addressLines = address ? address.split(';').map((line) => line.trim()) : [];
+  if (addressLines.some((line) => !line) || addressLines.length > 8) {
+    throw new ConfigError(`INVOICE_SELLER_ADDRESS must be 1 to 8 non-empty lines separated by ";", not ${JSON.stringify(address)}`);
+  }
+  addressLines.forEach((line) => invoiceText(line, 'INVOICE_SELLER_ADDRESS', 100));
+  const taxId = given('INVOICE_SELLER_TAX_ID');
+  if (taxId !== undefined && !/^[A-Za-z0-9][A-Za-z0-9 ./-]{1,30}$/.test(taxId)) {
+    throw new ConfigError(
+      `INVOICE_SELLER_TAX_ID must be 2 to 31 letters, digits, spaces, ".", "/" or "-" (DE123456789), not ${JSON.stringify(taxId)}`,
+    );
+  }
+  const email = given('INVOICE_SELLER_EMAIL');
+  if (email !== undefined && !/^[^\s@]{1,64}@[^\s@]+\.[^\s@]{2,}$/.test(email)) {
+    throw new ConfigError(`INVOICE_SELLER_EMAIL must be an email address, not ${JSON.stringify(email)}`);
+  }
+  invoiceText(email, 'INVOICE_SELLER_EMAIL', 254);
+
+  const rate = given('INVOICE_TAX_RATE');
+  const taxName = invoiceText(given('INVOICE_TAX_NAME'), 'INVOICE_TAX_NAME', 40);
+  if (taxName && rate === undefined)
+    throw new ConfigError('INVOICE_TAX_NAME is set but INVOICE_TAX_RATE is not: set the rate too (0 for none)');
+  return {
+    seller: { legalName, addressLines, taxId, email },
+    tax: rate === undefined ? undefined : { name: taxName ?? 'Tax', basisPoints: percentInBasisPoints(rate, 'INVOICE_TAX_RATE') },
+  };
+}
+
+/** `19` → 1900, `8.1` → 810: a percentage from 0 to 100 with at most two decimal places, read exactly. */
+function percentInBasisPoints(raw: string, name: string): number {
+  const match = /^(\d{1,3})(?:\.(\d{1,2}))?$/.exec(raw);
+  const basisPoints = match ? Number(match[1]) * 100 + Number((match[2] ?? '').padEnd(2, '0')) : NaN;
+  if (!(basisPoints <= 10_000)) {
+    throw new ConfigError(
+      `${name} must be a percentage from 0 to 100 with at most two decimal places (19, 8.1), not ${JSON.stringify(raw)}`,
+    );
+  }
+  return basisPoints;
+}
+
+/**
+ * Characters the invoice PDF can print: its built-in Helvetica is encoded as Windows-1252, so
+ * anything outside (Cyrillic, CJK, emoji) would come out as other letters on the PDF.
+ */
+const PRINTABLE_ON_INVOICES = new Set(new TextDecoder('windows-1252').decode(Uint8Array.from({ length: 256 }, (_, byte) => byte)));
+
+/** A text shown on invoices: at most `max` characters, each printable on the PDF. */
+function invoiceText(value: string | undefined, name: string, max: number): string | undefined {
+  if (value === undefined) return undefined;
+  if (value.length > max) throw new ConfigError(`${name} must be at most ${max} characters, not ${value.length}`);
+  const bad = [...value].find((char) => char < ' ' || (char >= '\x7f' && char <= '\x9f') || !PRINTABLE_ON_INVOICES.has(char));
+  if (bad !== undefined) {
+    const code = `U+${bad.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}`;
+    throw new ConfigError(
+      `${name} has a character invoices cannot print (${code}): the PDF's font covers Western European (Windows-1252) text`,
+    );
+  }
+  return value;
+}
+
+const DURATION_UNITS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** A comma-separated list of durations (`500ms,5s,5m,2h,1d`), each from 1 ms to 7 days; at most 30. */
+function durations(env: NodeJS.ProcessEnv, name: string, fallback: string): number[] {
+  const raw = env[name] || fallback;
+  const parts = raw.split(',').map((part) => part.trim());
+  const values = parts.map((part) => {
+    const match = /^(\d+)(ms|s|m|h|d)$/.exec(part);
+    const value = match ? Number(match[1]) * DURATION_UNITS[match[2]!]! : NaN;
+    if (!(value >= 1 && value <= 7 * 86_400_000)) {
+      throw new ConfigError(`${name} must be durations such as "5s,5m,2h" (each 1ms to 7d), not ${JSON.stringify(raw)}`);
+    }
+    return value;
+  });
+  if (values.length > 30) throw new ConfigError(`${name} lists at most 30 retries, not ${values.length}`);
+  return values;
+}
+
+function tlsFiles(env: NodeJS.ProcessEnv): S3Config['tls'] {
+  const cert = env.S3_TLS_CERT || undefined;
+  const key = env.S3_TLS_KEY || undefined;
+  if ((cert === undefined) !== (key === undefined))
+    throw new ConfigError('S3_TLS_CERT and S3_TLS_KEY are set together (PEM files), or neither');
+  return cert && key ? { certFile: path.resolve(cert), keyFile: path.resolve(key) } : undefined;
 }
 
 function rgwConfig(env: NodeJS.ProcessEnv): RgwConfig {
@@ -266,6 +497,35 @@ function rgwConfig(env: NodeJS.ProcessEnv): RgwConfig {
     adminAccessKey: required('RGW_ADMIN_ACCESS_KEY'),
     adminSecretKey: required('RGW_ADMIN_SECRET_KEY'),
     timeoutMs: integer(env, 'RGW_TIMEOUT_MS', 10_000, 100, 600_000),
+  };
+}
+
+function qemuConfig(env: NodeJS.ProcessEnv): QemuConfig {
+  const pool = (env.QEMU_ADDRESS_POOL || '127.0.0.2-127.0.0.254').split('-');
+  const [first = '', last = first] = pool;
+  const quad = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/;
+  const valid = (address: string) => quad.test(address) && address.split('.').every((octet) => Number(octet) <= 255);
+  if (
+    pool.length > 2 ||
+    !valid(first) ||
+    !valid(last) ||
+    first.split('.').slice(0, 3).join('.') !== last.split('.').slice(0, 3).join('.')
+  ) {
+    throw new ConfigError(
+      `QEMU_ADDRESS_POOL must be a range of IPv4 addresses within one /24, such as 127.0.0.2-127.0.0.254, not ${JSON.stringify(env.QEMU_ADDRESS_POOL)}`,
+    );
+  }
+  if (Number(first.split('.')[3]) > Number(last.split('.')[3])) throw new ConfigError(`QEMU_ADDRESS_POOL: ${last} is below ${first}`);
+  const cache = env.XDG_CACHE_HOME || path.join(homedir(), '.cache');
+  return {
+    binary: env.QEMU_BINARY || 'qemu-system-x86_64',
+    imgBinary: env.QEMU_IMG || 'qemu-img',
+    accel: oneOf(env, 'QEMU_ACCEL', 'auto', ['auto', 'kvm', 'tcg']),
+    addressPool: { first, last },
+    testImageDir: path.resolve(
+      env.QEMU_TEST_IMAGE_DIR || path.join(env.QEMU_CACHE_DIR || path.join(cache, 'cloud-platform', 'qemu'), 'test-image'),
+    ),
+    stopTimeoutMs: integer(env, 'QEMU_STOP_TIMEOUT_MS', 30_000, 100, 600_000),
   };
 }
 

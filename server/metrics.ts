@@ -37,6 +37,13 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  private readonly streamLimitCloses = new Counter({
+    name: 'cloud_stream_limit_closes_total',
+    help: 'Long-lived connections (console sessions) closed for a limit: input_flood (sent far past its rate) or output_not_read.',
+    labelNames: ['stream', 'limit'],
+    registers: [this.registry],
+  });
+
   constructor() {
     collectDefaultMetrics({ register: this.registry, prefix: 'cloud_' });
   }
@@ -65,6 +72,11 @@ export class Metrics {
         this.set({ state: 'waiting' }, pool.waitingCount);
       },
     });
+  }
+
+  /** A long-lived connection (`stream`: console) was closed for a limit of core/flow-control.ts. */
+  streamClosedForLimit(stream: string, limit: string): void {
+    this.streamLimitCloses.inc({ stream, limit });
   }
 
   /** Console sessions this process carries now. */

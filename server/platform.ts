@@ -11,11 +11,13 @@ import { composeAreas } from './compose-areas.ts';
 import type { Config } from './config.ts';
 import { BackgroundRunner } from './core/background.ts';
 import { systemClock, type Clock } from './core/clock.ts';
-import { purgeExpiredKeys } from './core/idempotency.ts';
+import { purgeExpiredKeys, type KeyHolder } from './core/idempotency.ts';
 import { Teardown } from './core/teardown.ts';
+import { setEventLogRecording } from './core/events.ts';
 import { createOrganizationClock } from './core/test-clocks.ts';
 import { startEmbeddedDatabase, type EmbeddedDatabase } from './db/embedded.ts';
 import { DatabaseListener } from './db/listener.ts';
+import { newProcessInstance, PROCESS_LOCK_NAMESPACE } from './db/process-liveness.ts';
 import { migrate } from './db/migrate.ts';
 import { createPool, type Pool } from './db/pool.ts';
 import { isDatabaseUnavailable } from './db/unavailable.ts';
@@ -58,14 +60,22 @@ export interface Platform {
  * The database this configuration names: DATABASE_URL, or the embedded one in DATA_DIR (`starting`:
  * already being started by the caller: main.ts starts it before loading the rest of the server).
  */
-export async function openDatabase(config: Config, log: Logger, starting?: Promise<EmbeddedDatabase>): Promise<Database> {
+export async function openDatabase(
+  config: Config,
+  log: Logger,
+  starting?: Promise<EmbeddedDatabase>,
+  signal?: AbortSignal,
+): Promise<Database> {
   const embedded = config.databaseUrl
     ? undefined
-    : await (starting ?? startEmbeddedDatabase(config.dataDir, (message) => log.info(message)));
-  const connectionString = config.databaseUrl ?? embedded!.connectionString;
+    : await (starting ?? startEmbeddedDatabase(config.dataDir, (message) => log.info(message), signal));
+  const connectionString = withEventLogSetting(config.databaseUrl ?? embedded!.connectionString, config.events.recording);
+  setEventLogRecording(config.events.recording);
   const pool = createPool(connectionString, config.database.poolSize, config.database);
   try {
-    await migrateOnceReachable(pool, driverMigrations(config.drivers), log);
+    signal?.throwIfAborted();
+    await migrateOnceReachable(pool, driverMigrations(config.drivers), log, signal);
+    signal?.throwIfAborted();
   } catch (error) {
     await pool.end().catch(() => {});
     if (embedded?.ownsServer) await embedded.stop().catch(() => {});
@@ -81,6 +91,16 @@ export async function openDatabase(config: Config, log: Logger, starting?: Promi
   };
 }
 
+/**
+ * The connection string with the event log's switch for the database's own recorder (the trigger
+ * on vms, migration 1000): set only when the operator turned the log off (EVENT_LOG=false).
+ */
+function withEventLogSetting(connectionString: string, recording: boolean): string {
+  if (recording) return connectionString;
+  // Appended as text: the embedded database's address (a socket folder, no host) is no WHATWG URL.
+  return `${connectionString}${connectionString.includes('?') ? '&' : '?'}options=${encodeURIComponent('-c cloud_platform.event_log=off')}`;
+}
+
 /** How long a start waits for a database that is there but does not answer yet. */
 const DATABASE_STARTUP_WAIT_MS = 30_000;
 
@@ -90,7 +110,7 @@ const DATABASE_STARTUP_WAIT_MS = 30_000;
  * refuses the connection (nothing listens) ends the start at once, with the line that says so.
  * Migrations run in transactions under a lock: a try that failed left nothing behind.
  */
-async function migrateOnceReachable(pool: Pool, driverFolders: readonly string[], log: Logger): Promise<void> {
+async function migrateOnceReachable(pool: Pool, driverFolders: readonly string[], log: Logger, signal?: AbortSignal): Promise<void> {
   const deadline = Date.now() + DATABASE_STARTUP_WAIT_MS;
   for (let tries = 1; ; tries++) {
     try {
@@ -98,9 +118,14 @@ async function migrateOnceReachable(pool: Pool, driverFolders: readonly string[]
       return;
     } catch (error) {
       const refused = (error as NodeJS.ErrnoException | undefined)?.code === 'ECONNREFUSED';
-      if (refused || !isDatabaseUnavailable(error) || Date.now() >= deadline) throw error;
+      if (refused || !isDatabaseUnavailable(error) || Date.now() >= deadline || signal?.aborted) throw error;
       log.warn({ reason: (error as Error).message }, 'the database does not answer yet; trying again');
-      await new Promise((resolve) => setTimeout(resolve, Math.min(2_000, 250 * tries)));
+      await new Promise((resolve) => {
+        const timer = setTimeout(resolve, Math.min(2_000, 250 * tries));
+        // A start interrupted while it waits stops waiting.
+        signal?.addEventListener('abort', () => (clearTimeout(timer), resolve(undefined)), { once: true });
+      });
+      signal?.throwIfAborted();
     }
   }
 }
@@ -118,26 +143,39 @@ export interface Database {
 export async function startPlatform(
   config: Config,
   log: Logger,
-  options: { clock?: Clock; drivers?: (pool: Pool) => Drivers; embedded?: Promise<EmbeddedDatabase> } = {},
+  options: {
+    clock?: Clock;
+    drivers?: (pool: Pool) => Drivers;
+    embedded?: Promise<EmbeddedDatabase>;
+    /** Resolves outside host names (webhook URLs); the system's resolver when absent. */
+    resolveHost?: (hostname: string) => Promise<string[]>;
+    /** Aborted: the start stops at its next step, what it opened closed (main.ts: a signal came). */
+    signal?: AbortSignal;
+  } = {},
 ): Promise<Platform> {
+  const { signal } = options;
   // The validator loads and compiles the contract while the database starts (and migrates).
   const contract = contractValidator({ validateResponses: config.validateResponses });
   const contractWarmedUp = warmUpContractValidator(contract);
-  const database = await openDatabase(config, log, options.embedded);
+  const database = await openDatabase(config, log, options.embedded, signal);
+  // What the start opens, closed in reverse when it fails or when the platform stops.
+  const teardown = new Teardown();
+  teardown.add('database', () => database.stop());
   // The simulated backends stand for systems outside the platform: they have connections of
   // their own, so that a backend call never waits for one of the API's, and the transaction
   // guard refuses a backend call made inside a transaction.
   // The embedded object store serves S3 requests on these connections too: a few more of them.
   // None is kept while idle: a backend at rest needs no connection (each is a PostgreSQL process
   // of 15 to 25 MiB), and the first call after a quiet second opens one in a few milliseconds.
-  const teardown = new Teardown();
-  teardown.add('database', () => database.stop());
   const backendPoolSize = config.simulators.poolSize + (config.drivers.objectStore === 'embedded' ? EMBEDDED_STORE_CONNECTIONS : 0);
   const backendPool = createPool(database.connectionString, backendPoolSize, config.database, 'cloud-platform-backends', 0);
   teardown.add('backends pool', () => backendPool.end());
   // The process's own connection: it LISTENs for the engine and the credential cache, and holds
   // the embedded store's instance lock. Started once everything has subscribed (composePlatform).
   const listener = new DatabaseListener(database.pool.options, log.child({ component: 'listener' }));
+  // This process's liveness, for the Idempotency-Keys it claims (a dead process's are taken over at once).
+  const keyHolder = { instance: newProcessInstance() };
+  listener.holdLock(PROCESS_LOCK_NAMESPACE, keyHolder.instance);
   try {
     const drivers: DriverSet = options.drivers
       ? { ...options.drivers(backendPool), embeddedStore: undefined }
@@ -146,12 +184,16 @@ export async function startPlatform(
           dataDir: config.dataDir,
           secretStoreKey: config.s3.secretStoreKey,
           incompleteUploadRetentionMs: config.s3.incompleteUploadRetentionSeconds * 1000,
+          lifecycleDayMs: config.s3.lifecycleDaySeconds * 1000,
           rgw: config.rgw,
           listener,
+          qemu: config.qemu,
+          log,
         });
     const { embeddedStore } = drivers;
     if (embeddedStore) teardown.add('embedded object store', () => embeddedStore.close());
     await contractWarmedUp;
+    signal?.throwIfAborted();
     const platform = await composePlatform(
       config,
       log,
@@ -161,6 +203,9 @@ export async function startPlatform(
       listener,
       { api: database.pool, backends: backendPool },
       teardown,
+      options.resolveHost,
+      keyHolder,
+      signal,
     );
     return { ...platform, close: () => teardown.run((step, error) => log.error({ err: error, step }, 'a part failed to stop')) };
   } catch (error) {
@@ -179,6 +224,9 @@ async function composePlatform(
   listener: DatabaseListener,
   pools: { api: Pool; backends: Pool },
   teardown: Teardown,
+  resolveHost: ((hostname: string) => Promise<string[]>) | undefined,
+  keyHolder: KeyHolder,
+  signal: AbortSignal | undefined,
 ): Promise<Omit<Platform, 'close'>> {
   const pool = pools.api;
   // Known once the server listens (PORT=0 picks a port); PUBLIC_BASE_URL wins when set.
@@ -198,6 +246,7 @@ async function composePlatform(
     embeddedStore: drivers.embeddedStore,
     listener,
     credentials,
+    ...(resolveHost && { resolveHost }),
   });
   const engine = new OperationEngine(
     pool,
@@ -229,9 +278,11 @@ async function composePlatform(
     rateLimits,
     contract,
     pages: areas.flatMap((area) => area.pages ?? []),
+    keyHolder,
   });
   await listener.start();
   teardown.add('listener', () => listener.stop());
+  signal?.throwIfAborted();
   const server = await listen(app, config.port, config.host);
   teardown.add('api server', () => closeServer(server));
   for (const upgrade of areas.flatMap((area) => area.upgrades ?? [])) {
@@ -252,6 +303,7 @@ async function composePlatform(
   const url = `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`;
   listeningUrl = url;
 
+  signal?.throwIfAborted();
   if (config.background) {
     await engine.start();
     teardown.add('engine', () => engine.stop());

@@ -1,6 +1,7 @@
 import { ConfigError, type Config } from './config.ts';
 import { EmbeddedDatabaseStartError } from './db/embedded.ts';
 import { isDatabaseUnavailable } from './db/unavailable.ts';
+import { DataDirInUseError } from './start-checks.ts';
 
 /**
  * One line that tells an operator why the server did not start, and what to change: a stack trace
@@ -9,7 +10,7 @@ import { isDatabaseUnavailable } from './db/unavailable.ts';
  */
 export function describeStartupFailure(error: unknown, config: Pick<Config, 'host' | 'port' | 'dataDir'>): string | undefined {
   if (error instanceof ConfigError) return `configuration error: ${error.message}`;
-  if (error instanceof EmbeddedDatabaseStartError) return error.message;
+  if (error instanceof EmbeddedDatabaseStartError || error instanceof DataDirInUseError) return error.message;
   const failure = error as NodeJS.ErrnoException & { address?: string; port?: number };
   switch (failure?.code) {
     case 'EADDRINUSE':

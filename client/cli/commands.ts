@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs';
 
 /** Resource names, longest first; a plural matches its singular. `quota` alone is the S3 quota. */
 const RESOURCES = [
+  'webhook-endpoint',
   'scheduled-action',
   'audit-event',
   'access-key',
@@ -19,6 +20,7 @@ const RESOURCES = [
   'readiness',
   'account',
   'invoice',
+  'event',
   'billing',
   'bucket',
   'region',

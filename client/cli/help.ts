@@ -7,6 +7,12 @@ import { LOOKUPS } from './names.ts';
 /** Commands written by hand beside the contract's (they have no operation of their own). */
 export const EXTRA_COMMANDS: Array<{ group: string; verb: string; arguments: string; summary: string }> = [
   { group: 'vm', verb: 'console', arguments: '<vm>', summary: 'Attach this terminal to the serial console (Ctrl-] detaches)' },
+  {
+    group: 'event',
+    verb: 'listen',
+    arguments: '--forward-to <url>',
+    summary: 'Follow the event log and deliver each new event, signed, to a local URL',
+  },
   { group: 'context', verb: 'create', arguments: '<name>', summary: 'Save a base URL and API key as a context, and use it' },
   { group: 'context', verb: 'use', arguments: '<name>', summary: 'Make a context the current one' },
   { group: 'context', verb: 'list', arguments: '', summary: 'List the contexts' },

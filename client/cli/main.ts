@@ -235,6 +235,24 @@ export async function runCli(argv: string[], io: Io): Promise<number> {
       const client = await newClient(target);
       return await attachConsole(client, await resolveId(client, 'vm_id', rest[0]!), io, Number(last(flags, 'timeout') ?? 600));
     }
+    if (group === 'event' && second === 'listen') {
+      if (isTrue(flags, 'help')) return help(group, second, io);
+      const forwardTo = last(flags, 'forward-to');
+      if (!forwardTo) throw new UsageError('event listen needs --forward-to <url>, such as http://localhost:3000/hooks');
+      const { listen } = await import('./listen.ts');
+      const forSeconds = last(flags, 'for');
+      return await listen(
+        await newClient(targetOf(flags, io)),
+        {
+          forwardTo,
+          secret: last(flags, 'secret'),
+          types: last(flags, 'types')?.split(',').filter(Boolean),
+          pollMs: Number(last(flags, 'poll-ms') ?? 1000),
+          ...(forSeconds !== undefined && { forSeconds: Number(forSeconds) }),
+        },
+        io,
+      );
+    }
     command = findCommand(group, second);
     if (!command) {
       throw new UsageError(
@@ -306,6 +324,8 @@ function help(group: string | undefined, verb: string | undefined, io: Io): numb
 }
 
 const EXTRA_DETAILS: Record<string, string> = {
+  'event listen':
+    'Polls the event log (every second) and POSTs each new event to the URL, signed as the platform signs webhooks (Standard Webhooks: webhook-id, webhook-timestamp, webhook-signature) with a signing secret of this session, printed at start (or --secret whsec_…). Flags: --types a.b,c.d (only these types), --for <seconds> (stop after; else until Ctrl-C), --poll-ms <ms>. Trigger an event with `cloud webhook-endpoint test <endpoint>` or any change.\n\nExample:\n  cloud events listen --forward-to http://localhost:3000/hooks',
   'vm console':
     'Requests a console (a vm.console operation), waits for it, collects its single-use URL and connects to it: what the instance writes appears here, what you type goes to it (the terminal in raw mode). Ctrl-] detaches and restores the terminal.\n\nExample:\n  cloud vm console web-1',
   'context create':

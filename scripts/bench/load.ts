@@ -1,6 +1,6 @@
 // A bounded load run against one URL on 127.0.0.1: a fixed number of connections for a fixed
 // time, after a short warm-up that is not counted. wrk (one thread) when it is installed, as the
-// issue's measurements were taken; autocannon, in this process, otherwise.
+// figures in docs/performance.md were taken; autocannon, in this process, otherwise.
 import { spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';

@@ -24,7 +24,7 @@ export function section(title: string): void {
   console.log(`\n${title}`);
 }
 
-/** The whole table, as Markdown (for the README). */
+/** The whole table, as Markdown (for docs/performance.md). */
 export function printTable(): void {
   const header: Row = { figure: 'figure', real: 'real server', floor: 'stack floor', ratio: 'ratio', prism: 'Prism', goal: 'goal' };
   const cells = (row: Row) => [row.figure, row.real, row.floor ?? '', row.ratio ?? '', row.prism ?? '', row.goal ?? ''];

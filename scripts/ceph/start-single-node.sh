@@ -65,7 +65,7 @@ on_failure() {
 }
 trap on_failure ERR
 CONF="$DIR/ceph.conf"
-# The settings that make one node work and start fast (measured, see issue 15):
+# The settings that make one node work and start fast (each measured when it was chosen):
 # - pool size 1, `mon allow pool size one`, crush leaves at the OSD level, small pg counts, no
 #   autoscaling: one OSD holds every placement group;
 # - paxos propose interval 0.05: otherwise each pool RGW creates costs about two seconds;

@@ -2,7 +2,7 @@
  * Code samples of every operation, made from the contract itself: the path and query values are
  * the parameters' examples, the body is the operation's first named request example. Nothing is
  * written by hand per operation, so a sample cannot drift from the contract: the docs page shows
- * them (`x-codeSamples`), and test/docs/samples.test.ts runs every curl sample against the mock
+ * them (`x-codeSamples`), and test/docs/samples.system.test.ts runs every curl sample against the mock
  * and type-checks every TypeScript sample against the typed client.
  */
 
@@ -31,7 +31,7 @@ export interface SampleOperation {
 /** The environment every sample reads: the API's address and a credential. */
 export const SAMPLE_ENVIRONMENT = ['BASE_URL', 'API_KEY'] as const;
 
-/** The import the TypeScript samples show: the client as a package (see README "The client as a package"). */
+/** The import the TypeScript samples show: the client as a package (see docs/using-the-api.md, "The client as a package"). */
 export const CLIENT_IMPORT = "import { createPlatformClient } from '@cloud-platform/client';";
 
 const METHODS = ['get', 'put', 'post', 'delete', 'patch'] as const;

@@ -1,11 +1,11 @@
 import { readFileSync } from 'node:fs';
-import { isSafeNumber, parse, stringify } from 'lossless-json';
+import { parse, stringify } from 'lossless-json';
 import { bundlePath } from './bundle.ts';
 import { codeSamples, sampleOperations } from './code-samples.ts';
 import { errorCodes, errorCodesMarkdown } from './error-codes.ts';
 import { examplesByOperation, examplesLine, splitBySuccess } from './examples-index.ts';
-import { forEachObject } from './json-walk.ts';
 import { arrayOf, objectOf, type Json } from './openapi-json.ts';
+import { wideBounds } from './wide-bounds.ts';
 
 /** Where the API can be reached besides production: what a developer starts on this machine. */
 export const LOCAL_SERVERS = [
@@ -71,14 +71,8 @@ named example an operation lists with the header \`Prefer: example=<name>\`.
 `;
 
 function dropWideBounds(document: unknown): void {
-  forEachObject(document, (schema) => {
-    for (const bound of ['minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum']) {
-      const value = schema[bound];
-      if (value === undefined || typeof value !== 'object' || isSafeNumber(String(value))) continue;
-      if (typeof schema.description !== 'string' || !schema.description.includes(String(value))) {
-        throw new Error(`a schema with ${bound} ${String(value)} must state it in its description, which the docs show instead`);
-      }
-      delete schema[bound];
-    }
-  });
+  for (const { schema, bound, value, stated } of wideBounds(document)) {
+    if (!stated) throw new Error(`a schema with ${bound} ${value} must state it in its description, which the docs show instead`);
+    delete schema[bound];
+  }
 }

@@ -1,19 +1,23 @@
 /**
- * The fenced code blocks of a Markdown file, as the README runner (scripts/readme-test.ts) sees
- * them: shell blocks (`sh`, `bash`, `shell`) and TypeScript blocks (`ts`, `typescript`) are code
- * to run; anything else (`text`, `json`, a tree without a language) is output shown to the reader.
+ * The fenced code blocks of a Markdown file, as the documentation's runner (scripts/readme-test.ts)
+ * sees them: shell blocks (`sh`, `bash`, `shell`) and TypeScript blocks (`ts`, `typescript`) are
+ * code to run; anything else (`text`, `json`, a tree without a language) is output shown to the reader.
  *
  * A block that cannot run as written in a test names why, in an HTML comment on the line before
  * it (blank lines between are allowed), which the reader of the Markdown does not see rendered:
  *
  *   <!-- readme-test: skip (starts the server; the runner starts it itself) -->
  *   <!-- readme-test: background (the mock keeps running); ready: http://127.0.0.1:$MOCK_PORT/healthz -->
+ *   <!-- readme-test: server (this page's server runs with test clocks on) -->
  *
  * `skip` does not run the block (the runner lists it with the reason). `background` starts it and
- * leaves it running until every later block has run; `ready:` names a URL (environment variables
- * are expanded) that must answer before the next block runs.
+ * leaves it running until every later block of the page has run; `ready:` names a URL
+ * (environment variables are expanded) that must answer before the next block runs. `server`
+ * marks the block that starts the page's server (`TEST_CLOCKS=true npm start`): the runner then
+ * starts none of its own, runs this one in the background, and goes on once it is ready.
  */
 export type BlockKind = 'shell' | 'typescript' | 'output';
+export type DirectiveMode = 'skip' | 'background' | 'server';
 
 export interface ReadmeBlock {
   /** 1-based line of the opening fence. */
@@ -21,12 +25,12 @@ export interface ReadmeBlock {
   language: string;
   kind: BlockKind;
   text: string;
-  directive?: { mode: 'skip' | 'background'; reason: string; ready?: string };
+  directive?: { mode: DirectiveMode; reason: string; ready?: string };
 }
 
 const SHELL = new Set(['sh', 'bash', 'shell']);
 const TYPESCRIPT = new Set(['ts', 'typescript']);
-const DIRECTIVE = /^<!--\s*readme-test:\s*(skip|background)\s*\(([^)]*)\)\s*(?:;\s*ready:\s*(\S+)\s*)?-->\s*$/;
+const DIRECTIVE = /^<!--\s*readme-test:\s*(skip|background|server)\s*\(([^)]*)\)\s*(?:;\s*ready:\s*(\S+)\s*)?-->\s*$/;
 
 export function readmeBlocks(markdown: string): ReadmeBlock[] {
   const lines = markdown.split('\n');
@@ -52,5 +56,5 @@ function directiveBefore(lines: string[], fenceIndex: number): ReadmeBlock['dire
   if (!line.startsWith('<!-- readme-test')) return undefined;
   const match = DIRECTIVE.exec(line);
   if (!match) throw new Error(`line ${index + 1}: cannot read the readme-test comment "${line}" (see scripts/lib/readme-blocks.ts)`);
-  return { mode: match[1] as 'skip' | 'background', reason: match[2]!.trim(), ready: match[3] };
+  return { mode: match[1] as DirectiveMode, reason: match[2]!.trim(), ready: match[3] };
 }

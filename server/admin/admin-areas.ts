@@ -21,6 +21,8 @@ export async function withAdminAreas<T>(pool: Pool, config: Config, log: Logger,
     secretStoreKey: config.s3.secretStoreKey,
     incompleteUploadRetentionMs: config.s3.incompleteUploadRetentionSeconds * 1000,
     rgw: config.rgw,
+    qemu: config.qemu,
+    log,
   });
   try {
     // Never started: the caches it would feed stay empty, and every read asks the database.

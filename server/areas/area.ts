@@ -14,7 +14,7 @@ import type { EmbeddedObjectStore } from '../drivers/embedded/store.ts';
 import type { Drivers } from '../drivers/index.ts';
 import type { OperationEngine } from '../engine/engine.ts';
 import type { Executors } from '../engine/executor.ts';
-import type { OperationType } from '../engine/operation-record.ts';
+import type { WorkType } from '../engine/operation-record.ts';
 import type { Logger } from '../logging.ts';
 import type { Metrics } from '../metrics.ts';
 import type { CredentialCache } from './identity/credentials/credential-cache.ts';
@@ -44,6 +44,8 @@ export interface AreaDependencies {
   credentials: CredentialCache;
   /** What areas offer each other, bound once every area is built: read at run time, never while building. */
   ports: AreaPorts;
+  /** How outside host names are resolved (webhook URLs): the system's resolver unless a test gives its own. */
+  resolveHost?: (hostname: string) => Promise<string[]>;
 }
 
 /** What one area offers the others, and the platform's own engine and usage sources, bound by the platform. */
@@ -86,7 +88,7 @@ export interface StartedPart {
  * server/platform.ts builds every area from one list with the same dependencies; an operation of
  * the contract without a handler, or an operation type without an executor, does not compile there.
  */
-export interface Area<Ops extends OperationId = never, Types extends OperationType = never> {
+export interface Area<Ops extends OperationId = never, Types extends WorkType = never> {
   handlers: Pick<OperationHandlers<RequestContext>, Ops>;
   /** The audit action and resource of each operation that leaves audit events (every write; a read that hands out access). */
   auditNames: AuditNames<Ops>;
@@ -111,7 +113,7 @@ export function budgetOf(ports: Pick<AreaPorts, 'budget'>): BudgetGuard {
 }
 
 /** An area's value, its operations inferred from its handlers (so that they are written once). */
-export function defineArea<Ops extends OperationId = never, Types extends OperationType = never>(area: Area<Ops, Types>): Area<Ops, Types> {
+export function defineArea<Ops extends OperationId = never, Types extends WorkType = never>(area: Area<Ops, Types>): Area<Ops, Types> {
   return area;
 }
 

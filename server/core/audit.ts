@@ -32,6 +32,8 @@ export interface AuditRecord extends AuditEntry {
  */
 export interface KeyCompletion {
   key: string;
+  /** The request's claim of the key: the completion fails (and the change with it) if the key was taken over. */
+  claim: string;
   status: number;
   /** The stored response, already serialized ('' when there is no body). */
   body: string;
@@ -41,11 +43,16 @@ const AUDIT_INSERT = `INSERT INTO audit_events (id, org_id, action, resource_typ
        actor_token_id, before, after, operation_id, reason, request_id)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`;
 
-/** The event and the key's completion in one statement (a data-modifying WITH runs whether or not it is read). */
-const AUDIT_INSERT_COMPLETING_KEY = `WITH completed AS (
-       UPDATE idempotency_keys SET state = 'completed', locked_until = NULL, response_status = $16, response_body = $17
-       WHERE org_id = $2 AND key = $15)
-     ${AUDIT_INSERT}`;
+/**
+ * The event and the key's completion in one statement. complete_idempotency_key (migration 0991)
+ * raises a serialization failure when the key was taken over meanwhile, which rolls the change back.
+ */
+const AUDIT_INSERT_COMPLETING_KEY = `WITH completed AS (SELECT complete_idempotency_key($2, $15, $18, $16, $17))
+     INSERT INTO audit_events (id, org_id, action, resource_type, resource_id, result, actor_sub, actor_realm,
+       actor_token_id, before, after, operation_id, reason, request_id)
+     SELECT $1::uuid, $2::uuid, $3::text, $4::text, $5::text, $6::text, $7::text, $8::text, $9::uuid, $10::jsonb, $11::jsonb,
+       $12::uuid, $13::text, $14::text
+     FROM completed`;
 
 /**
  * The statement that writes an audit event; with `completing`, it also completes that
@@ -73,9 +80,9 @@ export function auditStatement(record: AuditRecord, completing?: KeyCompletion):
   ];
   return completing
     ? {
-        name: 'audit-insert-completing-key',
+        name: 'audit-insert-completing-claimed-key',
         text: AUDIT_INSERT_COMPLETING_KEY,
-        values: [...values, completing.key, completing.status, completing.body],
+        values: [...values, completing.key, completing.status, completing.body, completing.claim],
       }
     : { name: 'audit-insert', text: AUDIT_INSERT, values };
 }

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { Queryable } from '../db/pool.ts';
 import { invalidCursor } from './errors.ts';
 
@@ -140,4 +141,36 @@ export async function keysetPage<Row extends { id: string }, Item>(
     params,
   );
   return page(list.name, rows, limit, (row) => ({ key: row.sort_key, id: row.id }), toItem);
+}
+
+/**
+ * The name a cursor carries: the list and a digest of its filters, so that a cursor of another
+ * list, or of the same list with other filters, is 400 invalid_cursor.
+ */
+export function listName(list: string, filters: Record<string, unknown> = {}): string {
+  const digest = createHash('sha256').update(JSON.stringify(filters)).digest('base64url').slice(0, 12);
+  return `${list}:${digest}`;
+}
+
+/** A page of rows ordered by (created_at, id), oldest first: the order of what customers create. */
+export function oldestFirst<Row extends { id: string }, Item>(
+  db: Queryable,
+  name: string,
+  query: { cursor?: string; limit?: number },
+  from: { table: string; where: string; params: unknown[]; columns?: string },
+  toItem: (row: Row) => Item,
+) {
+  return keysetPage(
+    db,
+    {
+      name,
+      from: `${from.table} WHERE ${from.where}`,
+      columns: from.columns,
+      params: from.params,
+      sortColumn: 'created_at',
+      order: 'oldest first',
+    },
+    query,
+    toItem,
+  );
 }

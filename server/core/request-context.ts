@@ -1,4 +1,5 @@
 import type { Logger } from '../logging.ts';
+import type { ClaimedKey } from './idempotency.ts';
 import type { Principal } from './principal.ts';
 import type { RequestAudit } from './request-audit.ts';
 
@@ -11,8 +12,8 @@ export interface RequestContext {
    */
   principal: Principal;
   log: Logger;
-  /** The Idempotency-Key claimed for this request, completed with its response. */
-  idempotency: { key: string } | undefined;
+  /** The Idempotency-Key claimed for this request (and the claim), completed with its response. */
+  idempotency: ClaimedKey | undefined;
   /** The request's audit trail: a change records its success through it. */
   audit: RequestAudit;
 }

@@ -1,4 +1,5 @@
 import { withTransaction, type Pool, type PoolClient } from '../db/pool.ts';
+import { eventsStatement, type NewEvent } from './events.ts';
 import { storedBody } from './idempotency.ts';
 import type { AuditedChange } from './request-audit.ts';
 import type { RequestContext } from './request-context.ts';
@@ -10,6 +11,8 @@ export interface WriteOutcome<Response extends { status: number; body?: unknown 
   response: Response;
   /** What the audit event records; its action comes from the operation (core/audit-names.ts). */
   audit: AuditedChange;
+  /** What the change announces (core/events.ts): written with the audit event, in its transaction. */
+  events?: readonly NewEvent[];
   /** The body an idempotent replay returns, when it differs (secrets shown once removed). */
   replayBody?: unknown;
   /**
@@ -27,23 +30,31 @@ function replayBodyOf(outcome: WriteOutcome<{ status: number; body?: unknown }>)
 
 /**
  * Runs a change of an API request as one transaction with everything that goes with it: the
- * audit event, the operation record (queued by `work`), and the completion of the request's
- * Idempotency-Key.
+ * audit event, the events it announces, the operation record (queued by `work`), and the
+ * completion of the request's Idempotency-Key.
  */
 export async function performWrite<Response extends { status: number; body?: unknown }>(
   pool: Pool,
   context: RequestContext,
   work: (tx: PoolClient) => Promise<WriteOutcome<Response>>,
 ): Promise<Response> {
-  // The event and the key's stored response are one statement, sent with the COMMIT.
-  const outcome = await withTransaction(pool, work, (result) =>
-    context.audit.successStatement(
+  // The audit event and the key's stored response are one statement, sent with the COMMIT (and
+  // the announced events with them, in the same round trip).
+  const outcome = await withTransaction(pool, work, (result) => {
+    const audit = context.audit.successStatement(
       result.audit,
       context.idempotency
-        ? { key: context.idempotency.key, status: result.response.status, body: storedBody(replayBodyOf(result)) }
+        ? {
+            key: context.idempotency.key,
+            claim: context.idempotency.claim,
+            status: result.response.status,
+            body: storedBody(replayBodyOf(result)),
+          }
         : undefined,
-    ),
-  );
+    );
+    const events = eventsStatement(result.events ?? []);
+    return events ? [events, audit] : audit;
+  });
   context.audit.committed();
   if (outcome.afterCommit) {
     await outcome

@@ -13,6 +13,8 @@ export interface AnnouncedChannels {
 const SYNC_PREFIX = 'sync:';
 /** Entries kept at most; past that the oldest go (an entry in use comes back with one query). */
 const MAX_ENTRIES = 10_000;
+/** Tags whose latest announcement is remembered, so that a read begun before it is not kept; a ticket older than what is remembered keeps nothing. */
+const REMEMBERED_ANNOUNCEMENTS = 10_000;
 /** The longest a change waits for every cache's answer (a stuck process must not hold a request). */
 const SYNC_WAIT_MS = 1_000;
 
@@ -20,9 +22,10 @@ const SYNC_WAIT_MS = 1_000;
 export interface CacheSection<V> {
   get(name: string): V | undefined;
   ticket(): number;
-  put(ticket: number, name: string, value: V): void;
-  /** A change this process committed: see AnnouncedCache.changed. */
-  changed(): Promise<void>;
+  /** `tags`: what the entry depends on; an announcement of any of them forgets it (see AnnouncedCache.store). */
+  put(ticket: number, name: string, value: V, tags?: readonly string[]): void;
+  /** A change this process committed (of what `tags` name): see AnnouncedCache.changed. */
+  changed(tags?: readonly string[]): Promise<void>;
 }
 
 interface SyncWaiter {
@@ -36,33 +39,56 @@ interface Entry<V> {
   value: V;
   /** When the entry stops being valid (ms since the epoch); undefined when it does not. */
   expiresAt: number | undefined;
+  tags: readonly string[];
 }
+
+/**
+ * What an announcement's payload says changed, as the tags of the entries to forget; undefined
+ * when it does not say (then everything is forgotten).
+ */
+export type AnnouncedTags = (payload: string) => readonly string[] | undefined;
 
 /**
  * What a process read from the database and keeps, so that a request need not ask again, while
  * every change is seen at once in every process: the database announces a change (NOTIFY, from
- * a trigger) when it commits, and each process empties its cache on the announcement. The cache
- * is used only while the process's listener (listener.ts) LISTENs: before the first LISTEN and
- * after a lost connection, every read asks the database, and the cache starts empty again once
- * listening resumes (announcements may have been missed).
+ * a trigger) when it commits, and each process forgets what the change touched on the
+ * announcement. An entry is kept with the tags of what it depends on (a key's entry: that key and
+ * its member); an announcement whose payload names a tag (`tagsOf`) forgets the entries with that
+ * tag and nothing else, so that one tenant's change costs the others no lookup; one that names
+ * nothing forgets everything. The cache is used only while the process's listener (listener.ts)
+ * LISTENs: before the first LISTEN and after a lost connection, every read asks the database, and
+ * the cache starts empty again once listening resumes (announcements may have been missed).
  *
  * A read that fills the cache takes a `ticket` before asking the database: its answer is kept
- * only if no announcement came in meanwhile (the answer may predate the change).
+ * only if nothing it depends on was announced meanwhile (the answer may predate the change).
  */
 export class AnnouncedCache<V> {
   private readonly entries = new Map<string, Entry<V>>();
+  /** The names of the entries with each tag. */
+  private readonly tagged = new Map<string, Set<string>>();
   private readonly listener: DatabaseListener;
   private readonly channels: AnnouncedChannels;
-  /** Bumped by every invalidation: a lookup begun before one does not fill the cache. */
-  private generation = 0;
+  private readonly tagsOf: AnnouncedTags;
+  /** Announcements (and invalidations) seen: the ticket of a lookup is the count when it began. */
+  private announcements = 0;
+  /** The announcement that forgot everything last: a lookup begun before it keeps nothing. */
+  private forgotAllAt = 0;
+  /** The latest announcement of each recently announced tag (oldest first). */
+  private readonly announcedAt = new Map<string, number>();
+  /** Announcements up to this one are no longer in `announcedAt`: a lookup begun before keeps nothing. */
+  private forgottenBefore = 0;
   private listening = false;
   /** Changes made by this process waiting for every cache's answer, by the token of their sync. */
   private readonly syncWaiters = new Map<string, SyncWaiter>();
 
-  /** Subscribes to the process's listener: the cache works while that listens (once it is started). */
-  constructor(listener: DatabaseListener, channels: AnnouncedChannels) {
+  /**
+   * Subscribes to the process's listener: the cache works while that listens (once it is started).
+   * `tagsOf`: what a payload of the `changed` channel names; by default nothing (every announcement forgets everything).
+   */
+  constructor(listener: DatabaseListener, channels: AnnouncedChannels, tagsOf: AnnouncedTags = () => undefined) {
     this.listener = listener;
     this.channels = channels;
+    this.tagsOf = tagsOf;
     listener.subscribe({
       channels: [channels.changed, channels.synced],
       notified: (channel, payload) => this.notified(channel, payload),
@@ -81,7 +107,7 @@ export class AnnouncedCache<V> {
     const entry = this.entries.get(name);
     if (!entry) return undefined;
     if (entry.expiresAt !== undefined && entry.expiresAt <= now) {
-      this.entries.delete(name);
+      this.remove(name);
       return undefined;
     }
     return entry.value;
@@ -89,23 +115,62 @@ export class AnnouncedCache<V> {
 
   /** A token for `store`: the cache state before the database was asked. */
   ticket(): number {
-    return this.generation;
+    return this.announcements;
   }
 
   /**
-   * Keeps what the database just answered, unless an invalidation came in since `ticket` was
-   * taken or the cache is not listening. `expiresAt`: when it stops being valid on its own.
+   * Keeps what the database just answered, unless the cache is not listening or something it
+   * depends on was announced since `ticket` was taken: everything (`invalidate`), or one of its
+   * `tags`. `expiresAt`: when it stops being valid on its own.
    */
-  store(ticket: number, name: string, value: V, expiresAt?: number): void {
-    if (!this.listening || ticket !== this.generation) return;
-    if (this.entries.size >= MAX_ENTRIES) this.entries.delete(this.entries.keys().next().value!);
-    this.entries.set(name, { value, expiresAt });
+  store(ticket: number, name: string, value: V, expiresAt?: number, tags: readonly string[] = []): void {
+    if (!this.listening || ticket < this.forgotAllAt || ticket < this.forgottenBefore) return;
+    if (tags.some((tag) => (this.announcedAt.get(tag) ?? 0) > ticket)) return;
+    this.remove(name);
+    if (this.entries.size >= MAX_ENTRIES) this.remove(this.entries.keys().next().value!);
+    this.entries.set(name, { value, expiresAt, tags });
+    for (const tag of tags) {
+      const names = this.tagged.get(tag);
+      if (names) names.add(name);
+      else this.tagged.set(tag, new Set([name]));
+    }
+  }
+
+  /** Forgets the entries with any of these tags (a change of what they name was announced, or made here). */
+  forget(tags: readonly string[]): void {
+    for (const tag of tags) {
+      this.announcements++;
+      this.announcedAt.delete(tag);
+      this.announcedAt.set(tag, this.announcements);
+      if (this.announcedAt.size > REMEMBERED_ANNOUNCEMENTS) {
+        const [oldest, at] = this.announcedAt.entries().next().value!;
+        this.announcedAt.delete(oldest);
+        this.forgottenBefore = at;
+      }
+      for (const name of [...(this.tagged.get(tag) ?? [])]) this.remove(name);
+    }
+    this.forgotten(tags);
+  }
+
+  /** Called with the tags of every targeted forgetting (after the entries went): for what a subclass keeps beside them. */
+  protected forgotten(_tags: readonly string[]): void {}
+
+  private remove(name: string): void {
+    const entry = this.entries.get(name);
+    if (!entry) return;
+    this.entries.delete(name);
+    for (const tag of entry.tags) {
+      const names = this.tagged.get(tag);
+      names?.delete(name);
+      if (names?.size === 0) this.tagged.delete(tag);
+    }
   }
 
   /**
-   * A change this process just committed: forgets everything at once, then waits (at most
-   * SYNC_WAIT_MS) until every process's cache has said it forgot everything too, so that once the
-   * change is answered no process serves the old entry. The database's own announcement is not
+   * A change this process just committed: forgets what it touched (`tags`; everything when
+   * undefined) at once, then waits (at most SYNC_WAIT_MS) until every process's cache has said it
+   * read the change's announcement too, so that once the change is answered no process serves the
+   * old entry. The database's own announcement is not
    * enough: it reaches each process when that process's connection and event loop get to it, and
    * a request that came in meanwhile was served from the cache (a CI run saw it). So the change
    * counts the processes' LISTEN connections, then announces a sync on the same channel; each
@@ -113,8 +178,9 @@ export class AnnouncedCache<V> {
    * notifications in commit order). A process whose connection is lost caches nothing until it
    * listens again, and one that started listening later started with an empty cache.
    */
-  async changed(): Promise<void> {
-    this.invalidate();
+  async changed(tags?: readonly string[]): Promise<void> {
+    if (tags) this.forget(tags);
+    else this.invalidate();
     if (!this.listening) return;
     const token = randomUUID();
     await new Promise<void>((resolve) => {
@@ -154,8 +220,9 @@ export class AnnouncedCache<V> {
 
   /** Forgets everything (also when this process changed something itself, before it waits for the other caches). */
   invalidate(): void {
-    this.generation++;
+    this.forgotAllAt = ++this.announcements;
     this.entries.clear();
+    this.tagged.clear();
   }
 
   private disable(): void {
@@ -167,9 +234,14 @@ export class AnnouncedCache<V> {
 
   private notified(channel: string, payload: string): void {
     if (channel === this.channels.synced) return this.answered(payload);
-    this.invalidate();
-    // Forgotten (above, at once): says so to the process that asked.
-    if (payload.startsWith(SYNC_PREFIX))
+    // A sync comes after the announcement of the change that sent it (one session reads
+    // notifications in commit order): that was read, and what it named forgotten. Says so.
+    if (payload.startsWith(SYNC_PREFIX)) {
       this.listener.query('SELECT pg_notify($1, $2)', [this.channels.synced, payload.slice(SYNC_PREFIX.length)]).catch(() => {});
+      return;
+    }
+    const tags = this.tagsOf(payload);
+    if (tags) this.forget(tags);
+    else this.invalidate();
   }
 }

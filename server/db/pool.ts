@@ -147,15 +147,15 @@ function refusedInTransaction(what: string): Promise<never> | undefined {
 /**
  * Runs `work` in one transaction: committed when it returns, rolled back when it throws.
  *
- * `finalStatement`, given the work's result, is the transaction's last statement, sent together
- * with COMMIT (one round trip for both: each wakes PostgreSQL's backend, and on a busy machine the
+ * `finalStatement`, given the work's result, is the transaction's last statement (or statements),
+ * sent together with COMMIT (one round trip for all: each wakes PostgreSQL's backend, and on a busy machine the
  * wake-ups cost more than the statements). Should it fail, PostgreSQL has aborted the transaction
  * and answers the COMMIT with a rollback: nothing is kept, and its error is thrown.
  */
 export async function withTransaction<T>(
   pool: Pool,
   work: (client: PoolClient) => Promise<T>,
-  finalStatement?: (result: T) => pg.QueryConfig,
+  finalStatement?: (result: T) => pg.QueryConfig | readonly pg.QueryConfig[],
 ): Promise<T> {
   const client = await pool.connect();
   let broken: unknown;
@@ -163,12 +163,14 @@ export async function withTransaction<T>(
   try {
     await client.query('BEGIN');
     const result = await transaction.run(true, () => work(client));
-    const final = finalStatement ? client.query(finalStatement(result)) : undefined;
+    const finals = finalStatement ? [finalStatement(result)].flat() : [];
+    const sent = finals.map((statement) => client.query(statement));
     const commit = client.query('COMMIT');
-    const [finalOutcome, commitOutcome] = await Promise.allSettled([final, commit]);
+    const [commitOutcome, ...finalOutcomes] = await Promise.allSettled([commit, ...sent]);
     if (commitOutcome.status === 'rejected') throw commitOutcome.reason;
     ended = true;
-    if (finalOutcome.status === 'rejected') throw finalOutcome.reason;
+    const failed = finalOutcomes.find((outcome) => outcome.status === 'rejected');
+    if (failed) throw failed.reason;
     assertCommitted(commitOutcome.value);
     return result;
   } catch (error) {

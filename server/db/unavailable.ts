@@ -6,9 +6,19 @@
  */
 export function isDatabaseUnavailable(error: unknown, depth = 0): boolean {
   if (typeof error !== 'object' || error === null || depth > 4) return false;
-  const { code, message, cause, errors } = error as { code?: unknown; message?: unknown; cause?: unknown; errors?: unknown };
+  const { code, syscall, message, cause, errors } = error as {
+    code?: unknown;
+    syscall?: unknown;
+    message?: unknown;
+    cause?: unknown;
+    errors?: unknown;
+  };
   if (typeof code === 'string' && (UNAVAILABLE_SQLSTATES.has(code) || code.startsWith('08') || UNAVAILABLE_SOCKET_CODES.has(code)))
     return true;
+  // A Unix-domain socket whose server is not running: its file is gone (`connect ENOENT
+  // …/.s.PGSQL.5432`: the embedded PostgreSQL stopped), or left behind with nobody listening.
+  // ENOENT only from connect: from anything else it is a missing file, which is no outage.
+  if (syscall === 'connect' && typeof code === 'string' && UNAVAILABLE_CONNECT_CODES.has(code)) return true;
   if (typeof message === 'string' && UNAVAILABLE_MESSAGES.some((phrase) => message.includes(phrase))) return true;
   // Connecting to every address of a host name fails as one AggregateError; a wrapper keeps a cause.
   if (Array.isArray(errors) && errors.some((inner) => isDatabaseUnavailable(inner, depth + 1))) return true;
@@ -42,7 +52,23 @@ const UNAVAILABLE_SQLSTATES = new Set([
 ]);
 // The 08xxx class (connection_exception) is checked by its prefix.
 
-const UNAVAILABLE_SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN']);
+const UNAVAILABLE_SOCKET_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ECONNABORTED',
+  'ETIMEDOUT',
+  'EPIPE',
+  'ENOTCONN',
+  'EHOSTUNREACH',
+  'EHOSTDOWN',
+  'ENETUNREACH',
+  'ENETDOWN',
+  'ENETRESET',
+  'EAI_AGAIN',
+]);
+
+/** Codes that mean "nobody there" only when connecting (a socket file missing, or not a socket any more). */
+const UNAVAILABLE_CONNECT_CODES = new Set(['ENOENT', 'ENOTSOCK', 'EAGAIN']);
 
 /** A query that got no answer within the client's read timeout (client-queries.ts, as pg's own query_timeout words it). */
 export const READ_TIMEOUT_MESSAGE = 'Query read timeout';

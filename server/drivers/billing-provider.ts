@@ -4,9 +4,12 @@
  * PDF); the provider is told the total and collects it.
  */
 export interface CollectedInvoice {
+  /** `paid`; `open` while payment is due (a declined card); `void` (cancelled); `uncollectible` (written off). */
   status: 'open' | 'paid' | 'void' | 'uncollectible';
-  /** What remains to be paid after the collection attempt. */
+  /** What remains to be paid after the collection attempt: 0 when paid, and for a void invoice, which nobody owes. */
   amountDueCents: number;
+  /** What the provider has collected of the total. Paid and due never add up to more than the total. */
+  amountPaidCents: number;
 }
 
 export interface BillingProviderDriver {

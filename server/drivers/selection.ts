@@ -1,10 +1,12 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Config, RgwConfig } from '../config.ts';
+import type { Logger } from '../logging.ts';
 import type { DatabaseListener } from '../db/listener.ts';
 import type { Pool } from '../db/pool.ts';
 import { createEmbeddedObjectStore, type EmbeddedObjectStore } from './embedded/store.ts';
 import type { Drivers } from './index.ts';
+import { createQemuHypervisor } from './qemu/driver.ts';
 import { createRgwObjectStore } from './rgw/object-store.ts';
 import { FaultInjector, parseFaultRules } from './simulators/faults.ts';
 import { createSimulatedDrivers } from './simulators/index.ts';
@@ -44,9 +46,14 @@ export async function createDrivers(
     secretStoreKey: string | undefined;
     /** Multipart uploads older than this are aborted by the embedded store's sweep. */
     incompleteUploadRetentionMs?: number;
+    /** How long a day of S3 lifecycle rules lasts for the embedded store. */
+    lifecycleDayMs?: number;
     rgw?: Config['rgw'];
     /** The process's listener, which holds the embedded store's instance lock (see createEmbeddedObjectStore). */
     listener?: DatabaseListener;
+    /** The QEMU driver's settings (COMPUTE_DRIVER=qemu) and the log it reports to. */
+    qemu?: Config['qemu'];
+    log?: Logger;
   },
 ): Promise<DriverSet> {
   // Each choice is checked by loadConfig, so a new driver is one more case here, not a change of the areas.
@@ -58,17 +65,38 @@ export async function createDrivers(
           dataDir: options.dataDir,
           secretKey: options.secretStoreKey,
           incompleteUploadRetentionMs: options.incompleteUploadRetentionMs,
+          lifecycleDayMs: options.lifecycleDayMs,
           faults: new FaultInjector(pool, parseFaultRules(options.simulators.faults)),
           latencyMs: options.simulators.embeddedStoreLatencyMs,
           listener: options.listener,
         })
       : undefined;
   return {
-    hypervisor: choice.compute === 'simulator' ? simulated.hypervisor : unreachable(choice.compute),
+    hypervisor: await hypervisorOf(choice.compute, {
+      simulated: simulated.hypervisor,
+      dataDir: options.dataDir,
+      qemu: options.qemu,
+      log: options.log,
+    }),
     objectStore: objectStoreOf(choice.objectStore, { embeddedStore, simulated: simulated.objectStore, pool, rgw: options.rgw }),
     billing: choice.billing === 'simulator' ? simulated.billing : unreachable(choice.billing),
     embeddedStore,
   };
+}
+
+async function hypervisorOf(
+  choice: Config['drivers']['compute'],
+  built: { simulated: Drivers['hypervisor']; dataDir: string; qemu: Config['qemu']; log: Logger | undefined },
+): Promise<Drivers['hypervisor']> {
+  switch (choice) {
+    case 'simulator':
+      return built.simulated;
+    case 'qemu':
+      if (!built.qemu || !built.log) throw new Error('COMPUTE_DRIVER is qemu, but no QEMU settings or log were given');
+      return createQemuHypervisor({ dataDir: built.dataDir, config: built.qemu, log: built.log.child({ component: 'qemu' }) });
+    default:
+      return unreachable(choice);
+  }
 }
 
 function objectStoreOf(

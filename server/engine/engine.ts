@@ -7,7 +7,8 @@ import { PermanentBackendError, TransientBackendError } from '../drivers/errors.
 import type { Logger } from '../logging.ts';
 import type { AfterCommit } from '../core/write.ts';
 import type { Executor, ExecutorRegistry, OperationFailure } from './executor.ts';
-import { OPERATION_COLUMNS, OPERATIONS_CHANNEL, type OperationRow } from './operation-record.ts';
+import { recordEvents } from '../core/events.ts';
+import { JOB_TYPES, OPERATION_COLUMNS, OPERATIONS_CHANNEL, operationEndEvents, type OperationRow } from './operation-record.ts';
 
 /** A cancelled operation, and the backend work its undoing left for after the commit. */
 export interface CancelledOperation {
@@ -24,6 +25,11 @@ type Verdict =
 
 /** The longest pause between tries while the database cannot be reached. */
 const MAX_OUTAGE_BACKOFF_MS = 5_000;
+/**
+ * The longest pause between tries to record an outcome while the database cannot be reached: a
+ * try is one small statement, and the outcome should be on record before the lease lapses.
+ */
+const MAX_RECORD_RETRY_MS = 1_000;
 /** Successes recorded in one transaction at most, and transactions recording them at once. */
 const MAX_SUCCESS_BATCH = 64;
 const MAX_SUCCESS_WRITERS = 2;
@@ -58,7 +64,9 @@ interface PendingSuccess {
  * operation and starts another attempt. Transient backend failures are retried with exponential
  * backoff (the operation stays `running`, its lease set to the retry time) until `max_attempts`;
  * then it is `failed`. An unreachable database fails nothing: the attempt is retried without
- * counting, and whatever could not be recorded is taken over once the lease lapses. Nothing the
+ * counting, and an outcome that could not be recorded is recorded once the database answers
+ * again (the lease renewed meanwhile; should the outage outlast it, another worker takes the
+ * operation over and the late record changes nothing). Nothing the
  * engine starts can end in an unhandled rejection.
  */
 export class OperationEngine {
@@ -155,11 +163,12 @@ export class OperationEngine {
   async cancelQueued(tx: PoolClient, orgId: string, operationId: string): Promise<CancelledOperation | undefined> {
     const { rows } = await tx.query<OperationRow>(
       `UPDATE operations SET state = 'cancelled', finished_at = now()
-       WHERE id = $1 AND org_id = $2 AND state = 'queued' AND attempt = 0 RETURNING *`,
-      [operationId, orgId],
+       WHERE id = $1 AND org_id = $2 AND state = 'queued' AND attempt = 0 AND NOT (type = ANY ($3::text[])) RETURNING *`,
+      [operationId, orgId, JOB_TYPES],
     );
     const operation = rows[0];
     if (!operation) return undefined;
+    await recordEvents(tx, operationEndEvents([operation]));
     const afterCommit = await this.executorFor(operation).cancelled(tx, operation);
     return { operation, afterCommit: afterCommit ?? undefined };
   }
@@ -275,12 +284,25 @@ export class OperationEngine {
             },
           } as const)
         : await this.perform(operation, log);
-    try {
-      await this.record(operation, verdict, log);
-    } catch (error) {
-      // Nothing was recorded (the database failed us, or the executor's bookkeeping broke): the
-      // operation stays ours until the lease lapses, then it is claimed and attempted again.
-      this.logFailure(log, error, 'recording the outcome of an attempt failed; the operation is attempted again once its lease lapses');
+    for (let outageTries = 0; ; outageTries++) {
+      try {
+        await this.record(operation, verdict, log);
+        if (outageTries > 0) log.info('the outcome of the attempt was recorded once the database answered again');
+        return;
+      } catch (error) {
+        // The database is away: the outcome is kept and recorded once it answers (the heartbeat
+        // keeps the lease meanwhile), so that an outage neither counts an attempt nor repeats the
+        // backend work. Anything else (the executor's bookkeeping broke), or a stop, leaves the
+        // operation ours until the lease lapses; it is then claimed and attempted again.
+        if (isDatabaseUnavailable(error) && !this.abort.signal.aborted) {
+          if (outageTries === 0)
+            this.logFailure(log, error, 'recording the outcome of an attempt failed; recorded once the database answers');
+          await sleepUnlessAborted(Math.min(MAX_RECORD_RETRY_MS, this.outageBackoff(outageTries + 1)), this.abort.signal);
+          continue;
+        }
+        this.logFailure(log, error, 'recording the outcome of an attempt failed; the operation is attempted again once its lease lapses');
+        return;
+      }
     }
   }
 
@@ -410,6 +432,11 @@ export class OperationEngine {
   private async succeedAll(tx: PoolClient, batch: PendingSuccess[]): Promise<void> {
     const { rows } = await runPrepared<OperationRow>(tx, FINISH_SUCCEEDED, [batch.map((success) => success.operation.id), this.workerId]);
     const finished = new Map(rows.map((row) => [row.id, row]));
+    // The ends are announced in the same transaction; the statement goes at once (the connection
+    // pipelines) and is awaited last, so that it costs no round trip of its own.
+    const announced = recordEvents(tx, operationEndEvents(rows));
+    announced.catch(() => {});
+    await this.lockResources(tx, rows);
     const inOrder = [...batch].sort((a, b) => a.operation.seq - b.operation.seq);
     const record = async (success: PendingSuccess): Promise<void> => {
       const operation = finished.get(success.operation.id);
@@ -420,12 +447,32 @@ export class OperationEngine {
     const inOneStatement = (success: PendingSuccess) => this.executorFor(success.operation).succeedsInOneStatement === true;
     await Promise.all(inOrder.filter(inOneStatement).map(record));
     for (const success of inOrder.filter((success) => !inOneStatement(success))) await record(success);
+    await announced;
+  }
+
+  /**
+   * Locks the rows the batch's executors will lock, before any of them does: tables by name, rows
+   * by id (see `lockingRows`). Their own locks are then taken again, at no cost and no wait.
+   */
+  private async lockResources(tx: PoolClient, operations: OperationRow[]): Promise<void> {
+    const idsByTable = new Map<string, string[]>();
+    for (const operation of operations) {
+      const table = this.executorFor(operation).lockedTable;
+      if (table === undefined) continue;
+      const ids = idsByTable.get(table);
+      if (ids) ids.push(operation.resource_id);
+      else idsByTable.set(table, [operation.resource_id]);
+    }
+    for (const table of [...idsByTable.keys()].sort()) {
+      await tx.query(`SELECT 1 FROM ${table} WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE`, [idsByTable.get(table)]);
+    }
   }
 
   private async fail(operation: OperationRow, failure: OperationFailure, log: Logger): Promise<void> {
     await withTransaction(this.pool, async (tx) => {
       const finished = await this.finish(tx, operation, 'failed', failure);
       if (!finished) return log.warn('lost the lease before failing; another worker owns the operation');
+      await recordEvents(tx, operationEndEvents([finished]));
       await this.executorFor(operation).failed(tx, finished, failure);
     });
   }
@@ -510,6 +557,20 @@ export class OperationEngine {
  * released either way, and whatever the executor still does is repeated by the next attempt
  * (executors are safe to repeat).
  */
+/** Waits `ms`, or less when the signal aborts. */
+function sleepUnlessAborted(ms: number, signal: AbortSignal): Promise<void> {
+  if (signal.aborted) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener('abort', done, { once: true });
+  });
+}
+
 function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
   if (signal.aborted) {
     work.catch(() => {});

@@ -3,17 +3,29 @@ import type { Queryable } from '../db/pool.ts';
 import { columnsOf, prepared, runPrepared } from '../db/statements.ts';
 import type { components } from '../../generated/openapi.ts';
 import { iso, isoOrNull } from '../core/clock.ts';
+import { recordEvents, type NewEvent } from '../core/events.ts';
 
 export type OperationRef = components['schemas']['OperationRef'];
 export type OperationType = OperationRef['type'];
 export type ResourceType = OperationRef['resource_type'];
 
+/**
+ * Work the engine runs for the platform itself (a webhook delivery's attempt): queued, claimed,
+ * leased and retried as operations are, across processes, but never an organization's operation:
+ * the operations it reads, lists or cancels leave jobs out, and a job's end announces nothing.
+ */
+export type JobType = 'webhook.deliver';
+export const JOB_TYPES: readonly JobType[] = ['webhook.deliver'];
+/** What the engine runs: the contract's operation types and the platform's jobs. */
+export type WorkType = OperationType | JobType;
+export const isJob = (type: WorkType): type is JobType => (JOB_TYPES as readonly string[]).includes(type);
+
 /** A row of the operations table. */
 export interface OperationRow {
   id: string;
   org_id: string;
-  type: OperationType;
-  resource_type: ResourceType;
+  type: WorkType;
+  resource_type: ResourceType | 'webhook_delivery';
   resource_id: string;
   state: OperationRef['state'];
   attempt: number;
@@ -55,11 +67,12 @@ const OPERATION_FIELDS = {
 
 export const OPERATION_COLUMNS = columnsOf<OperationRow>(OPERATION_FIELDS);
 
+/** An operation as the contract shows it (never a job: the reads of operations leave jobs out). */
 export function toOperationRef(row: OperationRow): OperationRef {
   return {
     id: row.id,
-    type: row.type,
-    resource_type: row.resource_type,
+    type: row.type as OperationType,
+    resource_type: row.resource_type as ResourceType,
     resource_id: row.resource_id,
     state: row.state,
     attempt: row.attempt,
@@ -73,8 +86,8 @@ export function toOperationRef(row: OperationRow): OperationRef {
 
 export interface NewOperation {
   orgId: string;
-  type: OperationType;
-  resourceType: ResourceType;
+  type: WorkType;
+  resourceType: ResourceType | 'webhook_delivery';
   resourceId: string;
   payload?: Record<string, unknown>;
   maxAttempts: number;
@@ -120,10 +133,30 @@ export async function enqueueOperation(db: Queryable, operation: NewOperation): 
 
 /**
  * Records work that completed synchronously: an operation returned already `succeeded`, with
- * `finished_at` set.
+ * `finished_at` set, and its end announced.
  */
-export function recordFinishedOperation(db: Queryable, operation: NewOperation): Promise<OperationRow> {
-  return insertOperation(db, operation, 'succeeded');
+export async function recordFinishedOperation(db: Queryable, operation: NewOperation): Promise<OperationRow> {
+  const row = await insertOperation(db, operation, 'succeeded');
+  await recordEvents(db, operationEndEvents([row]));
+  return row;
+}
+
+const END_EVENTS = { succeeded: 'operation.succeeded', failed: 'operation.failed', cancelled: 'operation.cancelled' } as const;
+
+/** The events announcing these operations' ends (none for jobs, nor for an operation not ended). */
+export function operationEndEvents(rows: readonly OperationRow[]): NewEvent[] {
+  return rows.flatMap((row): NewEvent[] =>
+    isJob(row.type) || !(row.state in END_EVENTS)
+      ? []
+      : [
+          {
+            orgId: row.org_id,
+            type: END_EVENTS[row.state as keyof typeof END_EVENTS],
+            resourceId: row.id,
+            data: { operation: toOperationRef(row) },
+          },
+        ],
+  );
 }
 
 /** A new operation row: queued, or already succeeded (one attempt, started and finished now). */

@@ -32,7 +32,7 @@ export function dispatch(handlers: OperationHandlers<RequestContext>) {
       get log() {
         return state.log;
       },
-      idempotency: state.idempotency ? { key: state.idempotency.key } : undefined,
+      idempotency: state.idempotency ? { key: state.idempotency.key, claim: state.idempotency.claim } : undefined,
       get audit() {
         if (!state.audit) throw new Error(`${route.operationId} takes no credential: it has no audit trail`);
         return state.audit;

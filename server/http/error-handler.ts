@@ -74,8 +74,8 @@ async function bookkeeping(pool: Pool, req: Request, res: Response, error: ApiEr
   const principal = state.principal;
   if (!principal || !state.route || req.method === 'GET') return;
   if (state.idempotency) {
-    if (error.status >= 500) await releaseKey(pool, principal.orgId, state.idempotency.key);
-    else await completeKey(pool, principal.orgId, state.idempotency.key, error.status, problem);
+    if (error.status >= 500) await releaseKey(pool, principal.orgId, state.idempotency);
+    else await completeKey(pool, principal.orgId, state.idempotency, error.status, problem);
   }
   await state.audit?.refused(pool, req.method, error);
 }

@@ -1,7 +1,7 @@
 import type { NextFunction, Request, Response } from 'express';
 import { parse, stringify } from 'lossless-json';
 import type { Pool } from '../db/pool.ts';
-import { claimKey, fingerprintOf } from '../core/idempotency.ts';
+import { claimKey, fingerprintOf, type KeyHolder } from '../core/idempotency.ts';
 import { idempotencyKeyInUse, idempotencyKeyReused } from './errors.ts';
 import { stateOf } from './request-state.ts';
 
@@ -10,16 +10,16 @@ import { stateOf } from './request-state.ts';
  * (`Idempotent-Replayed: true`), 409 idempotency_key_in_use or 422 idempotency_key_reused.
  * Runs after validation, so that the fingerprint is of a valid request.
  */
-export function idempotency(pool: Pool) {
+export function idempotency(pool: Pool, holder: KeyHolder) {
   return async (req: Request, res: Response, next: NextFunction): Promise<void> => {
     const state = stateOf(res);
     const key = req.get('Idempotency-Key');
     if (!key || !state.route!.route.idempotencyKey) return next();
     const fingerprint = fingerprintOf(state.route!.operationId, state.route!.params, req.body);
-    const claim = await claimKey(pool, state.principal!.orgId, key, fingerprint);
+    const claim = await claimKey(pool, holder, state.principal!.orgId, key, fingerprint);
     switch (claim.kind) {
       case 'claimed':
-        state.idempotency = { key };
+        state.idempotency = { key, claim: claim.claim };
         return next();
       case 'replay':
         res.setHeader('Idempotent-Replayed', 'true');

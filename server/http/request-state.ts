@@ -1,4 +1,5 @@
 import type { Response } from 'express';
+import type { ClaimedKey } from '../core/idempotency.ts';
 import type { Principal } from '../core/principal.ts';
 import type { RequestAudit } from '../core/request-audit.ts';
 import type { Logger } from '../logging.ts';
@@ -15,7 +16,7 @@ export interface RequestState {
   /** Integers of the body beyond 2^53, put back exactly after validation. */
   exactIntegers?: ExactInteger[];
   /** The Idempotency-Key this request claimed. */
-  idempotency?: { key: string };
+  idempotency?: ClaimedKey;
   /** The request's audit trail, once its credential is known. */
   audit?: RequestAudit;
 }

@@ -24,6 +24,19 @@ export function loadContract(): Record<string, unknown> {
  * middleware, which knows API keys and OIDC tokens.
  */
 export function contractValidator(options: { validateResponses: boolean }): RequestHandler[] {
+  // Compiling the contract costs most of a second of CPU: made once per process and setting,
+  // whatever number of platforms the process starts (the tests start one per file).
+  let validator = compiledValidators.get(options.validateResponses);
+  if (!validator) {
+    validator = compileValidator(options);
+    compiledValidators.set(options.validateResponses, validator);
+  }
+  return validator;
+}
+
+const compiledValidators = new Map<boolean, RequestHandler[]>();
+
+function compileValidator(options: { validateResponses: boolean }): RequestHandler[] {
   return OpenApiValidator.middleware({
     apiSpec: loadContract() as never,
     validateRequests: {
@@ -96,7 +109,19 @@ function sameParams(found: Record<string, string>, routed: Record<string, string
  * The validator's path-parameter hook is left out: it installs itself on the first app it sees,
  * and belongs to the real one.
  */
-export async function warmUpContractValidator(middlewares: RequestHandler[]): Promise<void> {
+export function warmUpContractValidator(middlewares: RequestHandler[]): Promise<void> {
+  let warming = warmUps.get(middlewares);
+  if (!warming) {
+    warming = warmUp(middlewares);
+    warmUps.set(middlewares, warming);
+  }
+  return warming;
+}
+
+/** Validators warmed up or warming: once each (contractValidator shares one per setting). */
+const warmUps = new WeakMap<RequestHandler[], Promise<void>>();
+
+async function warmUp(middlewares: RequestHandler[]): Promise<void> {
   const app = express();
   app.use(middlewares.filter((middleware) => middleware.name !== 'pathParamsMiddleware'));
   app.get('/healthz', (_req, res) => void res.json({ status: 'ok' }));

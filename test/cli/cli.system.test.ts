@@ -5,7 +5,7 @@ import path from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { startTestServer, type TestServer } from '../support/server.ts';
-import { vmRequest } from '../server/compute/fixtures.ts';
+import { vmRequest } from '../server/areas/compute/fixtures.ts';
 import { newHome, runCloud, type CloudOptions, type Ran } from './support.ts';
 
 let server: TestServer;

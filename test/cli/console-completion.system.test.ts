@@ -5,7 +5,7 @@ import { spawn } from 'node:child_process';
 import { execFileSync } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { startTestServer, type TestServer } from '../support/server.ts';
-import { vmRequest } from '../server/compute/fixtures.ts';
+import { vmRequest } from '../server/areas/compute/fixtures.ts';
 import { CLI, cloudOnPath, newHome, runCloud, shell } from './support.ts';
 
 let server: TestServer;

@@ -1,12 +1,13 @@
-// Every operation of the interface document and of decisions.md, with its method and path.
+// Every operation the product promises, with its method and path: those of its interface, then
+// those the project added where the interface left them open (docs/architecture.md).
 import { describe, expect, test } from 'vitest';
 import { loadBundle } from '../support/contract.ts';
 
 const org = '/v1/orgs/{org}';
 
-/** [operationId, method, path]: interface document section 4, then decisions.md. */
+/** [operationId, method, path]: the interface's endpoints, then the ones the project added. */
 const operations: Array<[string, string, string]> = [
-  // Interface document 4.1 compute
+  // The interface's endpoints: compute
   ['createVm', 'post', `${org}/compute/vms`],
   ['listVms', 'get', `${org}/compute/vms`],
   ['getVm', 'get', `${org}/compute/vms/{vm_id}`],
@@ -19,21 +20,21 @@ const operations: Array<[string, string, string]> = [
   ['listImages', 'get', `${org}/compute/images`],
   ['associatePublicIp', 'post', `${org}/compute/public-ips/{public_ip_id}/associate`],
   ['releasePublicIp', 'delete', `${org}/compute/public-ips/{public_ip_id}`],
-  // 4.2 object storage
+  // object storage
   ['getBucket', 'get', `${org}/s3/buckets/{bucket_id}`],
   ['setBucketQuota', 'put', `${org}/s3/buckets/{bucket_id}/quota`],
   ['restoreBucket', 'post', `${org}/s3/buckets/{bucket_id}/restore`],
   ['createAccessKey', 'post', `${org}/s3/access-keys`],
   ['revokeAccessKey', 'delete', `${org}/s3/access-keys/{key_id}`],
   ['setQuota', 'put', `${org}/s3/quota`],
-  // 4.3 billing, 4.4 API keys, 4.5 operations and organization
+  // billing, API keys, operations and organization
   ['setBillingBudget', 'put', `${org}/billing`],
   ['listInvoices', 'get', `${org}/invoices`],
   ['createApiToken', 'post', `${org}/api-tokens`],
   ['listApiTokens', 'get', `${org}/api-tokens`],
   ['listOperations', 'get', `${org}/operations`],
   ['getOrgContext', 'get', org],
-  // decisions.md: missing endpoints
+  // The endpoints the project added where the interface left them open
   ['listRegions', 'get', `${org}/compute/regions`],
   ['startVm', 'post', `${org}/compute/vms/{vm_id}/start`],
   ['stopVm', 'post', `${org}/compute/vms/{vm_id}/stop`],
@@ -63,8 +64,20 @@ const operations: Array<[string, string, string]> = [
   ['getOperation', 'get', `${org}/operations/{operation_id}`],
   ['cancelOperation', 'post', `${org}/operations/{operation_id}/cancel`],
   ['listAuditEvents', 'get', `${org}/audit-events`],
-  // decisions.md, wave 3: whose credential this is, outside the organization paths
+  // docs/architecture.md: whose credential this is, outside the organization paths
   ['getAccount', 'get', '/v1/account'],
+  // docs/architecture.md: outbound events
+  ['listEvents', 'get', `${org}/events`],
+  ['getEvent', 'get', `${org}/events/{event_id}`],
+  ['listWebhookEndpoints', 'get', `${org}/webhook-endpoints`],
+  ['createWebhookEndpoint', 'post', `${org}/webhook-endpoints`],
+  ['getWebhookEndpoint', 'get', `${org}/webhook-endpoints/{endpoint_id}`],
+  ['updateWebhookEndpoint', 'patch', `${org}/webhook-endpoints/{endpoint_id}`],
+  ['deleteWebhookEndpoint', 'delete', `${org}/webhook-endpoints/{endpoint_id}`],
+  ['rotateWebhookEndpointSecret', 'post', `${org}/webhook-endpoints/{endpoint_id}/rotate-secret`],
+  ['testWebhookEndpoint', 'post', `${org}/webhook-endpoints/{endpoint_id}/test`],
+  ['listWebhookEndpointDeliveries', 'get', `${org}/webhook-endpoints/{endpoint_id}/deliveries`],
+  ['resendWebhookEndpointDelivery', 'post', `${org}/webhook-endpoints/{endpoint_id}/deliveries/{delivery_id}/resend`],
 ];
 
 /** Operations outside the organization paths, taking no credential (decided by us: the interface is silent on probes). */

@@ -1,4 +1,5 @@
-// The schemas of the interface document (section 2, 4) and decisions.md, field by field:
+// The schemas of the product's interface and of what the project decided beside it
+// (docs/architecture.md, "The decisions the code relies on"), field by field:
 // name, type, required, nullable, format. A failure names the schema and the field.
 import { isLosslessNumber } from 'lossless-json';
 import { describe, expect, test } from 'vitest';
@@ -103,7 +104,7 @@ const schemas: Record<string, Row[]> = {
     ['run_at', 'string', R, N, 'date-time'],
     ['day_of_week', 'integer', R, N, 'int32'],
     ['day_of_month', 'integer', R, N, 'int32'],
-    // decisions.md: a wall-clock HH:MM pattern, not `format: time` (RFC 3339 full-time).
+    // A wall-clock HH:MM pattern, not `format: time` (RFC 3339 full-time; docs/architecture.md).
     ['time_of_day', 'string', R, N, undefined],
     ['timezone', 'string', R, V],
     ['state', 'string', R, V],
@@ -343,7 +344,7 @@ const schemas: Record<string, Row[]> = {
   ],
 };
 
-/** Enumerations the interface document or decisions.md name, in their order where order matters. */
+/** Enumerations the product names, in their order where order matters. */
 const enums: Array<[schema: string, field: string, values: unknown[]]> = [
   ['OperationRef', 'state', ['queued', 'running', 'succeeded', 'failed', 'cancelled']],
   [

@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { eventually } from '../support/eventually.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
-import { vmRequest } from './compute/fixtures.ts';
+import { vmRequest } from './areas/compute/fixtures.ts';
 
 let server: TestServer;
 beforeAll(async () => {

@@ -2,6 +2,9 @@
 // arrays, WinAnsi encoding): enough to read an invoice back without a PDF library.
 import { inflateSync } from 'node:zlib';
 
+// WinAnsi is Windows-1252: Latin-1 but for 0x80-0x9F, where it has €, dashes and quotes.
+const winAnsi = new TextDecoder('windows-1252');
+
 export function pdfText(pdf: Buffer): string {
   const source = pdf.toString('latin1');
   const lines: string[] = [];
@@ -17,7 +20,7 @@ export function pdfText(pdf: Buffer): string {
       continue;
     }
     for (const array of content.matchAll(/\[(.*?)\]\s*TJ/g)) {
-      const text = [...array[1]!.matchAll(/<([0-9a-fA-F]*)>/g)].map((hex) => Buffer.from(hex[1]!, 'hex').toString('latin1')).join('');
+      const text = [...array[1]!.matchAll(/<([0-9a-fA-F]*)>/g)].map((hex) => winAnsi.decode(Buffer.from(hex[1]!, 'hex'))).join('');
       lines.push(text);
     }
   }

@@ -24,7 +24,9 @@ export const TEST_ENV: Record<string, string> = {
   LOG_LEVEL: 'silent',
   SIM_LATENCY_MS: '5-20',
   WORKER_POLL_MS: '50',
-  WORKER_LEASE_MS: '3000',
+  // Renewed every third of it: at 3 s, a busy machine (load 13) ran renewals late enough for an
+  // attempt to be taken for a crashed worker's (attempt 4 of 3, internal_error).
+  WORKER_LEASE_MS: '10000',
   OPERATION_RETRY_BASE_MS: '50',
   OPERATION_RETRY_MAX_MS: '400',
   RECONCILE_INTERVAL_MS: '200',
@@ -38,7 +40,7 @@ export const TEST_ENV: Record<string, string> = {
   // The simulated object store (figures only, faults injectable); the S3 tests choose `embedded`.
   OBJECT_STORE_DRIVER: 'simulator',
   // Most test servers share a test worker's heap with the tests: a full collection there, each
-  // time the worker waits, would only slow the run. test/server/idle-memory.test.ts turns it on.
+  // time the worker waits, would only slow the run. test/server/idle-memory.system.test.ts turns it on.
   GC_WHEN_IDLE: 'false',
 };
 
@@ -142,9 +144,15 @@ async function newOrg(url: string, pool: pg.Pool, name: string, options: { demoH
   return orgClient(url, pool, created.orgId, created.apiKey, created.memberId);
 }
 
-/** The real platform in this test process, on its own database. */
-export async function startTestServer(env: Record<string, string> = {}, options: { clock?: Clock } = {}): Promise<TestServer> {
-  const databaseUrl = await createTestDatabase();
+/**
+ * The real platform in this test process, on its own database; `databaseUrl`: on another server's
+ * (closed first), as a restart with another configuration would find it.
+ */
+export async function startTestServer(
+  env: Record<string, string> = {},
+  options: { clock?: Clock; databaseUrl?: string; resolveHost?: (hostname: string) => Promise<string[]> } = {},
+): Promise<TestServer> {
+  const databaseUrl = options.databaseUrl ?? (await createTestDatabase());
   const dataDir = mkdtempSync(path.join(tmpdir(), 'cloud-platform-test-'));
   const config = loadConfig({
     ...TEST_ENV,
@@ -154,7 +162,10 @@ export async function startTestServer(env: Record<string, string> = {}, options:
     HOST: '127.0.0.1',
     DATA_DIR: dataDir,
   });
-  const platform: Platform = await startPlatform(config, createLogger(config.logLevel), { clock: options.clock });
+  const platform: Platform = await startPlatform(config, createLogger(config.logLevel), {
+    clock: options.clock,
+    resolveHost: options.resolveHost,
+  });
   const pool = platform.pool;
   const org = await newOrg(platform.url, pool, 'Acme Robotics');
   return {

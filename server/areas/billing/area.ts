@@ -19,7 +19,16 @@ export function billingArea({ pool, config, orgClock, drivers, listener, publicB
   const links = invoiceLinkSource(pool, { baseUrl: publicBaseUrl, ttlSeconds: config.invoiceLinkTtlSeconds });
   // Emptied on every change of an account or its usage a process announces (LISTEN/NOTIFY).
   const cache = createBillingCache(listener);
-  const billingRun = createBillingRun({ pool, orgClock, provider: drivers.billing, prices, sources: () => ports.usageSources, log });
+  const billingRun = createBillingRun({
+    pool,
+    orgClock,
+    provider: drivers.billing,
+    prices,
+    invoicing: config.invoicing,
+    sources: () => ports.usageSources,
+    links,
+    log,
+  });
 
   return defineArea({
     handlers: {

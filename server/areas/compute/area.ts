@@ -14,7 +14,6 @@ import { sshKeyHandlers } from './ssh-keys/ssh-key-handlers.ts';
 import { vmExecutors } from './vms/vm-executors.ts';
 import { vmHandlers } from './vms/vm-handlers.ts';
 import { createReconciler } from './vms/vm-reconciler.ts';
-import { createVmService } from './vms/vm-service.ts';
 
 /**
  * Compute: the catalogue (regions, images, pools, profiles from the catalogue file), instances
@@ -27,9 +26,9 @@ export function computeArea({ pool, config, orgClock, publicBaseUrl, drivers, me
   const catalogue = loadCatalogue(config.catalogueFile);
   const maxAttempts = config.engine.maxAttempts;
   const budget = budgetOf(ports);
-  const vms = createVmService({ catalogue, budget, maxAttempts });
-  const publicIps = createPublicIpService({ catalogue, budget, maxAttempts, vms });
-  const schedules = createScheduleService(vms);
+  const vms = { catalogue, budget, maxAttempts };
+  const publicIps = createPublicIpService({ catalogue, budget, maxAttempts });
+  const schedules = createScheduleService();
   const reconciler = createReconciler(pool, drivers.hypervisor);
   const scheduler = createScheduler({ pool, orgClock, vms });
 
@@ -89,6 +88,7 @@ export function computeArea({ pool, config, orgClock, publicBaseUrl, drivers, me
             hypervisor: drivers.hypervisor,
             config: config.console,
             log: log.child({ component: 'console-gateway' }),
+            countLimitClose: (why) => metrics.streamClosedForLimit('console', why),
           });
           gateway.attach(server);
           metrics.watchConsoleSessions(() => gateway.openSessions);

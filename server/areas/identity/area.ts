@@ -15,7 +15,7 @@ export function identityArea({ pool, clock, credentials, ports }: AreaDependenci
     handlers: {
       ...accountHandlers({ pool }),
       ...organizationHandlers({ pool, ports }),
-      ...apiTokenHandlers({ pool, tokens: createApiTokenService(clock), credentialsChanged: () => credentials.changed() }),
+      ...apiTokenHandlers({ pool, tokens: createApiTokenService(clock), credentialsChanged: (tags) => credentials.changed(tags) }),
     },
     auditNames: {
       createApiToken: { action: 'api_token.create', resourceType: 'api_token' },

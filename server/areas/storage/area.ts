@@ -1,16 +1,18 @@
+import { readFileSync } from 'node:fs';
 import { startS3Endpoint } from '../../drivers/embedded/s3/server.ts';
 import type { Caller } from '../../drivers/embedded/s3/access.ts';
 import { budgetOf, defineArea, type AreaDependencies } from '../area.ts';
+import { accessKeyExecutors } from './access-keys/access-key-executors.ts';
 import { accessKeyHandlers } from './access-keys/access-key-handlers.ts';
 import { createAccessKeyService } from './access-keys/access-key-service.ts';
 import { storagePurge, storageReconciler } from './buckets/bucket-reconciler.ts';
+import { bucketExecutors } from './buckets/bucket-executors.ts';
 import { bucketHandlers } from './buckets/bucket-handlers.ts';
 import { createBucketService } from './buckets/bucket-service.ts';
 import { quotaHandlers } from './quotas/quota-handlers.ts';
 import { storageQuotaOf } from './quotas/quota-figures.ts';
 import { s3Port } from './s3-port.ts';
 import { egressCounters } from './storage-egress.ts';
-import { storageExecutors } from './storage-executors.ts';
 import { storageUsage } from './storage-metering.ts';
 
 /**
@@ -29,7 +31,7 @@ export function storageArea(deps: AreaDependencies) {
     handlers: {
       ...bucketHandlers({ pool, clock, buckets }),
       // S3 keys are cached in a section of the credential cache: a revoke's answer waits for the announcement.
-      ...accessKeyHandlers({ pool, accessKeys, accessKeysChanged: () => credentials.changed() }),
+      ...accessKeyHandlers({ pool, accessKeys, accessKeysChanged: (tags) => credentials.changed(tags) }),
       ...quotaHandlers({ pool, objectStore: drivers.objectStore }),
     },
     auditNames: {
@@ -41,13 +43,21 @@ export function storageArea(deps: AreaDependencies) {
       revokeAccessKey: { action: 'access_key.revoke', resourceType: 'access_key', idParam: 'key_id' },
       setQuota: { action: 's3_quota.set', resourceType: 's3_quota' },
     },
-    executors: storageExecutors(pool, drivers.objectStore, clock),
+    executors: { ...bucketExecutors(pool, drivers.objectStore, clock), ...accessKeyExecutors(pool, drivers.objectStore) },
     usage: { ...storageUsage, meteredCounters: egressCounters(drivers.objectStore) },
     background: [
       storageReconciler(deps),
       storagePurge(deps),
       ...(embeddedStore
-        ? [{ name: 'object-store-sweep', intervalMs: config.intervals.objectStoreSweepMs, run: () => embeddedStore.sweep() }]
+        ? [
+            { name: 'object-store-sweep', intervalMs: config.intervals.objectStoreSweepMs, run: () => embeddedStore.sweep() },
+            // S3 lifecycle rules (RGW runs its own): expired versions go, and their bytes leave the metered usage.
+            {
+              name: 'object-store-lifecycle',
+              intervalMs: config.intervals.lifecycleMs,
+              run: (signal: AbortSignal) => embeddedStore.lifecycle.run(signal),
+            },
+          ]
         : []),
     ],
     provides: { storageQuotaOf },
@@ -59,6 +69,8 @@ export function storageArea(deps: AreaDependencies) {
         keys: credentials.section<Caller>('s3'),
         port: config.s3.port,
         host: config.host,
+        tls: config.s3.tls && { cert: readFileSync(config.s3.tls.certFile), key: readFileSync(config.s3.tls.keyFile) },
+        trustForwardedProto: config.s3.trustForwardedProto,
         region: config.s3.region,
         bodyTimeoutMs: config.s3.bodyTimeoutSeconds * 1000,
         log: log.child({ component: 's3' }),

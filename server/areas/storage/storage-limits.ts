@@ -1,5 +1,5 @@
 /**
- * The object-storage figures the platform decides (decisions.md, the storage contract): the
+ * The object-storage figures the platform decides, which the storage contract states to its users: the
  * ceiling an organization starts with, the plan's object cap, and how long a soft-deleted
  * bucket is kept. The platform floor and maximum of the ceiling (1 GiB to 1 PiB) are bounds
  * of the contract's schema, enforced by request validation.

@@ -5,8 +5,10 @@ import { isChecksumAlgorithm, runningChecksum } from './checksums.ts';
 import type { WriteCondition } from './conditions.ts';
 import { lockForWrite } from './quota.ts';
 import { StoreRefusal } from './refusals.ts';
-import { num, type StoredPart, type StoredUpload } from './rows.ts';
+import { num, type StoredPart, type StoredUpload, type VersionEncryption } from './rows.ts';
 import { commitVersion, type VersionAttributes } from './objects.ts';
+import type { VersionLock } from './object-lock.ts';
+import { sealingTransform, type WrappingKey } from './sealing.ts';
 import { assertCommitFits, dropGarbage, markGarbage, streamedWrite, type StoreContext } from './write-path.ts';
 
 /** S3's smallest part, except for the last one. */
@@ -20,7 +22,7 @@ const partOf = (row: StoredPart): StoredPart => ({ ...row, size_bytes: num(row.s
  * version without being copied, or is aborted, when they go.
  */
 export function multipartOperations(context: StoreContext) {
-  const { pool } = context;
+  const { pool, keyring } = context;
 
   const uploadOf = async (db: Pick<PoolClient, 'query'>, bucketId: string, key: string, uploadId: string): Promise<StoredUpload> => {
     const { rows } = await db.query<StoredUpload>('SELECT * FROM store_uploads WHERE upload_id = $1 AND bucket_id = $2 AND key = $3', [
@@ -37,10 +39,28 @@ export function multipartOperations(context: StoreContext) {
   };
 
   return {
-    async createUpload(bucketId: string, key: string, attributes: VersionAttributes, checksumAlgorithm: string | null): Promise<string> {
+    /**
+     * A new upload. `encryption`: how its parts are sealed (each part's write then names the
+     * wrapping key); `lock`: the retention and legal hold of the version it completes into.
+     */
+    async createUpload(
+      bucketId: string,
+      key: string,
+      attributes: VersionAttributes,
+      checksumAlgorithm: string | null,
+      options: { encryption?: VersionEncryption | null; lock?: VersionLock } = {},
+    ): Promise<string> {
       const uploadId = randomBytes(24).toString('base64url');
+      const lock = options.lock
+        ? {
+            mode: options.lock.retention?.mode ?? null,
+            until: options.lock.retention?.until.toISOString() ?? null,
+            legalHold: options.lock.legalHold ?? false,
+          }
+        : null;
       await pool.query(
-        'INSERT INTO store_uploads (upload_id, bucket_id, key, content_type, headers, checksum_algorithm, tags) VALUES ($1, $2, $3, $4, $5, $6, $7)',
+        `INSERT INTO store_uploads (upload_id, bucket_id, key, content_type, headers, checksum_algorithm, tags, encryption, lock)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
         [
           uploadId,
           bucketId,
@@ -49,6 +69,8 @@ export function multipartOperations(context: StoreContext) {
           JSON.stringify(attributes.headers),
           checksumAlgorithm,
           JSON.stringify(attributes.tags ?? []),
+          options.encryption ? JSON.stringify(options.encryption) : null,
+          lock ? JSON.stringify(lock) : null,
         ],
       );
       return uploadId;
@@ -64,7 +86,7 @@ export function multipartOperations(context: StoreContext) {
      */
     async completed(bucketId: string, key: string, uploadId: string): Promise<CompletedUpload | undefined> {
       const { rows } = await pool.query<CompletedUpload>(
-        'SELECT version_id, etag, checksums FROM store_completed_uploads WHERE upload_id = $1 AND bucket_id = $2 AND key = $3',
+        'SELECT version_id, etag, checksums, encryption FROM store_completed_uploads WHERE upload_id = $1 AND bucket_id = $2 AND key = $3',
         [uploadId, bucketId, key],
       );
       return rows[0];
@@ -80,9 +102,12 @@ export function multipartOperations(context: StoreContext) {
       body: Readable;
       transforms: Transform[];
       digests(): Promise<{ etag: string; checksums: Record<string, string> }>;
+      /** The key that wraps the part's data key, when the upload is sealed (its `encryption`). */
+      wrapping?: WrappingKey;
     }): Promise<StoredPart> {
       await uploadOf(pool, request.bucketId, request.key, request.uploadId);
       let digests: { etag: string; checksums: Record<string, string> } | undefined;
+      const sealed = request.wrapping && keyring.newDataKey(request.wrapping);
       const previousPart = async (tx: PoolClient) => {
         const { rows } = await tx.query<StoredPart>('SELECT * FROM store_parts WHERE upload_id = $1 AND part_number = $2', [
           request.uploadId,
@@ -97,6 +122,7 @@ export function multipartOperations(context: StoreContext) {
         objects: 0,
         body: request.body,
         transforms: request.transforms,
+        seal: sealed && sealingTransform(sealed.dataKey),
         replaces: async (tx) => ({ bytes: (await previousPart(tx))?.size_bytes ?? 0, objects: 0 }),
         verify: async () => void (digests = await request.digests()),
         async commit(tx, locked, blob) {
@@ -105,11 +131,19 @@ export function multipartOperations(context: StoreContext) {
           const previous = await previousPart(tx);
           await assertCommitFits(tx, locked, request.orgId, { bytes: request.size - (previous?.size_bytes ?? 0), objects: 0 });
           const { rows } = await tx.query<StoredPart>(
-            `INSERT INTO store_parts (upload_id, part_number, blob, size_bytes, etag, checksums) VALUES ($1, $2, $3, $4, $5, $6)
+            `INSERT INTO store_parts (upload_id, part_number, blob, size_bytes, etag, checksums, sealing) VALUES ($1, $2, $3, $4, $5, $6, $7)
              ON CONFLICT (upload_id, part_number) DO UPDATE SET blob = EXCLUDED.blob, size_bytes = EXCLUDED.size_bytes,
-               etag = EXCLUDED.etag, checksums = EXCLUDED.checksums, last_modified = now()
+               etag = EXCLUDED.etag, checksums = EXCLUDED.checksums, sealing = EXCLUDED.sealing, last_modified = now()
              RETURNING *`,
-            [request.uploadId, request.partNumber, blob, request.size, digests!.etag, JSON.stringify(digests!.checksums)],
+            [
+              request.uploadId,
+              request.partNumber,
+              blob,
+              request.size,
+              digests!.etag,
+              JSON.stringify(digests!.checksums),
+              sealed ? JSON.stringify(sealed.sealing) : null,
+            ],
           );
           const freedBlobs = previous ? [previous.blob] : [];
           await markGarbage(tx, freedBlobs);
@@ -158,7 +192,7 @@ export function multipartOperations(context: StoreContext) {
         const locked = await lockForWrite(tx, request.orgId, request.bucketId);
         const upload = await uploadOf(tx, request.bucketId, request.key, request.uploadId).catch(async (error: unknown) => {
           const done = await tx.query<CompletedUpload>(
-            'SELECT version_id, etag, checksums FROM store_completed_uploads WHERE upload_id = $1 AND bucket_id = $2 AND key = $3',
+            'SELECT version_id, etag, checksums, encryption FROM store_completed_uploads WHERE upload_id = $1 AND bucket_id = $2 AND key = $3',
             [request.uploadId, request.bucketId, request.key],
           );
           if (done.rows[0]) return done.rows[0];
@@ -193,6 +227,9 @@ export function multipartOperations(context: StoreContext) {
           }
           chosen.push(part);
         });
+        // Every part of a sealed upload is sealed, and none of a plain one (the S3 endpoint sees to it as parts come).
+        if (chosen.some((part) => (part.sealing !== null) !== (upload.encryption !== null)))
+          throw new StoreRefusal('InvalidPart', 'A part was not uploaded with the encryption of its upload');
         chosen.slice(0, -1).forEach((part) => {
           if (part.size_bytes < MIN_PART_BYTES)
             throw new StoreRefusal('EntityTooSmall', `Part ${part.part_number} is smaller than the minimum allowed size (5 MiB)`);
@@ -211,20 +248,43 @@ export function multipartOperations(context: StoreContext) {
           size,
           etag,
           checksums,
-          segments: chosen.map((part) => ({ blob: part.blob, size: part.size_bytes, etag: part.etag, checksums: part.checksums })),
+          segments: chosen.map((part) => ({
+            blob: part.blob,
+            size: part.size_bytes,
+            etag: part.etag,
+            checksums: part.checksums,
+            ...(part.sealing ? { sealing: part.sealing } : {}),
+          })),
           attributes: { contentType: upload.content_type, headers: upload.headers, tags: upload.tags },
           excludeUpload: upload.upload_id,
           condition: request.condition,
+          encryption: upload.encryption,
+          lock: upload.lock
+            ? {
+                retention:
+                  upload.lock.mode && upload.lock.until ? { mode: upload.lock.mode, until: new Date(upload.lock.until) } : undefined,
+                legalHold: upload.lock.legalHold,
+              }
+            : undefined,
         });
         const unused = [...stored.values()].filter((part) => !chosen.includes(part)).map((part) => part.blob);
         await markGarbage(tx, unused);
         await tx.query('DELETE FROM store_uploads WHERE upload_id = $1', [upload.upload_id]);
-        const { version_id, etag: madeEtag, checksums: madeChecksums } = committed.version;
+        const { version_id, etag: madeEtag, checksums: madeChecksums, encryption } = committed.version;
         await tx.query(
-          'INSERT INTO store_completed_uploads (upload_id, bucket_id, key, version_id, etag, checksums) VALUES ($1, $2, $3, $4, $5, $6)',
-          [upload.upload_id, request.bucketId, request.key, version_id, madeEtag, JSON.stringify(madeChecksums)],
+          `INSERT INTO store_completed_uploads (upload_id, bucket_id, key, version_id, etag, checksums, encryption)
+           VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+          [
+            upload.upload_id,
+            request.bucketId,
+            request.key,
+            version_id,
+            madeEtag,
+            JSON.stringify(madeChecksums),
+            encryption ? JSON.stringify(encryption) : null,
+          ],
         );
-        return { version: { version_id, etag: madeEtag!, checksums: madeChecksums }, freed: [...committed.freed, ...unused] };
+        return { version: { version_id, etag: madeEtag!, checksums: madeChecksums, encryption }, freed: [...committed.freed, ...unused] };
       });
       await dropGarbage(context, freed);
       return version;
@@ -248,11 +308,12 @@ export function multipartOperations(context: StoreContext) {
 
 const unquote = (etag: string): string => etag.replace(/^"|"$/g, '');
 
-/** What a completed upload made: the version, its ETag and checksums. */
+/** What a completed upload made: the version, its ETag, checksums and encryption. */
 export interface CompletedUpload {
   version_id: string;
   etag: string;
   checksums: Record<string, string>;
+  encryption: VersionEncryption | null;
 }
 
 /**

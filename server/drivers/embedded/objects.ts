@@ -3,8 +3,10 @@ import { Readable, type Transform, type Writable } from 'node:stream';
 import { withTransaction, type PoolClient, type Queryable } from '../../db/pool.ts';
 import { StoreRefusal } from './refusals.ts';
 import { assertDeleteCondition, assertWriteCondition, type DeleteCondition, type WriteCondition } from './conditions.ts';
+import { assertMayDelete, type VersionLock } from './object-lock.ts';
 import { addUsage, lockForWrite } from './quota.ts';
-import { bucketOf, num, versionOf, type Segment, type StoredBucket, type StoredVersion, type Tag } from './rows.ts';
+import { bucketOf, num, versionOf, type Segment, type StoredBucket, type StoredVersion, type Tag, type VersionEncryption } from './rows.ts';
+import { openRange, sealingTransform, type WrappingKey } from './sealing.ts';
 import { assertCommitFits, dropGarbage, markGarbage, streamedWrite, type StoreContext } from './write-path.ts';
 
 /** What a new version carries besides its bytes. */
@@ -16,11 +18,23 @@ export interface VersionAttributes {
   tags?: Tag[];
 }
 
+/** How a write seals its bytes at rest: whose key wraps the data key, and what the version records. */
+export interface SealingRequest {
+  wrapping: WrappingKey;
+  record: VersionEncryption;
+}
+
 export interface PutRequest extends VersionAttributes {
   orgId: string;
   bucketId: string;
   key: string;
   size: number;
+  /** `size` bounds the body rather than giving its length (see WriteSpec.sizeIsLimit). */
+  sizeIsLimit?: boolean;
+  /** Sealed at rest when set (SSE-S3, SSE-C). */
+  sealing?: SealingRequest;
+  /** The new version's retention and legal hold (a bucket with object lock). */
+  lock?: VersionLock;
   body: Readable;
   transforms: Transform[];
   /** Once the bytes are on disk: the ETag and verified checksums, or a throw (BadDigest). */
@@ -72,10 +86,15 @@ export async function commitVersion(
     attributes: VersionAttributes;
     excludeUpload?: string;
     condition?: WriteCondition;
+    encryption?: VersionEncryption | null;
+    lock?: VersionLock;
   },
 ): Promise<{ version: StoredVersion; freed: string[] }> {
   if (version.condition) assertWriteCondition(version.condition, await latestVersion(tx, locked.bucket.id, key));
   const replaced = locked.snapshot?.key === key ? locked.snapshot.current : await unversionedCurrent(tx, locked.bucket, key);
+  // Only an unversioned bucket replaces a version, and object lock keeps versioning on: a locked
+  // version is never replaced. Checked all the same, as deletes are.
+  if (replaced) assertMayDelete(replaced, { bypassGovernance: false, now: new Date() });
   const delta = { bytes: version.size - (replaced?.size_bytes ?? 0), objects: 1 - (replaced ? 1 : 0) };
   await assertCommitFits(tx, locked, orgId, delta, version.excludeUpload ?? null);
   const freed = replaced?.segments.map((segment) => segment.blob) ?? [];
@@ -93,8 +112,9 @@ export async function commitVersion(
   const { rows } = await tx.query<StoredVersion>(
     `WITH org AS (UPDATE store_orgs SET usage_bytes = usage_bytes + $10, usage_objects = usage_objects + $11 WHERE org_id = $12),
           bucket AS (UPDATE store_buckets SET usage_bytes = usage_bytes + $10, usage_objects = usage_objects + $11 WHERE id = $1)
-     INSERT INTO store_versions (bucket_id, key, version_id, delete_marker, size_bytes, etag, content_type, headers, checksums, segments, tags)
-     VALUES ($1, $2, $3, false, $4, $5, $6, $7, $8, $9, $13) RETURNING *`,
+     INSERT INTO store_versions (bucket_id, key, version_id, delete_marker, size_bytes, etag, content_type, headers, checksums, segments, tags,
+       encryption, lock_mode, lock_until, legal_hold)
+     VALUES ($1, $2, $3, false, $4, $5, $6, $7, $8, $9, $13, $14, $15, $16, $17) RETURNING *`,
     [
       locked.bucket.id,
       key,
@@ -109,19 +129,30 @@ export async function commitVersion(
       delta.objects,
       orgId,
       JSON.stringify(version.attributes.tags ?? []),
+      version.encryption ? JSON.stringify(version.encryption) : null,
+      version.lock?.retention?.mode ?? null,
+      version.lock?.retention?.until ?? null,
+      version.lock?.legalHold ?? false,
     ],
   );
   return { version: versionOf(rows[0]!), freed };
 }
 
+interface Piece {
+  segment: Segment;
+  /** Bytes [start, end] of the segment's (plain) bytes. */
+  start: number;
+  end: number;
+}
+
 /** The parts of a version's segments that hold its bytes [start, end], in order. */
-function piecesOf(version: StoredVersion, start: number, end: number): Array<{ blob: string; start: number; end: number }> {
-  const pieces: Array<{ blob: string; start: number; end: number }> = [];
+function piecesOf(version: StoredVersion, start: number, end: number): Piece[] {
+  const pieces: Piece[] = [];
   let offset = 0;
   for (const segment of version.segments) {
     const from = Math.max(start, offset);
     const to = Math.min(end, offset + segment.size - 1);
-    if (from <= to) pieces.push({ blob: segment.blob, start: from - offset, end: to - offset });
+    if (from <= to) pieces.push({ segment, start: from - offset, end: to - offset });
     offset += segment.size;
   }
   return pieces;
@@ -138,13 +169,30 @@ async function versionIn(db: Queryable, bucketId: string, key: string, versionId
 }
 
 export function objectOperations(context: StoreContext) {
-  const { pool, blobs } = context;
+  const { pool, blobs, keyring } = context;
+
+  /** A sealed piece's plain bytes, opened with its data key (the customer's key unwraps an SSE-C one). */
+  const openedPiece = (piece: Piece, customerKey: Buffer | undefined): Readable => {
+    const sealing = piece.segment.sealing!;
+    const opened = openRange(keyring.dataKeyOf(sealing, customerKey), piece.segment.size, piece.start, piece.end);
+    const file = blobs.read(piece.segment.blob, opened.fileStart, opened.fileEnd);
+    // pipe() passes neither errors nor an early end along: the file is closed with its reader.
+    file.on('error', (error) => opened.open.destroy(error));
+    opened.open.on('close', () => file.destroy());
+    return file.pipe(opened.open);
+  };
 
   return {
     /** The organization's bucket of that name, or null (suspended ones included: the caller decides). */
     async bucketNamed(orgId: string, name: string): Promise<StoredBucket | null> {
       const { rows } = await pool.query<StoredBucket>('SELECT * FROM store_buckets WHERE org_id = $1 AND name = $2', [orgId, name]);
       return rows[0] ? bucketOf(rows[0]) : null;
+    },
+
+    /** Every organization's served-in-the-store bucket of that name (a preflight, which carries no credentials, looks it up so). */
+    async bucketsNamed(name: string): Promise<StoredBucket[]> {
+      const { rows } = await pool.query<StoredBucket>('SELECT * FROM store_buckets WHERE name = $1 AND NOT suspended', [name]);
+      return rows.map(bucketOf);
     },
 
     async bucketsOf(orgId: string): Promise<StoredBucket[]> {
@@ -156,10 +204,13 @@ export function objectOperations(context: StoreContext) {
 
     async putObject(request: PutRequest): Promise<StoredVersion> {
       let digests: { etag: string; checksums: Record<string, string> } | undefined;
+      const sealed = request.sealing && keyring.newDataKey(request.sealing.wrapping);
       const { version, freed } = await streamedWrite(context, {
         orgId: request.orgId,
         bucketId: request.bucketId,
         size: request.size,
+        sizeIsLimit: request.sizeIsLimit,
+        seal: sealed && sealingTransform(sealed.dataKey),
         objects: 1,
         body: request.body,
         transforms: request.transforms,
@@ -171,14 +222,16 @@ export function objectOperations(context: StoreContext) {
           return current ? { bytes: current.size_bytes, objects: 1 } : { bytes: 0, objects: 0 };
         },
         verify: async () => void (digests = await request.digests()),
-        commit: (tx, locked, blob) =>
+        commit: (tx, locked, blob, size) =>
           commitVersion(tx, locked, request.orgId, request.key, {
-            size: request.size,
+            size,
             etag: digests!.etag,
             checksums: digests!.checksums,
-            segments: [{ blob, size: request.size }],
+            segments: [{ blob, size, ...(sealed ? { sealing: sealed.sealing } : {}) }],
             attributes: request,
             condition: request.condition,
+            encryption: request.sealing?.record ?? null,
+            lock: request.lock,
           }),
       });
       // The replaced version's files are removed after the answer: their garbage rows committed
@@ -213,21 +266,35 @@ export function objectOperations(context: StoreContext) {
       return rows[0] ? versionOf(rows[0]) : null;
     },
 
-    /** Bytes [start, end] of a version, read across its segments in order. */
-    read(version: StoredVersion, start: number, end: number): Readable {
+    /**
+     * Bytes [start, end] of a version, read across its segments in order (opened when sealed:
+     * `customerKey` is the SSE-C key of a version sealed with one).
+     */
+    read(version: StoredVersion, start: number, end: number, customerKey?: Buffer): Readable {
       const pieces = piecesOf(version, start, end);
       async function* chunks() {
-        for (const piece of pieces) yield* blobs.read(piece.blob, piece.start, piece.end);
+        for (const piece of pieces)
+          yield* piece.segment.sealing ? openedPiece(piece, customerKey) : blobs.read(piece.segment.blob, piece.start, piece.end);
       }
       return Readable.from(chunks(), { objectMode: false });
     },
 
     /**
      * Writes bytes [start, end] of a version to a client's response (not ended), through reused
-     * buffers (BlobFiles.send); `onSent` counts the bytes the response took.
+     * buffers (BlobFiles.send) when plain; `onSent` counts the bytes the response took.
      */
-    async send(version: StoredVersion, start: number, end: number, out: Writable, onSent: (bytes: number) => void): Promise<void> {
-      for (const piece of piecesOf(version, start, end)) await blobs.send(piece.blob, piece.start, piece.end, out, onSent);
+    async send(
+      version: StoredVersion,
+      start: number,
+      end: number,
+      out: Writable,
+      onSent: (bytes: number) => void,
+      customerKey?: Buffer,
+    ): Promise<void> {
+      for (const piece of piecesOf(version, start, end)) {
+        if (!piece.segment.sealing) await blobs.send(piece.segment.blob, piece.start, piece.end, out, onSent);
+        else await sendOpened(openedPiece(piece, customerKey), out, onSent);
+      }
     },
 
     /**
@@ -245,15 +312,28 @@ export function objectOperations(context: StoreContext) {
      * place (the versions kept stay). Deletes are never refused by a quota: they are how usage
      * comes back under it. `condition` is checked against the version the delete is about.
      */
-    async deleteObject(orgId: string, bucketId: string, key: string, versionId: string | undefined, condition?: DeleteCondition) {
+    async deleteObject(
+      orgId: string,
+      bucketId: string,
+      key: string,
+      versionId: string | undefined,
+      options: { bypassGovernance?: boolean; condition?: DeleteCondition } = {},
+    ) {
       const outcome = await withTransaction(pool, async (tx) => {
         const locked = await lockForWrite(tx, orgId, bucketId);
         const { bucket } = locked;
-        if (condition) {
+        if (options.condition) {
           const target = await versionIn(tx, bucketId, key, versionId);
-          assertDeleteCondition(condition, target);
+          assertDeleteCondition(options.condition, target);
         }
         const removeVersion = async (id: string) => {
+          // The version is read (under the bucket's lock) before it goes: a retention or a legal hold keeps it.
+          const { rows: existing } = await tx.query<StoredVersion>(
+            'SELECT * FROM store_versions WHERE bucket_id = $1 AND key = $2 AND version_id = $3',
+            [bucketId, key, id],
+          );
+          if (existing[0])
+            assertMayDelete(versionOf(existing[0]), { bypassGovernance: options.bypassGovernance === true, now: new Date() });
           const { rows } = await tx.query<StoredVersion>(
             'DELETE FROM store_versions WHERE bucket_id = $1 AND key = $2 AND version_id = $3 RETURNING *',
             [bucketId, key, id],
@@ -361,4 +441,35 @@ function missingVersion(key: string, versionId: string | undefined, found: Store
     throw new StoreRefusal('MethodNotAllowed', 'The specified method is not allowed against this resource.');
   if (versionId !== undefined && !found) throw new StoreRefusal('NoSuchVersion', 'The specified version does not exist.');
   throw new StoreRefusal('NoSuchKey', `The specified key does not exist.`);
+}
+
+/** Writes an opened (sealed) piece to a client's response, as it takes it; `onSent` counts what it took. */
+async function sendOpened(piece: Readable, out: Writable, onSent: (bytes: number) => void): Promise<void> {
+  try {
+    for await (const chunk of piece as AsyncIterable<Buffer>) {
+      if (out.destroyed || out.writableEnded)
+        throw Object.assign(new Error('the client went away mid-body'), { code: 'ERR_STREAM_PREMATURE_CLOSE' });
+      const more = out.write(chunk);
+      onSent(chunk.length);
+      if (!more) await waitForDrain(out);
+    }
+  } finally {
+    piece.destroy();
+  }
+}
+
+function waitForDrain(out: Writable): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    const done = () => {
+      out.off('drain', done);
+      out.off('close', closed);
+      resolve();
+    };
+    const closed = () => {
+      out.off('drain', done);
+      reject(Object.assign(new Error('the client went away mid-body'), { code: 'ERR_STREAM_PREMATURE_CLOSE' }));
+    };
+    out.once('drain', done);
+    out.once('close', closed);
+  });
 }

@@ -14,7 +14,8 @@ export type RefusalCode =
   | 'IncompleteBody'
   | 'MethodNotAllowed'
   | 'PreconditionFailed'
-  | 'BadDigest';
+  | 'BadDigest'
+  | 'AccessDenied';
 
 export class StoreRefusal extends Error {
   readonly code: RefusalCode;

@@ -1,4 +1,5 @@
-// Rows of the embedded store's tables (migrations/0900_embedded_object_store.sql), as read.
+// Rows of the embedded store's tables (migrations/0900_embedded_object_store.sql, 0980_…), as read.
+import type { BlobSealing } from './sealing.ts';
 
 export interface Segment {
   blob: string;
@@ -7,6 +8,20 @@ export interface Segment {
   etag?: string;
   /** The part's verified checksums, for such a segment (GetObjectAttributes). */
   checksums?: Record<string, string>;
+  /** Set when the blob is sealed at rest (sealing.ts): its wrapped data key. */
+  sealing?: BlobSealing;
+}
+
+/** How a version's bytes are sealed at rest: SSE-S3, or SSE-C with the MD5 of the customer's key. */
+export interface VersionEncryption {
+  algorithm: 'AES256';
+  customerKeyMd5?: string;
+}
+
+/** An object lock retention (S3's modes). */
+export interface Retention {
+  mode: 'GOVERNANCE' | 'COMPLIANCE';
+  until: Date;
 }
 
 /** An S3 tag: its key and value. */
@@ -29,6 +44,11 @@ export interface StoredBucket {
   usage_bytes: number;
   usage_objects: number;
   created_at: Date;
+  default_encryption: 'AES256' | null;
+  cors: unknown;
+  lifecycle: unknown;
+  object_lock_enabled: boolean;
+  object_lock_default: { mode: Retention['mode']; days?: number; years?: number } | null;
 }
 
 export interface StoredVersion {
@@ -48,6 +68,10 @@ export interface StoredVersion {
   last_modified: Date;
   /** Set by the queries that say whether this is the key's latest version. */
   is_latest?: boolean;
+  encryption: VersionEncryption | null;
+  lock_mode: Retention['mode'] | null;
+  lock_until: Date | null;
+  legal_hold: boolean;
 }
 
 export interface StoredUpload {
@@ -60,6 +84,8 @@ export interface StoredUpload {
   /** The tags of the object it completes into. */
   tags: Tag[];
   initiated: Date;
+  encryption: VersionEncryption | null;
+  lock: { mode: Retention['mode'] | null; until: string | null; legalHold: boolean } | null;
 }
 
 export interface StoredPart {
@@ -70,6 +96,7 @@ export interface StoredPart {
   etag: string;
   checksums: Record<string, string>;
   last_modified: Date;
+  sealing: BlobSealing | null;
 }
 
 /** bigint columns arrive as number (or bigint beyond 2^53): object sizes fit in a number. */
@@ -90,6 +117,17 @@ export function versionOf(row: StoredVersion): StoredVersion {
     ...row,
     seq: num(row.seq),
     size_bytes: num(row.size_bytes),
-    segments: row.segments.map((segment) => ({ ...segment, size: num(segment.size) })),
+    segments: row.segments.map((segment) => ({
+      blob: segment.blob,
+      size: num(segment.size),
+      ...(segment.sealing ? { sealing: segment.sealing } : {}),
+      ...(segment.etag ? { etag: segment.etag } : {}),
+      ...(segment.checksums ? { checksums: segment.checksums } : {}),
+    })),
+    // Read as JSON (a write's snapshot), timestamps are text.
+    lock_until: row.lock_until === null || row.lock_until === undefined ? null : new Date(row.lock_until),
+    legal_hold: row.legal_hold ?? false,
+    encryption: row.encryption ?? null,
+    lock_mode: row.lock_mode ?? null,
   };
 }

@@ -7,9 +7,13 @@ import type { BucketAddress, BucketReport, EnforcedQuota, ObjectStoreDriver, Org
 import type { FaultInjector } from '../simulators/faults.ts';
 import { simulatedLatency } from '../simulators/latency.ts';
 import { BlobFiles } from './blobs.ts';
+import { bucketSettings } from './bucket-settings.ts';
+import { lifecycleOperations } from './lifecycle.ts';
 import { multipartOperations } from './multipart.ts';
+import { objectLockOperations } from './object-lock.ts';
 import { objectOperations } from './objects.ts';
 import { bucketOf, num, type StoredBucket } from './rows.ts';
+import { createObjectKeyring } from './sealing.ts';
 import { createSecretBox, loadSecretBoxKey } from './secret-box.ts';
 import { sweep } from './sweep.ts';
 import { dropGarbage, markGarbage, type StoreContext } from './write-path.ts';
@@ -26,6 +30,12 @@ export const INSTANCE_LOCK_NAMESPACE = 7_361_205;
 export interface EmbeddedObjectStore extends ObjectStoreDriver {
   objects: ReturnType<typeof objectOperations>;
   multipart: ReturnType<typeof multipartOperations>;
+  /** Default encryption, CORS, lifecycle rules and default retention of a bucket. */
+  settings: ReturnType<typeof bucketSettings>;
+  /** Object lock: turning it on for a bucket, and versions' retention and legal hold. */
+  objectLock: ReturnType<typeof objectLockOperations>;
+  /** Buckets' lifecycle rules, applied by the platform's background work. */
+  lifecycle: ReturnType<typeof lifecycleOperations>;
   keys: {
     /** The key of an access key id, with its secret, unless revoked in the store. */
     lookup(accessKeyId: string): Promise<{ orgId: string; keyId: string; secret: string } | undefined>;
@@ -46,6 +56,8 @@ export interface EmbeddedStoreOptions {
   latencyMs?: [number, number];
   /** Multipart uploads begun longer ago than this are aborted by the sweep (default 7 days). */
   incompleteUploadRetentionMs?: number;
+  /** How long a day of lifecycle rules lasts (default a day). */
+  lifecycleDayMs?: number;
   /**
    * The process's listener (platform.ts), which holds the store's instance lock whenever it is
    * connected; it must be started before the store takes writes. Without one, the store opens its own.
@@ -79,11 +91,14 @@ export async function createEmbeddedObjectStore({
   faults,
   latencyMs = [0, 0],
   incompleteUploadRetentionMs = DEFAULT_INCOMPLETE_UPLOAD_RETENTION_MS,
+  lifecycleDayMs = 86_400_000,
   listener,
 }: EmbeddedStoreOptions): Promise<EmbeddedObjectStore> {
   const blobs = new BlobFiles(path.join(dataDir, 'objects'));
   await blobs.init();
-  const box = createSecretBox(loadSecretBoxKey(dataDir, secretKey));
+  // One secret for the store: it seals the secrets, and object data keys are wrapped under a key derived from it.
+  const storeKey = loadSecretBoxKey(dataDir, secretKey);
+  const box = createSecretBox(storeKey);
 
   // This process's liveness, for the sweep of other processes' reservations: held as long as
   // the process lives, on a connection that takes it again when it is lost and comes back. While
@@ -94,7 +109,7 @@ export async function createEmbeddedObjectStore({
   (listener ?? ownListener)!.holdLock(INSTANCE_LOCK_NAMESPACE, instance);
   await ownListener?.start();
 
-  const context: StoreContext = { pool, blobs, instance };
+  const context: StoreContext = { pool, blobs, instance, keyring: createObjectKeyring(storeKey) };
   // Each driver call may be slowed (SIM_LATENCY_MS) and failed (SIM_FAULTS) as the simulators' are.
   const check = async (method: string, subject: string, backend: 'objectstore' | 'secretstore' = 'objectstore') => {
     await simulatedLatency(latencyMs);
@@ -149,6 +164,9 @@ export async function createEmbeddedObjectStore({
     secrets,
     objects: objectOperations(context),
     multipart: multipartOperations(context),
+    settings: bucketSettings(pool),
+    objectLock: objectLockOperations(pool),
+    lifecycle: lifecycleOperations(context, lifecycleDayMs),
     dataRoot: blobs.root,
 
     async createBucket(spec) {

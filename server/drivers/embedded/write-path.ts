@@ -4,6 +4,7 @@ import { withTransaction, withTransactionCommitLater, type Pool, type PoolClient
 import { BlobFiles } from './blobs.ts';
 import { assertWithinLimits, lockWithSnapshot, reservedSpace, type Locked } from './quota.ts';
 import { StoreRefusal } from './refusals.ts';
+import type { ObjectKeyring } from './sealing.ts';
 
 /** What the store needs to carry out a write: its database, files and the process's instance number. */
 export interface StoreContext {
@@ -11,6 +12,8 @@ export interface StoreContext {
   blobs: BlobFiles;
   /** This process; its reservations are swept when it is gone (see sweep.ts). */
   instance: number;
+  /** The data keys of blobs sealed at rest (SSE-S3, SSE-C). */
+  keyring: ObjectKeyring;
 }
 
 export interface WriteSpec<T> {
@@ -18,6 +21,13 @@ export interface WriteSpec<T> {
   bucketId: string;
   /** Bytes the body carries (declared up front: Content-Length, or the decoded length of aws-chunked). */
   size: number;
+  /**
+   * `size` is at most what the body carries, not its exact length: a browser form's file, whose
+   * length is known only at its end (the form's length bounds it). Space is reserved for `size`.
+   */
+  sizeIsLimit?: boolean;
+  /** Seals the bytes on their way to the file, after every observer has seen them plain (encryption at rest). */
+  seal?: Transform;
   /** The object's key, when the write replaces its unversioned version (read with the locks: `locked.snapshot`). */
   key?: string;
   /** Objects the write adds (1 for an object, 0 for a part). */
@@ -29,8 +39,8 @@ export interface WriteSpec<T> {
   replaces(tx: PoolClient, locked: Locked): Promise<{ bytes: number; objects: number }>;
   /** Called once every byte is written, before anything is visible: rejects to refuse (BadDigest…). */
   verify(): Promise<void>;
-  /** In the committing transaction (locks held, own reservation released): makes the write visible. */
-  commit(tx: PoolClient, locked: Locked, blob: string): Promise<T>;
+  /** In the committing transaction (locks held, own reservation released): makes the write visible. `size`: the bytes written. */
+  commit(tx: PoolClient, locked: Locked, blob: string, size: number): Promise<T>;
   /** Upload whose parts do not count as held space (its own, when completing it). */
   excludeUpload?: string;
   /**
@@ -76,7 +86,8 @@ export async function streamedWrite<T>(context: StoreContext, spec: WriteSpec<T>
   // is durable (`publish` waits for it, as below), and a crash meanwhile leaves only a temporary
   // file without a reservation, which the sweep removes. A refused write stops reading it.
   const early = spec.readEarly && spec.size <= READ_EARLY_MAX_BYTES ? new AbortController() : undefined;
-  const transforms = [lengthGuard(spec.size), ...spec.transforms];
+  const guard = lengthGuard(spec.size);
+  const transforms = [guard.transform, ...spec.transforms, ...(spec.seal ? [spec.seal] : [])];
   const writing = early ? blobs.write(blob, spec.body, transforms, early.signal) : undefined;
   writing?.catch(() => {});
   let reserved: Promise<void>;
@@ -93,8 +104,10 @@ export async function streamedWrite<T>(context: StoreContext, spec: WriteSpec<T>
   }
   let published: Promise<void> | undefined;
   try {
-    const written = await (writing ?? blobs.write(blob, spec.body, transforms));
-    if (written !== spec.size)
+    await (writing ?? blobs.write(blob, spec.body, transforms));
+    // What the body carried, before any sealing (the file may hold more: the seal's tags).
+    const written = guard.seen();
+    if (written !== spec.size && !spec.sizeIsLimit)
       throw new StoreRefusal('IncompleteBody', `You did not provide the number of bytes specified by the Content-Length HTTP header`);
     // The file moves into place and is flushed (its bytes and its name) while the last digests
     // come back from the hashing workers and while the committing transaction does its work.
@@ -110,7 +123,7 @@ export async function streamedWrite<T>(context: StoreContext, spec: WriteSpec<T>
       });
       // The row needs the digests (its ETag and checksums); a mismatch rolls the transaction back.
       await verified;
-      const result = await spec.commit(tx, locked, blob);
+      const result = await spec.commit(tx, locked, blob, written);
       // The row that makes the bytes visible is written, but COMMIT is sent only once they are
       // durable: until COMMIT the row exists in no one's view and in no durable state (a crash
       // aborts the transaction; a failed flush rolls it back), so no committed row ever names
@@ -130,16 +143,17 @@ export async function streamedWrite<T>(context: StoreContext, spec: WriteSpec<T>
   }
 }
 
-/** Stops a body that carries more bytes than it declared. */
-function lengthGuard(size: number): Transform {
+/** Stops a body that carries more bytes than it declared, and counts what it carried. */
+function lengthGuard(size: number): { transform: Transform; seen(): number } {
   let seen = 0;
-  return new Transform({
+  const transform = new Transform({
     transform(chunk: Buffer, _encoding, callback) {
       seen += chunk.length;
       if (seen > size) callback(new StoreRefusal('IncompleteBody', 'The body is longer than its declared length'));
       else callback(null, chunk);
     },
   });
+  return { transform, seen: () => seen };
 }
 
 /**

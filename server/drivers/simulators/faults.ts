@@ -59,13 +59,23 @@ export class FaultInjector {
 
   /** Throws the injected failure for this call, if a rule says so. */
   async check(backend: string, driverBackend: Backend, method: string, subject: string): Promise<void> {
+    const rule = await this.firing(backend, method, subject);
+    if (!rule) return;
+    const reason = `injected by SIM_FAULTS rule ${rule.text}`;
+    throw rule.kind === 'transient' ? new TransientBackendError(driverBackend, reason) : new PermanentBackendError(driverBackend, reason);
+  }
+
+  /**
+   * The rule that fires for this call, if one does: for a simulator whose injected outcome is an
+   * answer rather than a failure (the billing provider's declined card).
+   */
+  async firing(backend: string, method: string, subject: string): Promise<FaultRule | undefined> {
     for (const rule of this.rules) {
       if (rule.backend !== backend || (rule.method !== '*' && rule.method !== method)) continue;
       if (rule.subject && !rule.subject.test(subject)) continue;
-      if (!(await this.fires(rule, subject))) continue;
-      const reason = `injected by SIM_FAULTS rule ${rule.text}`;
-      throw rule.kind === 'transient' ? new TransientBackendError(driverBackend, reason) : new PermanentBackendError(driverBackend, reason);
+      if (await this.fires(rule, subject)) return rule;
     }
+    return undefined;
   }
 
   private async fires(rule: FaultRule, subject: string): Promise<boolean> {

@@ -1,14 +1,7 @@
 import type { PowerStatus } from '../hypervisor.ts';
+import { osName, runGuestCommand, type GuestMachine, type GuestSession } from './simulated-guest-shell.ts';
 
-/** What the simulated guest knows about the machine it runs on. */
-export interface GuestMachine {
-  name: string;
-  imageId: string;
-  vcpus: number;
-  memoryMb: number;
-  diskGb: number;
-  addresses: { private_ipv4: string; public_ipv4: string | null; ipv6: string | null };
-}
+export type { GuestMachine };
 
 /** What the guest can ask of the hypervisor from inside (`reboot`, `poweroff` typed at its shell). */
 export type GuestRequest = 'reboot' | 'poweroff';
@@ -17,12 +10,14 @@ export type GuestRequest = 'reboot' | 'poweroff';
  * The serial console of a simulated server (ttyS0 of a cloud image booted with console=ttyS0): a
  * boot log when it boots, a login prompt, a small shell with a handful of commands, and what a
  * reboot, a stop or a rescue boot look like from inside. It keeps no state beyond the connection:
- * output is written through `write`, with short pauses between boot lines as a real boot has.
+ * output is written through `writeOut`, with short pauses between boot lines as a real boot has.
+ * What one piece of input makes it write (echoes, a command's answer) is written at once, as one
+ * piece; a line holds at most MAX_LINE characters, as a Linux terminal's does (the rest is dropped).
  */
 export function createSerialConsole(
   machine: GuestMachine,
   power: PowerStatus,
-  write: (text: string) => void,
+  writeOut: (text: string) => void,
   request: (what: GuestRequest) => void,
 ) {
   type Mode = 'off' | 'booting' | 'login' | 'password' | 'shell';
@@ -33,6 +28,12 @@ export function createSerialConsole(
   let escape = '';
   let bootedAt = Date.now();
   let timers: NodeJS.Timeout[] = [];
+  /** Output gathered while input is handled, written as one piece once it is. */
+  let gathered: string[] | undefined;
+  const write = (text: string): void => {
+    if (gathered) gathered.push(text);
+    else writeOut(text);
+  };
   const hostname = () => (rescue ? 'rescue' : machine.name);
   const os = osName(machine.imageId);
 
@@ -84,117 +85,43 @@ export function createSerialConsole(
     ];
   }
 
+  /** A line typed at the shell: the command's answer (simulated-guest-shell.ts), then the next prompt. */
   function runCommand(commandLine: string): void {
     const [command = '', ...args] = commandLine.trim().split(/\s+/);
-    const out = (text: string) => write(`${text.replace(/\n/g, '\r\n')}\r\n`);
-    switch (command) {
-      case '':
-        break;
-      case 'hostname':
-        out(args[0] === '-I' ? addressesOf(machine).join(' ') : hostname());
-        break;
-      case 'whoami':
-        out(user);
-        break;
-      case 'id':
-        out(
-          user === 'root' ? 'uid=0(root) gid=0(root) groups=0(root)' : `uid=1000(${user}) gid=1000(${user}) groups=1000(${user}),27(sudo)`,
-        );
-        break;
-      case 'uname':
-        out(
-          args.includes('-a')
-            ? `Linux ${hostname()} ${os.kernel} #1 SMP PREEMPT_DYNAMIC x86_64 GNU/Linux`
-            : args.includes('-r')
-              ? os.kernel
-              : 'Linux',
-        );
-        break;
-      case 'uptime': {
-        const minutes = Math.max(0, Math.floor((Date.now() - bootedAt) / 60_000));
-        out(` ${new Date().toISOString().slice(11, 19)} up ${minutes} min,  1 user,  load average: 0.00, 0.01, 0.00`);
-        break;
-      }
-      case 'date':
-        out(new Date().toUTCString().replace('GMT', 'UTC'));
-        break;
-      case 'pwd':
-        out(user === 'root' ? '/root' : `/home/${user}`);
-        break;
-      case 'ls':
-        if (rescue) out('mnt');
-        break;
-      case 'cd':
-        break;
-      case 'echo':
-        out(args.join(' '));
-        break;
-      case 'nproc':
-        out(String(machine.vcpus));
-        break;
-      case 'free':
-        out(
-          [
-            '               total        used        free      shared  buff/cache   available',
-            `Mem:     ${String(machine.memoryMb).padStart(11)} ${String(Math.round(machine.memoryMb * 0.12)).padStart(11)} ${String(Math.round(machine.memoryMb * 0.8)).padStart(11)}           1 ${String(Math.round(machine.memoryMb * 0.08)).padStart(11)} ${String(Math.round(machine.memoryMb * 0.86)).padStart(11)}`,
-            'Swap:              0           0           0',
-          ].join('\n'),
-        );
-        break;
-      case 'df':
-        out(`Filesystem      Size  Used Avail Use% Mounted on\n/dev/vda1       ${machine.diskGb}G  1.9G  ${machine.diskGb - 2}G   5% /`);
-        break;
-      case 'ip':
-      case 'ifconfig':
-        out(interfacesOf(machine));
-        break;
-      case 'cat':
-        if (args[0] === '/etc/os-release') out(`PRETTY_NAME="${rescue ? 'Rescue system' : os.pretty}"\nID=${os.id}`);
-        else if (args[0] === '/etc/hostname') out(hostname());
-        else out(`cat: ${args[0] ?? ''}: No such file or directory`);
-        break;
-      case 'clear':
-        write('\x1b[H\x1b[2J');
-        break;
-      case 'help':
-        out('Commands: hostname, whoami, id, uname, uptime, date, pwd, ls, echo, nproc, free, df, ip, cat, clear, exit, reboot, poweroff');
-        break;
-      case 'exit':
-      case 'logout':
-        logout();
-        return;
-      case 'reboot':
-        if (user !== 'root') {
-          out('Call Reboot failed: Access denied (try: sudo reboot)');
-          break;
-        }
-        mode = 'booting';
-        request('reboot');
-        return;
-      case 'poweroff':
-      case 'halt':
-        if (user !== 'root') {
-          out('Call PowerOff failed: Access denied');
-          break;
-        }
-        mode = 'booting';
-        request('poweroff');
-        return;
-      case 'sudo':
-        if (args[0]) {
-          const previous = user;
-          user = 'root';
-          runCommand(args.join(' '));
-          if (mode === 'shell') user = previous;
-          return;
-        }
-        out('usage: sudo command');
-        break;
-      default:
-        out(`-bash: ${command}: command not found`);
+    const outcome = runGuestCommand(shell, command, args);
+    if (outcome === 'done') return;
+    if (outcome === 'logout') return logout();
+    if (outcome === 'reboot' || outcome === 'poweroff') {
+      mode = 'booting';
+      request(outcome);
+      return;
     }
     if (mode === 'shell') prompt();
   }
+
+  /** What the shell's commands see of the session. */
+  const shell: GuestSession = {
+    machine,
+    os,
+    get user() {
+      return user;
+    },
+    set user(name: string) {
+      user = name;
+    },
+    get rescue() {
+      return rescue;
+    },
+    get bootedAt() {
+      return bootedAt;
+    },
+    get atShell() {
+      return mode === 'shell';
+    },
+    hostname,
+    write,
+    run: (commandLine) => runCommand(commandLine),
+  };
 
   function logout(): void {
     if (rescue) {
@@ -269,40 +196,13 @@ export function createSerialConsole(
 
     /** Keystrokes from the terminal. */
     input(data: string): void {
-      for (const char of data) {
-        if (escape) {
-          // The rest of an escape sequence (arrow keys and the like): ignored.
-          escape += char;
-          if (/[A-Za-z~]/.test(char) && escape.length > 1) escape = '';
-          continue;
-        }
-        if (mode === 'off' || mode === 'booting') continue;
-        if (char === '\x1b') {
-          escape = char;
-        } else if (char === '\r' || char === '\n') {
-          enter();
-        } else if (char === '\x7f' || char === '\b') {
-          if (line.length > 0) {
-            line = line.slice(0, -1);
-            if (mode !== 'password') write('\b \b');
-          }
-        } else if (char === '\x03') {
-          line = '';
-          write('^C\r\n');
-          if (mode === 'shell') prompt();
-          else if (mode === 'login' || mode === 'password') {
-            mode = 'login';
-            write(`${hostname()} login: `);
-          }
-        } else if (char === '\x04') {
-          if (line === '' && mode === 'shell') {
-            write('\r\n');
-            logout();
-          }
-        } else if (char >= ' ') {
-          line += char;
-          if (mode !== 'password') write(char);
-        }
+      gathered = [];
+      try {
+        handleInput(data);
+      } finally {
+        const text = gathered.join('');
+        gathered = undefined;
+        if (text !== '') writeOut(text);
       }
     },
 
@@ -310,31 +210,50 @@ export function createSerialConsole(
       cancelPlayback();
     },
   };
+
+  function handleInput(data: string): void {
+    for (const char of data) {
+      if (escape) {
+        // The rest of an escape sequence (arrow keys and the like): ignored.
+        escape += char;
+        if (/[A-Za-z~]/.test(char) && escape.length > 1) escape = '';
+        continue;
+      }
+      if (mode === 'off' || mode === 'booting') continue;
+      if (char === '\x1b') {
+        escape = char;
+      } else if (char === '\r' || char === '\n') {
+        enter();
+      } else if (char === '\x7f' || char === '\b') {
+        if (line.length > 0) {
+          line = line.slice(0, -1);
+          if (mode !== 'password') write('\b \b');
+        }
+      } else if (char === '\x03') {
+        line = '';
+        write('^C\r\n');
+        if (mode === 'shell') prompt();
+        else if (mode === 'login' || mode === 'password') {
+          mode = 'login';
+          write(`${hostname()} login: `);
+        }
+      } else if (char === '\x04') {
+        if (line === '' && mode === 'shell') {
+          write('\r\n');
+          logout();
+        }
+      } else if (char >= ' ') {
+        // A full line takes no more (the terminal's line buffer is full), as n_tty drops them.
+        if (line.length >= MAX_LINE) continue;
+        line += char;
+        if (mode !== 'password') write(char);
+      }
+    }
+  }
 }
 
-function osName(imageId: string): { pretty: string; id: string; kernel: string } {
-  if (imageId.startsWith('ubuntu-24.04')) return { pretty: 'Ubuntu 24.04.1 LTS', id: 'ubuntu', kernel: '6.8.0-45-generic' };
-  if (imageId.startsWith('ubuntu-22.04')) return { pretty: 'Ubuntu 22.04.5 LTS', id: 'ubuntu', kernel: '5.15.0-122-generic' };
-  if (imageId.startsWith('debian-12')) return { pretty: 'Debian GNU/Linux 12 (bookworm)', id: 'debian', kernel: '6.1.0-26-cloud-amd64' };
-  if (imageId.startsWith('rocky-9')) return { pretty: 'Rocky Linux 9.4 (Blue Onyx)', id: 'rocky', kernel: '5.14.0-427.13.1.el9_4.x86_64' };
-  return { pretty: `Linux (${imageId})`, id: 'linux', kernel: '6.8.0-45-generic' };
-}
-
-function addressesOf(machine: GuestMachine): string[] {
-  return [machine.addresses.private_ipv4, machine.addresses.public_ipv4, machine.addresses.ipv6].filter((value) => value !== null);
-}
-
-function interfacesOf(machine: GuestMachine): string {
-  const lines = [
-    '1: lo: <LOOPBACK,UP,LOWER_UP> mtu 65536 qdisc noqueue state UNKNOWN',
-    '    inet 127.0.0.1/8 scope host lo',
-    '2: ens3: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 1500 qdisc fq_codel state UP',
-    `    inet ${machine.addresses.private_ipv4}/8 scope global ens3`,
-  ];
-  if (machine.addresses.public_ipv4) lines.push(`    inet ${machine.addresses.public_ipv4}/32 scope global ens3`);
-  if (machine.addresses.ipv6) lines.push(`    inet6 ${machine.addresses.ipv6}/64 scope global`);
-  return lines.join('\n');
-}
+/** The longest line the console's terminal keeps (Linux's n_tty holds 4096 characters, the newline included). */
+const MAX_LINE = 4095;
 
 function bootLog(machine: GuestMachine, rescue: boolean, os: { pretty: string; kernel: string }): string[] {
   const kernel = rescue ? '6.1.0-26-amd64' : os.kernel;

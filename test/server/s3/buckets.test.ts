@@ -8,6 +8,7 @@ import {
   DeleteObjectCommand,
   GetBucketLocationCommand,
   GetBucketVersioningCommand,
+  GetObjectLockConfigurationCommand,
   HeadBucketCommand,
   ListBucketsCommand,
   ListObjectVersionsCommand,
@@ -125,12 +126,20 @@ describe('CreateBucket', () => {
     expect(location.LocationConstraint ?? '').toBe('');
   });
 
-  test('object lock is not offered yet: a bucket asked with it is refused (501), not made without it', async () => {
-    expect(await s3ErrorOf(s3.send(new CreateBucketCommand({ Bucket: 'locked-up', ObjectLockEnabledForBucket: true })))).toEqual({
-      code: 'NotImplemented',
-      status: 501,
+  test('a bucket asked with object lock is made versioned and locked; its versioning cannot then be suspended', async () => {
+    await s3.send(new CreateBucketCommand({ Bucket: 'locked-up', ObjectLockEnabledForBucket: true }));
+    expect(await apiBucket('locked-up')).toMatchObject({ state: 'active', versioning: true });
+    const lock = await s3.send(new GetObjectLockConfigurationCommand({ Bucket: 'locked-up' }));
+    expect(lock.ObjectLockConfiguration?.ObjectLockEnabled).toBe('Enabled');
+    expect(
+      await s3ErrorOf(s3.send(new PutBucketVersioningCommand({ Bucket: 'locked-up', VersioningConfiguration: { Status: 'Suspended' } }))),
+    ).toEqual({ code: 'InvalidBucketState', status: 409 });
+    expect((await s3.send(new GetBucketVersioningCommand({ Bucket: 'locked-up' }))).Status).toBe('Enabled');
+    // Asked again with object lock, a bucket made without it is not answered as if it had it.
+    expect(await s3ErrorOf(s3.send(new CreateBucketCommand({ Bucket: 'made-over-s3', ObjectLockEnabledForBucket: true })))).toEqual({
+      code: 'BucketAlreadyOwnedByYou',
+      status: 409,
     });
-    expect(await apiBucket('locked-up')).toBeUndefined();
   });
 });
 

@@ -20,7 +20,9 @@ const XML_BODY = '<Tagging><TagSet><Tag><Key>k</Key><Value>v</Value></Tag></TagS
 
 /**
  * Object requests that may answer 2xx: the operation is offered, and none of them changes the
- * object's bytes or metadata (tags and the owner-only ACL are not part of them).
+ * object's bytes or metadata (tags and the owner-only ACL are not part of them). Retention and
+ * legal hold are offered too, on buckets with object lock: on this bucket, which has none, they
+ * answer S3's 400 InvalidRequest (test/server/s3/object-lock.test.ts).
  */
 const OFFERED_ON_OBJECT = new Set([
   'POST uploads',
@@ -33,7 +35,10 @@ const OFFERED_ON_OBJECT = new Set([
   'PUT tagging',
   'DELETE tagging',
 ]);
-/** Bucket requests that may answer 2xx and write something: none of them touches an object. */
+/**
+ * Bucket requests that may answer 2xx and write something: none of them touches an object
+ * (deleting a configuration the bucket may not have is S3's 204).
+ */
 const OFFERED_ON_BUCKET = new Set([
   'PUT tagging',
   'DELETE tagging',
@@ -41,6 +46,9 @@ const OFFERED_ON_BUCKET = new Set([
   'PUT versioning',
   'PUT ownershipControls',
   'DELETE ownershipControls',
+  'DELETE cors',
+  'DELETE encryption',
+  'DELETE lifecycle',
 ]);
 
 beforeAll(async () => {
@@ -94,8 +102,6 @@ describe('object sub-resources', () => {
     const name = 'object-not-offered';
     const etag = await putSubject(name);
     for (const [method, subResource] of [
-      ['PUT', 'retention'],
-      ['PUT', 'legal-hold'],
       ['POST', 'restore'],
       ['POST', 'select'],
       ['GET', 'torrent'],
@@ -167,24 +173,26 @@ describe('bucket sub-resources', () => {
 });
 
 describe('headers that ask for a guarantee not given', () => {
+  // SSE-S3 is given (test/server/s3/encryption.test.ts); SSE-C only over TLS (sse-c.test.ts);
+  // object lock only on a bucket that has it (object-lock.test.ts).
   const refusals: Array<[string, Record<string, string>, string]> = [
-    ['SSE-S3', { 'x-amz-server-side-encryption': 'AES256' }, 'NotImplemented'],
     ['SSE-KMS', { 'x-amz-server-side-encryption': 'aws:kms', 'x-amz-server-side-encryption-aws-kms-key-id': 'k' }, 'NotImplemented'],
+    ['an unknown encryption', { 'x-amz-server-side-encryption': 'AES128' }, 'InvalidArgument'],
     [
-      'SSE-C',
+      'SSE-C over plain HTTP',
       {
         'x-amz-server-side-encryption-customer-algorithm': 'AES256',
         'x-amz-server-side-encryption-customer-key': Buffer.alloc(32, 7).toString('base64'),
         'x-amz-server-side-encryption-customer-key-md5': 'aGVsbG8=',
       },
-      'NotImplemented',
+      'InvalidRequest',
     ],
     [
-      'object lock',
+      'a retention on a bucket without object lock',
       { 'x-amz-object-lock-mode': 'GOVERNANCE', 'x-amz-object-lock-retain-until-date': '2099-01-01T00:00:00Z' },
       'InvalidRequest',
     ],
-    ['a legal hold', { 'x-amz-object-lock-legal-hold': 'ON' }, 'InvalidRequest'],
+    ['a legal hold on a bucket without object lock', { 'x-amz-object-lock-legal-hold': 'ON' }, 'InvalidRequest'],
     ['a public ACL', { 'x-amz-acl': 'public-read' }, 'NotImplemented'],
     ['a grant', { 'x-amz-grant-read': 'uri="http://acs.amazonaws.com/groups/global/AllUsers"' }, 'NotImplemented'],
     ['a grant in an ACL header', { 'x-amz-grant-full-control': 'id="someone-else"' }, 'NotImplemented'],

@@ -4,6 +4,7 @@
 import { S3Client } from '@aws-sdk/client-s3';
 import { SignatureV4 } from '@smithy/signature-v4';
 import { createHash } from 'node:crypto';
+import { Agent } from 'node:http';
 import { expect } from 'vitest';
 import { NodeSha256 } from '../../../server/drivers/rgw/signed-http.ts';
 import { startTestServer, type TestOrg, type TestServer } from '../../support/server.ts';
@@ -57,6 +58,14 @@ export async function createAccessKey(server: TestServer, org: TestOrg): Promise
 }
 
 /** The SDK's client as a user configures it for this endpoint (path-style), otherwise its defaults. */
+/**
+ * The test clients make one attempt per call (each answer is what the store said), so they use no
+ * kept-alive connection: the store closes one left idle for 5 s, and a request sent on it as it
+ * closes fails with a reset a real client would retry. How long a test leaves a connection idle
+ * depends on the machine.
+ */
+export const ONE_CONNECTION_PER_REQUEST = new Agent({ keepAlive: false });
+
 export function s3Client(server: { s3Url: string }, key: Pick<IssuedKey, 'accessKeyId' | 'secretAccessKey'>): S3Client {
   return new S3Client({
     endpoint: server.s3Url,
@@ -64,6 +73,7 @@ export function s3Client(server: { s3Url: string }, key: Pick<IssuedKey, 'access
     forcePathStyle: true,
     credentials: { accessKeyId: key.accessKeyId, secretAccessKey: key.secretAccessKey },
     maxAttempts: 1,
+    requestHandler: { httpAgent: ONE_CONNECTION_PER_REQUEST },
   });
 }
 

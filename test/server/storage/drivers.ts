@@ -1,8 +1,8 @@
 // The object stores the storage behaviour tests run on, each with its data plane (what an S3
 // client of an organization does: put, get, delete, list versions). The simulator and the
-// embedded store always; the rgw driver on a real single-node Ceph whenever Ceph is installed (in
-// CI always: a missing Ceph fails there, see test/support/ceph.ts). Another driver is one more
-// entry here.
+// embedded store in the quick tier; the rgw driver on a real single-node Ceph in the system tier,
+// whenever Ceph is installed (in CI always: a missing Ceph fails there, see test/support/ceph.ts).
+// Another driver is one more entry here.
 import {
   CopyObjectCommand,
   DeleteObjectCommand,
@@ -16,6 +16,7 @@ import { expect, test } from 'vitest';
 import { WriteRefusedError } from '../../../server/drivers/simulators/object-store.ts';
 import { CEPH_MISSING, rgwTestable, startCeph } from '../../support/ceph.ts';
 import type { TestOrg, TestServer } from '../../support/server.ts';
+import { ONE_CONNECTION_PER_REQUEST } from '../s3/support.ts';
 import { objectStoreOf } from './support.ts';
 
 /** How a write ended: stored (with its version id), or refused with S3's error code. */
@@ -57,16 +58,20 @@ export interface StorageDriverFactory {
 }
 
 /**
- * The stores to run the storage behaviour on here: the simulator (unless `withSimulator` is
- * false: it has no S3 endpoint), the embedded store (the default), and Ceph when it is there.
+ * The stores of `names` to run the storage behaviour on: the simulator (it has no S3 endpoint),
+ * the embedded store (the default), and the rgw driver on a single-node Ceph when Ceph is there.
+ * The in-process stores run in the quick tier; Ceph is processes of its own, so the rgw runs are
+ * the system tier's (`*.system.test.ts`).
  */
-export function storageDrivers(options: { withSimulator?: boolean } = {}): StorageDriverFactory[] {
+export function storageDrivers(names: StoreName[]): StorageDriverFactory[] {
   const drivers: StorageDriverFactory[] = [];
-  if (options.withSimulator ?? true) drivers.push({ name: 'simulator', start: () => Promise.resolve(simulatorDriver()) });
-  drivers.push({ name: 'embedded', start: () => Promise.resolve(embeddedDriver()) });
-  if (rgwTestable()) drivers.push({ name: 'rgw', start: startRgwDriver });
-  // Shown as a skipped test in the run's report, so a run without Ceph says what it left out.
-  else test.skip(CEPH_MISSING, () => {});
+  if (names.includes('simulator')) drivers.push({ name: 'simulator', start: () => Promise.resolve(simulatorDriver()) });
+  if (names.includes('embedded')) drivers.push({ name: 'embedded', start: () => Promise.resolve(embeddedDriver()) });
+  if (names.includes('rgw')) {
+    if (rgwTestable()) drivers.push({ name: 'rgw', start: startRgwDriver });
+    // Shown as a skipped test in the run's report, so a run without Ceph says what it left out.
+    else test.skip(CEPH_MISSING, () => {});
+  }
   return drivers;
 }
 
@@ -185,6 +190,7 @@ export function s3Client(endpoint: string, credentials: { accessKeyId: string; s
     requestChecksumCalculation: 'WHEN_REQUIRED',
     responseChecksumValidation: 'WHEN_REQUIRED',
     maxAttempts: 1,
+    requestHandler: { httpAgent: ONE_CONNECTION_PER_REQUEST },
   });
 }
 

@@ -1,17 +1,12 @@
 // The rgw driver's settings and failures that need no Ceph: settings checked at start with
 // one-line errors; a gateway that cannot be reached makes operations retry, then fail with the
-// platform's fixed phrase, and a request that needs it answer 503.
+// platform's fixed phrase, and a request that needs it answer 503. `npm start` with the rgw
+// driver: rgw-settings.system.test.ts.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { ConfigError, loadConfig } from '../../../server/config.ts';
-import { freePort, type Started } from '../../support/processes.ts';
-import { createTestDatabase, readBootstrap, startServerProcess, startTestServer, type TestServer } from '../../support/server.ts';
-
-const RGW = {
-  OBJECT_STORE_DRIVER: 'rgw',
-  RGW_ENDPOINT: 'http://127.0.0.1:7480',
-  RGW_ADMIN_ACCESS_KEY: 'ADMINKEY',
-  RGW_ADMIN_SECRET_KEY: 'admin-secret',
-};
+import { freePort } from '../../support/processes.ts';
+import { startTestServer, type TestServer } from '../../support/server.ts';
+import { RGW } from './support.ts';
 
 describe('settings', () => {
   test('OBJECT_STORE_DRIVER=rgw takes the endpoint, the public URL and the admin credentials', () => {
@@ -75,28 +70,5 @@ describe('a gateway that cannot be reached', () => {
     expect(response.body.code).toBe('service_unavailable');
     expect(response.headers.get('retry-after')).not.toBeNull();
     expect((await server.org.call('GET', '/s3/access-keys')).body.items).toEqual([]);
-  });
-});
-
-describe('npm start with the rgw driver', () => {
-  let running: Started | undefined;
-  afterAll(async () => running?.stop());
-
-  test("tells users the gateway's public address (bootstrap.json s3_endpoint) and starts no S3 endpoint of its own", async () => {
-    const [closed, s3Port] = [await freePort(), await freePort()];
-    const started = await startServerProcess(await createTestDatabase(), {
-      ...RGW,
-      RGW_ENDPOINT: `http://127.0.0.1:${closed}`,
-      RGW_PUBLIC_URL: 'https://s3.example.test',
-      S3_PORT: String(s3Port),
-    });
-    running = started;
-    expect((await readBootstrap(started.dataDir)).s3_endpoint).toBe('https://s3.example.test');
-    // The embedded endpoint serves only the embedded store: nothing listens on S3_PORT.
-    const embedded = await fetch(`http://127.0.0.1:${s3Port}/`).then(
-      () => 'answered',
-      () => 'refused',
-    );
-    expect(embedded).toBe('refused');
   });
 });

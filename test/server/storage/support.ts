@@ -7,6 +7,14 @@ import type { TestOrg, TestServer } from '../../support/server.ts';
 
 export const GiB = 1024 ** 3;
 
+/** Settings of the rgw driver that need no Ceph: a gateway address nothing answers at, unless a test says otherwise. */
+export const RGW = {
+  OBJECT_STORE_DRIVER: 'rgw',
+  RGW_ENDPOINT: 'http://127.0.0.1:7480',
+  RGW_ADMIN_ACCESS_KEY: 'ADMINKEY',
+  RGW_ADMIN_SECRET_KEY: 'admin-secret',
+};
+
 /** The simulator on the test server's database: it sees and changes what the server's sees. */
 export function objectStoreOf(server: TestServer): ObjectStoreSimulator {
   return createObjectStoreSimulator({ pool: server.pool, latencyMs: [0, 0], faults: new FaultInjector(server.pool, []) });

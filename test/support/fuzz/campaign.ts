@@ -65,7 +65,7 @@ export class Campaign {
       byStatus.set(status, (byStatus.get(status) ?? 0) + 1);
       statuses.set(result.fuzzCase.mutation.kind, byStatus);
     }
-    const unresponsive = await stillAnswers(target);
+    const unresponsive = await stillAnswers(target, options.timeoutMs ?? 10_000);
     return { operation, cases: to - from, failed, statuses, unresponsive, elapsedMs: Math.round(performance.now() - started) };
   }
 
@@ -75,13 +75,17 @@ export class Campaign {
   }
 }
 
-/** undefined when the organization's own GET answers 200 within a second; else what happened. */
-export async function stillAnswers(target: FuzzTarget): Promise<string | undefined> {
+/**
+ * undefined when the organization's own GET answers 200; else what happened. Given as long as a
+ * case (`timeoutMs`): a server the batch froze never answers, and how fast a live one answers
+ * depends on the machine, not on what the batch did.
+ */
+export async function stillAnswers(target: FuzzTarget, timeoutMs: number): Promise<string | undefined> {
   const started = performance.now();
   try {
     const response = await fetch(`${target.baseUrl}/v1/orgs/${target.orgId}`, {
       headers: { Authorization: `Bearer ${target.ownerKey}` },
-      signal: AbortSignal.timeout(1_000),
+      signal: AbortSignal.timeout(timeoutMs),
     });
     await response.arrayBuffer();
     if (response.status !== 200) return `GET /v1/orgs/{org} answered ${response.status}`;

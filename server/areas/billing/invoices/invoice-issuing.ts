@@ -1,8 +1,12 @@
+import type { InvoicingConfig } from '../../../config.ts';
+import { recordEvents } from '../../../core/events.ts';
 import { withTransaction, type Pool, type Queryable } from '../../../db/pool.ts';
 import type { BillingProviderDriver } from '../../../drivers/billing-provider.ts';
 import { monthOf, startOfMonth } from '../metering/usage-ledger.ts';
 import { priceInCents, type PriceList } from '../prices/price-list.ts';
-import { invoiceIdOf, type InvoiceRow } from './invoice-rows.ts';
+import type { InvoiceLinks } from './invoice-links.ts';
+import { invoiceIdOf, toInvoiceOut, type InvoiceRow } from './invoice-rows.ts';
+import { invoiceTerms } from './invoice-terms.ts';
 
 /** Two-key advisory lock space of the billing run (the second key is the organization). */
 const BILLING_RUN_LOCK = 7_361_204_119;
@@ -10,7 +14,9 @@ const BILLING_RUN_LOCK = 7_361_204_119;
 /**
  * The billing run for one organization at its `now`: every finished month (before the month of
  * `now`) with usage and no invoice is closed into one, with a line per meter priced by the price
- * list; then every issued invoice not yet collected is handed to the billing provider.
+ * list, and the seller and tax of the configuration of now (fixed into the invoice: a later change
+ * of the configuration never rewrites it); then every issued invoice not yet collected is handed
+ * to the billing provider, and what it collected and what remains due are kept.
  *
  * Exactly once, however many processes run it: months are closed under a per-organization
  * advisory lock, the invoice id is derived from the organization and month, and (org, month) is
@@ -18,7 +24,15 @@ const BILLING_RUN_LOCK = 7_361_204_119;
  * never lands in a closed month afterwards (usage.ts). A crash between issuing and collecting
  * leaves a draft, collected by the next run.
  */
-export async function runBilling(pool: Pool, provider: BillingProviderDriver, prices: PriceList, orgId: string, now: Date): Promise<void> {
+export async function runBilling(
+  pool: Pool,
+  provider: BillingProviderDriver,
+  prices: PriceList,
+  invoicing: InvoicingConfig,
+  orgId: string,
+  now: Date,
+  links: () => Promise<InvoiceLinks>,
+): Promise<void> {
   await withTransaction(pool, async (tx) => {
     await tx.query('SELECT pg_advisory_xact_lock($1::int, hashtext($2))', [BILLING_RUN_LOCK % 2_147_483_647, orgId]);
     const { rows } = await tx.query<{ month: string; demo: boolean }>(
@@ -41,12 +55,27 @@ export async function runBilling(pool: Pool, provider: BillingProviderDriver, pr
           const quantity = quantities.get(price.meter)!;
           return { position: index + 1, price, quantity, amountCents: priceInCents(prices, price.meter, quantity) };
         });
-      const total = lines.reduce((sum, line) => sum + line.amountCents, 0);
+      const subtotal = lines.reduce((sum, line) => sum + line.amountCents, 0);
+      const terms = invoiceTerms(invoicing, subtotal);
       const id = invoiceIdOf(orgId, periodStart, demo);
       const inserted = await tx.query(
-        `INSERT INTO invoices (id, org_id, status, currency, amount_due_cents, total_cents, period_start, period_end, demo, issued_at)
-         VALUES ($1, $2, 'draft', $3, $4, $4, $5, $6, $7, $8) ON CONFLICT DO NOTHING`,
-        [id, orgId, prices.currency, total, periodStart, startOfMonth(periodStart, 1), demo, now],
+        `INSERT INTO invoices (id, org_id, status, currency, amount_due_cents, total_cents, period_start, period_end, demo, issued_at,
+           seller, tax_name, tax_rate_basis_points, tax_cents)
+         VALUES ($1, $2, 'draft', $3, $4, $4, $5, $6, $7, $8, $9, $10, $11, $12) ON CONFLICT DO NOTHING`,
+        [
+          id,
+          orgId,
+          prices.currency,
+          terms.totalCents,
+          periodStart,
+          startOfMonth(periodStart, 1),
+          demo,
+          now,
+          terms.seller,
+          terms.tax?.name ?? null,
+          terms.tax?.basisPoints ?? null,
+          terms.taxCents,
+        ],
       );
       if (inserted.rowCount === 0) continue;
       for (const line of lines) {
@@ -80,11 +109,20 @@ export async function runBilling(pool: Pool, provider: BillingProviderDriver, pr
       totalCents: Number(draft.total_cents),
       demo: draft.demo,
     });
-    await pool.query(`UPDATE invoices SET status = $2, amount_due_cents = $3 WHERE id = $1 AND status = 'draft'`, [
-      draft.id,
-      collected.status,
-      collected.amountDueCents,
-    ]);
+    // Finalized: no longer a draft, and announced in the same transaction (once: only the
+    // process whose update finds the draft announces it).
+    const invoiceLinks = await links();
+    await withTransaction(pool, async (tx) => {
+      const { rows: finalized } = await tx.query<InvoiceRow>(
+        `UPDATE invoices SET status = $2, amount_due_cents = $3, amount_paid_cents = $4 WHERE id = $1 AND status = 'draft' RETURNING *`,
+        [draft.id, collected.status, collected.amountDueCents, collected.amountPaidCents],
+      );
+      const invoice = finalized[0];
+      if (!invoice) return;
+      await recordEvents(tx, [
+        { orgId, type: 'invoice.finalized', resourceId: invoice.id, data: { invoice: toInvoiceOut(invoice, invoiceLinks) } },
+      ]);
+    });
   }
 }
 

@@ -1,4 +1,5 @@
-import type { InvoiceDocument } from './invoice-rows.ts';
+import type { InvoiceDocument, InvoiceRow } from './invoice-rows.ts';
+import type { StoredSeller } from './invoice-terms.ts';
 
 const STATUS_WORDS: Record<string, string> = {
   draft: 'Draft',
@@ -7,6 +8,17 @@ const STATUS_WORDS: Record<string, string> = {
   void: 'Void',
   uncollectible: 'Uncollectible',
 };
+
+/** What the amounts mean in each status, said under them. Drafts have no documents yet. */
+const STATUS_NOTES: Record<string, string> = {
+  open: 'Payment is due: the amount due has not been collected yet.',
+  paid: 'Paid in full: nothing is due.',
+  void: 'This invoice was cancelled: nothing is due.',
+  uncollectible: 'Collecting the amount due has failed; it is written off as uncollectible.',
+};
+
+const DEMO_NOTE =
+  'Demo data: this invoice bills invented usage of a demonstration organization. Its payment is simulated: nothing was charged.';
 
 const UNIT_WORDS: Record<string, string> = { hour: 'h', gb_hour: 'GB-h', gb_month: 'GB-month', gb: 'GB' };
 
@@ -31,20 +43,75 @@ export function unitPrice(microEur: number): string {
   return `${whole}.${fraction.padEnd(2, '0')}`;
 }
 
+/** A rate in hundredths of a percent as a percentage: `1900` → `19%`, `810` → `8.1%`. */
+export function percent(basisPoints: number): string {
+  const fraction = String(basisPoints % 100)
+    .padStart(2, '0')
+    .replace(/0+$/, '');
+  return `${Math.floor(basisPoints / 100)}${fraction ? `.${fraction}` : ''}%`;
+}
+
 const monthName = (date: Date) => date.toLocaleString('en-GB', { month: 'long', year: 'numeric', timeZone: 'UTC' });
 const day = (date: Date) => date.toISOString().slice(0, 10);
 
+/** The seller as the invoice recorded it when issued; what was not configured is said, never invented. */
+function sellerLines(seller: StoredSeller | null): string[] {
+  if (!seller) return ['Seller details not configured.'];
+  return [
+    seller.legal_name,
+    ...(seller.address_lines.length > 0 ? seller.address_lines : ['Address: not configured']),
+    `VAT/tax id: ${seller.tax_id ?? 'not configured'}`,
+    `Email: ${seller.email ?? 'not configured'}`,
+  ];
+}
+
+/** One line of the totals: what it is, its amount, and the HTML id tests and scripts find it by. */
+interface Amount {
+  label: string;
+  cents: number;
+  id: 'subtotal' | 'tax' | 'total' | 'amount-paid' | 'amount-due';
+  /** A part of the total (subtotal, tax), shown lighter than the total and what was paid and is due. */
+  part: boolean;
+}
+
+/**
+ * The totals as the invoice recorded them: the lines' sum, the tax at the rate of the day it was
+ * issued (or none, said so), the total the provider was asked to collect, what it collected and
+ * what remains due.
+ */
+function amounts(invoice: InvoiceRow): Amount[] {
+  const taxLabel =
+    invoice.tax_rate_basis_points === null
+      ? 'Tax (0%) — no tax rate configured'
+      : `${invoice.tax_name ?? 'Tax'} (${percent(invoice.tax_rate_basis_points)})`;
+  return [
+    { label: 'Subtotal', cents: invoice.total_cents - invoice.tax_cents, id: 'subtotal', part: true },
+    { label: taxLabel, cents: invoice.tax_cents, id: 'tax', part: true },
+    { label: 'Total', cents: invoice.total_cents, id: 'total', part: false },
+    { label: 'Amount paid', cents: invoice.amount_paid_cents, id: 'amount-paid', part: false },
+    { label: 'Amount due', cents: invoice.amount_due_cents, id: 'amount-due', part: false },
+  ];
+}
+
 /** The facts both renderings show, in reading order. */
 function summary(document: InvoiceDocument) {
-  const { invoice } = document;
+  const { invoice, organization } = document;
   const lastDay = new Date(invoice.period_end.getTime() - 86_400_000);
+  const currency = invoice.currency.toUpperCase();
   return {
     title: `Invoice ${invoice.id}`,
+    seller: sellerLines(invoice.seller),
+    buyer: [organization.name, `Organization id: ${organization.id}`],
     period: `${monthName(invoice.period_start)} (${day(invoice.period_start)} to ${day(lastDay)}, UTC)`,
-    currency: invoice.currency.toUpperCase(),
+    currency,
     status: STATUS_WORDS[invoice.status] ?? invoice.status,
     issued: invoice.issued_at ? day(invoice.issued_at) : day(invoice.created_at),
     demo: invoice.demo,
+    amounts: amounts(invoice),
+    statusNote: STATUS_NOTES[invoice.status] ?? '',
+    finePrint:
+      `Prices are per unit in ${currency}; a GB is 2^30 bytes. Each line's amount is rounded to the cent; ` +
+      `the tax is computed once on the subtotal and rounded half up to the cent.`,
   };
 }
 
@@ -54,7 +121,12 @@ const escapeHtml = (text: string) =>
 /** The invoice as a self-contained HTML page (no scripts, no outside resources). */
 export function renderInvoiceHtml(document: InvoiceDocument): string {
   const facts = summary(document);
-  const { invoice } = document;
+  const totals = facts.amounts
+    .map(
+      (amount) =>
+        `<tr${amount.part ? ' class="part"' : ''}><td colspan="3">${escapeHtml(amount.label)}</td><td class="num" id="${amount.id}">${money(amount.cents)}</td></tr>`,
+    )
+    .join('\n');
   const rows = document.lines
     .map(
       (line) =>
@@ -78,16 +150,23 @@ table { width: 100%; border-collapse: collapse; margin: 16px 0; }
 th, td { text-align: left; padding: 6px 8px; border-bottom: 1px solid #ddd; }
 .num { text-align: right; font-variant-numeric: tabular-nums; }
 tfoot td { font-weight: 600; border-bottom: none; }
+tfoot tr.part td { font-weight: normal; }
 .demo { background: #fff3cd; border: 1px solid #e0c36a; padding: 8px 12px; }
 dl { display: grid; grid-template-columns: max-content auto; gap: 2px 16px; }
 dt { color: #666; }
+.parties { display: flex; gap: 48px; margin: 16px 0; }
+.parties h2 { font-size: 13px; text-transform: uppercase; color: #666; margin: 0 0 4px; }
+.parties p { margin: 0; }
 </style>
 </head>
 <body>
 <h1>${escapeHtml(facts.title)}</h1>
-${facts.demo ? '<p class="demo">Demo data: this invoice bills invented usage of a demonstration organization. Nothing was charged.</p>' : ''}
+${facts.demo ? `<p class="demo">${escapeHtml(DEMO_NOTE)}</p>` : ''}
+<div class="parties">
+<section id="seller"><h2>From</h2><p>${facts.seller.map(escapeHtml).join('<br>')}</p></section>
+<section id="buyer"><h2>Billed to</h2><p>${facts.buyer.map(escapeHtml).join('<br>')}</p></section>
+</div>
 <dl>
-<dt>Billed to</dt><dd>${escapeHtml(document.organization.name)} (${document.organization.id})</dd>
 <dt>Period</dt><dd>${escapeHtml(facts.period)}</dd>
 <dt>Issued</dt><dd>${facts.issued}</dd>
 <dt>Status</dt><dd>${escapeHtml(facts.status)}</dd>
@@ -98,12 +177,12 @@ ${facts.demo ? '<p class="demo">Demo data: this invoice bills invented usage of 
 ${rows || '<tr><td colspan="4">No usage.</td></tr>'}
 </tbody>
 <tfoot>
-<tr><td colspan="3">Total</td><td class="num" id="total">${money(Number(invoice.total_cents))}</td></tr>
-<tr><td colspan="3">Amount due</td><td class="num" id="amount-due">${money(Number(invoice.amount_due_cents))}</td></tr>
+${totals}
 </tfoot>
 </table>
+${facts.statusNote ? `<p id="status-note">${escapeHtml(facts.statusNote)}</p>` : ''}
 ${sizes ? `<h2>Instance hours by size</h2>\n<table>\n<tbody>\n${sizes}\n</tbody>\n</table>` : ''}
-<p>Prices are per unit in ${facts.currency}; a GB is 2<sup>30</sup> bytes; amounts are rounded to the cent per line.</p>
+<p>${escapeHtml(facts.finePrint)}</p>
 </body>
 </html>
 `;
@@ -116,7 +195,6 @@ ${sizes ? `<h2>Instance hours by size</h2>\n<table>\n<tbody>\n${sizes}\n</tbody>
 export async function renderInvoicePdf(document: InvoiceDocument): Promise<Buffer> {
   const { default: PDFDocument } = await import('pdfkit');
   const facts = summary(document);
-  const { invoice } = document;
   const pdf = new PDFDocument({ size: 'A4', margin: 56, info: { Title: facts.title, Author: 'Cloud Platform' } });
   const chunks: Buffer[] = [];
   const done = new Promise<Buffer>((resolve, reject) => {
@@ -127,11 +205,23 @@ export async function renderInvoicePdf(document: InvoiceDocument): Promise<Buffe
   pdf.font('Helvetica-Bold').fontSize(18).text(facts.title);
   pdf.moveDown(0.5);
   if (facts.demo) {
-    pdf.font('Helvetica-Bold').fontSize(10).fillColor('#8a6d00').text('Demo data: this invoice bills invented usage. Nothing was charged.');
+    pdf.font('Helvetica-Bold').fontSize(10).fillColor('#8a6d00').text(DEMO_NOTE);
     pdf.fillColor('black').moveDown(0.5);
   }
-  pdf.font('Helvetica').fontSize(10);
-  pdf.text(`Billed to: ${document.organization.name} (${document.organization.id})`);
+  // The seller and the buyer side by side, as on the page.
+  const partiesTop = pdf.y;
+  const party = (heading: string, lines: string[], x: number, width: number) => {
+    pdf.font('Helvetica-Bold').fontSize(9).text(heading, x, partiesTop, { width });
+    pdf.font('Helvetica').fontSize(10);
+    for (const line of lines) pdf.text(line, x, pdf.y, { width });
+    return pdf.y;
+  };
+  const sellerBottom = party('From', facts.seller, 56, 200);
+  // Wide enough for "Organization id: <uuid>" on one line (about 265 points).
+  const buyerBottom = party('Billed to', facts.buyer, 270, 269);
+  pdf.x = 56;
+  pdf.y = Math.max(sellerBottom, buyerBottom);
+  pdf.moveDown();
   pdf.text(`Period: ${facts.period}`);
   pdf.text(`Issued: ${facts.issued}`);
   pdf.text(`Status: ${facts.status}`);
@@ -160,18 +250,18 @@ export async function renderInvoicePdf(document: InvoiceDocument): Promise<Buffe
   }
   if (document.lines.length === 0) row(['No usage.', '', '', '']);
   pdf.moveDown(0.5);
-  row(['Total', '', '', money(Number(invoice.total_cents))], true);
-  row(['Amount due', '', '', money(Number(invoice.amount_due_cents))], true);
+  for (const amount of facts.amounts) row([amount.label, '', '', money(amount.cents)], !amount.part);
+  if (facts.statusNote) {
+    pdf.moveDown(0.5);
+    pdf.font('Helvetica').text(facts.statusNote, 56);
+  }
   if (document.instanceHours.length > 0) {
     pdf.moveDown();
     pdf.font('Helvetica-Bold').text('Instance hours by size', 56);
     for (const size of document.instanceHours) row([size.size, `${quantityText(size.hours)} h`, '', '']);
   }
   pdf.moveDown();
-  pdf
-    .font('Helvetica')
-    .fontSize(8)
-    .text(`Prices per unit in ${facts.currency}; a GB is 2^30 bytes; amounts rounded to the cent per line.`, 56);
+  pdf.font('Helvetica').fontSize(8).text(facts.finePrint, 56);
   pdf.end();
   return done;
 }

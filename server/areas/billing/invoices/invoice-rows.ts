@@ -3,6 +3,7 @@ import { iso } from '../../../core/clock.ts';
 import { keysetPage } from '../../../core/pagination.ts';
 import type { Queryable } from '../../../db/pool.ts';
 import type { InvoiceLinks } from './invoice-links.ts';
+import type { StoredSeller } from './invoice-terms.ts';
 import { monthOf } from '../metering/usage-ledger.ts';
 
 export type InvoiceOut = components['schemas']['InvoiceOut'];
@@ -13,7 +14,16 @@ export interface InvoiceRow {
   status: InvoiceOut['status'];
   currency: string;
   amount_due_cents: number;
+  /** What the billing provider has collected (0 while draft). */
+  amount_paid_cents: number;
+  /** The lines' sum plus `tax_cents`. */
   total_cents: number;
+  /** Fixed when the invoice was issued (invoice-terms.ts): a later configuration never changes them. */
+  seller: StoredSeller | null;
+  tax_name: string | null;
+  /** Null: no tax rate was configured when it was issued. */
+  tax_rate_basis_points: number | null;
+  tax_cents: number;
   period_start: Date;
   period_end: Date;
   demo: boolean;
@@ -74,6 +84,7 @@ export async function findInvoice(db: Queryable, orgId: string, invoiceId: strin
 /** Everything an invoice's page and PDF show. */
 export interface InvoiceDocument {
   invoice: InvoiceRow;
+  /** The buyer. The platform keeps no billing address for an organization, so none is shown. */
   organization: { id: string; name: string };
   lines: InvoiceLine[];
   /** Instance hours of the month by size (shown beside the priced lines). */
@@ -97,7 +108,14 @@ export async function invoiceDocument(db: Queryable, invoiceId: string): Promise
     [invoice.org_id, monthOf(invoice.period_start)],
   );
   return {
-    invoice,
+    // bigint columns come as text: the amounts as numbers (cents stay far below 2^53).
+    invoice: {
+      ...invoice,
+      total_cents: Number(invoice.total_cents),
+      amount_due_cents: Number(invoice.amount_due_cents),
+      amount_paid_cents: Number(invoice.amount_paid_cents),
+      tax_cents: Number(invoice.tax_cents),
+    },
     organization: { id: invoice.org_id, name: invoice.org_name },
     lines: lines.map((line) => ({ ...line, amount_cents: Number(line.amount_cents) })),
     instanceHours: sizes,

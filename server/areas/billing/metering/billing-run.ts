@@ -1,9 +1,12 @@
+import type { InvoicingConfig } from '../../../config.ts';
 import type { OrganizationClock } from '../../../core/test-clocks.ts';
 import { withTransaction, type Pool } from '../../../db/pool.ts';
 import type { BillingProviderDriver } from '../../../drivers/billing-provider.ts';
 import type { Logger } from '../../../logging.ts';
 import type { MeteredResource, UsageSource } from '../../area.ts';
+import { announceBudgetThresholds } from '../account/budget-thresholds.ts';
 import { organizationsToBill, runBilling } from '../invoices/invoice-issuing.ts';
+import type { InvoiceLinks } from '../invoices/invoice-links.ts';
 import type { PriceList } from '../prices/price-list.ts';
 import { accrueCounters, accrueUsage } from './usage-ledger.ts';
 
@@ -21,11 +24,15 @@ export function createBillingRun(deps: {
   orgClock: OrganizationClock;
   provider: BillingProviderDriver;
   prices: PriceList;
+  /** The seller and tax fixed into each invoice issued. */
+  invoicing: InvoicingConfig;
   /** Every area's usage sources, read at each pass (the platform binds them once every area is built). */
   sources: () => readonly UsageSource[];
+  /** The signed links of invoices, as the invoice.finalized event shows them. */
+  links: () => Promise<InvoiceLinks>;
   log: Logger;
 }) {
-  const { pool, orgClock, provider, prices, sources, log } = deps;
+  const { pool, orgClock, provider, prices, invoicing, sources, links, log } = deps;
 
   /**
    * Accrues usage up to now; counters are read for `orgIds` only, when given. `offsets`: the
@@ -47,6 +54,8 @@ export function createBillingRun(deps: {
       const nowOf = (orgId: string) => orgClock.nowWith(clocks, orgId);
       await accrueUsage(tx, resources, nowOf);
       await accrueCounters(tx, counters, nowOf);
+      // The thresholds this accrual crossed are announced with it.
+      await announceBudgetThresholds(tx, prices, nowOf);
     });
   }
 
@@ -56,7 +65,7 @@ export function createBillingRun(deps: {
     const nowOf = (orgId: string) => orgClock.nowWith(clocks, orgId);
     for (const orgId of orgIds ?? (await organizationsToBill(pool, nowOf))) {
       try {
-        await runBilling(pool, provider, prices, orgId, nowOf(orgId));
+        await runBilling(pool, provider, prices, invoicing, orgId, nowOf(orgId), links);
       } catch (error) {
         log.warn({ err: error, org_id: orgId }, 'the billing run failed for an organization; tried again at the next run');
       }

@@ -53,49 +53,107 @@ async function addUsage(tx: PoolClient, orgId: string, month: string, meter: str
   );
 }
 
+/** What one organization's resources seen by the last pass and this one use per hour together. */
+interface OrganizationRates {
+  /** Meter → summed rate per hour. */
+  meters: Map<string, number>;
+  /** Size → instances of that size. */
+  sizes: Map<string, number>;
+}
+
 /**
- * Accrues usage up to each organization's now (`now`, or its own clock): each metered resource
- * adds its hourly rates times the hours since it was last metered, split at month ends so that
- * every hour lands in the month it belongs to (a resource seen for the first time starts
- * accruing from now). A resource no longer billable (a stopped instance, a released address)
- * loses its cursor, so that when it is billable again it accrues from then. Runs in one
- * transaction; concurrent metering processes serialize on the cursors, and a cursor never moves
- * back, so no stretch is counted twice.
+ * Accrues usage up to each organization's now (`now`, or its own clock): a resource accrues its
+ * hourly rates times the hours since the last pass, split at month ends so that every hour lands
+ * in the month it belongs to; a resource seen for the first time starts accruing from now, and one
+ * no longer billable (a stopped instance, a released address) stops, so that when it is billable
+ * again it accrues from then.
+ *
+ * The cost is what changed, not what exists: every resource of an organization was metered to the
+ * same instant (its `metering_marks` row), so a pass sums the organization's rates and adds them
+ * once per meter and month. `metering_cursors` holds which resources the last pass saw, and only
+ * resources that appeared or went are written there. A pass is a handful of statements however
+ * many resources there are. Runs in one transaction under the metering lock (billing-run.ts); a
+ * mark never moves back, so no stretch is counted twice.
  */
 export async function accrueUsage(tx: PoolClient, resources: MeteredResource[], now: Date | ((orgId: string) => Date)): Promise<void> {
   const nowOf = typeof now === 'function' ? now : () => now;
-  await tx.query(`DELETE FROM metering_cursors WHERE NOT (resource_type || '/' || resource_id = ANY($1::text[]))`, [
-    resources.map((resource) => `${resource.resourceType}/${resource.resourceId}`),
-  ]);
-  for (const resource of resources) {
-    const until = nowOf(resource.orgId);
-    const { rows } = await tx.query<{ metered_until: Date }>(
-      `INSERT INTO metering_cursors (org_id, resource_type, resource_id, metered_until) VALUES ($1, $2, $3, $4)
-       ON CONFLICT (org_id, resource_type, resource_id) DO UPDATE SET metered_until = metering_cursors.metered_until
-       RETURNING metered_until`,
-      [resource.orgId, resource.resourceType, resource.resourceId, until],
-    );
-    const from = rows[0]!.metered_until.getTime();
-    if (until.getTime() <= from) continue;
-    await tx.query(
-      `UPDATE metering_cursors SET metered_until = GREATEST(metered_until, $4)
-       WHERE org_id = $1 AND resource_type = $2 AND resource_id = $3`,
-      [resource.orgId, resource.resourceType, resource.resourceId, until],
-    );
-    for (const { month, hours } of hoursByMonth(from, until.getTime())) {
-      for (const [meter, rate] of Object.entries(resource.ratesPerHour)) {
+  const current = new Map(resources.map((resource) => [`${resource.orgId}/${resource.resourceType}/${resource.resourceId}`, resource]));
+  const seen = [...current.values()];
+  // Which resources the last pass saw: those gone are forgotten, the new ones remembered (and
+  // returned: they accrue nothing yet).
+  const { rows: added } = await tx.query<{ org_id: string; resource_type: string; resource_id: string }>(
+    `WITH current AS (SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[]) AS c (org_id, resource_type, resource_id)),
+     gone AS (
+       DELETE FROM metering_cursors m
+       WHERE NOT EXISTS (SELECT 1 FROM current c WHERE (c.org_id, c.resource_type, c.resource_id) = (m.org_id, m.resource_type, m.resource_id)))
+     INSERT INTO metering_cursors (org_id, resource_type, resource_id) SELECT org_id, resource_type, resource_id FROM current
+     ON CONFLICT DO NOTHING
+     RETURNING org_id, resource_type, resource_id`,
+    [seen.map((resource) => resource.orgId), seen.map((resource) => resource.resourceType), seen.map((resource) => resource.resourceId)],
+  );
+  for (const row of added) current.delete(`${row.org_id}/${row.resource_type}/${row.resource_id}`);
+
+  // The rates of the resources the last pass saw too, summed per organization.
+  const rates = new Map<string, OrganizationRates>();
+  for (const resource of current.values()) {
+    let organization = rates.get(resource.orgId);
+    if (!organization) rates.set(resource.orgId, (organization = { meters: new Map(), sizes: new Map() }));
+    for (const [meter, rate] of Object.entries(resource.ratesPerHour))
+      organization.meters.set(meter, (organization.meters.get(meter) ?? 0) + rate);
+    if (resource.size !== undefined) organization.sizes.set(resource.size, (organization.sizes.get(resource.size) ?? 0) + 1);
+  }
+  const organizations = [...new Set(seen.map((resource) => resource.orgId))];
+  if (organizations.length === 0) return;
+  const { rows: marks } = await tx.query<{ org_id: string; metered_until: Date }>(
+    'SELECT org_id, metered_until FROM metering_marks WHERE org_id = ANY($1::uuid[])',
+    [organizations],
+  );
+  const markOf = new Map(marks.map((mark) => [mark.org_id, mark.metered_until.getTime()]));
+
+  const usage: Array<[orgId: string, month: string, meter: string, quantity: string]> = [];
+  const bySize: Array<[orgId: string, month: string, size: string, hours: string]> = [];
+  for (const [orgId, organization] of rates) {
+    const from = markOf.get(orgId);
+    const until = nowOf(orgId).getTime();
+    if (from === undefined || until <= from) continue;
+    for (const { month, hours } of hoursByMonth(from, until)) {
+      for (const [meter, rate] of organization.meters) {
         // storage_gb_month is GB held for a month: an hour of it is 1/730 of a GB-month.
-        await addUsage(tx, resource.orgId, month, meter, meter === 'storage_gb_month' ? (rate * hours) / 730 : rate * hours);
+        const quantity = meter === 'storage_gb_month' ? (rate * hours) / 730 : rate * hours;
+        if (quantity > 0) usage.push([orgId, month, meter, quantity.toFixed(6)]);
       }
-      if (resource.size !== undefined && hours > 0) {
-        await tx.query(
-          `INSERT INTO usage_by_size (org_id, month, size, hours) VALUES ($1, $2, $3, $4)
-           ON CONFLICT (org_id, month, size) DO UPDATE SET hours = usage_by_size.hours + EXCLUDED.hours`,
-          [resource.orgId, month, resource.size, hours.toFixed(6)],
-        );
-      }
+      for (const [size, count] of organization.sizes) if (hours > 0) bySize.push([orgId, month, size, (count * hours).toFixed(6)]);
     }
   }
+  if (usage.length > 0) {
+    await tx.query(
+      `INSERT INTO usage_totals (org_id, month, meter, quantity)
+       SELECT u.org_id, u.month, u.meter, u.quantity FROM unnest($1::uuid[], $2::date[], $3::text[], $4::numeric[]) AS u (org_id, month, meter, quantity)
+       WHERE NOT EXISTS (SELECT 1 FROM invoices i WHERE i.org_id = u.org_id AND i.period_start = u.month::timestamptz)
+       ON CONFLICT (org_id, month, meter) DO UPDATE SET quantity = usage_totals.quantity + EXCLUDED.quantity`,
+      columnsOf(usage, 4),
+    );
+  }
+  if (bySize.length > 0) {
+    await tx.query(
+      `INSERT INTO usage_by_size (org_id, month, size, hours)
+       SELECT * FROM unnest($1::uuid[], $2::date[], $3::text[], $4::numeric[])
+       ON CONFLICT (org_id, month, size) DO UPDATE SET hours = usage_by_size.hours + EXCLUDED.hours`,
+      columnsOf(bySize, 4),
+    );
+  }
+  // Every organization with a resource now is metered to its now (one that has only new ones
+  // starts here); a mark never moves back.
+  await tx.query(
+    `INSERT INTO metering_marks (org_id, metered_until) SELECT * FROM unnest($1::uuid[], $2::timestamptz[])
+     ON CONFLICT (org_id) DO UPDATE SET metered_until = GREATEST(metering_marks.metered_until, EXCLUDED.metered_until)`,
+    [organizations, organizations.map((orgId) => nowOf(orgId))],
+  );
+}
+
+/** Rows as the columns `unnest` takes, one array per column. */
+function columnsOf(rows: ReadonlyArray<readonly string[]>, width: number): string[][] {
+  return Array.from({ length: width }, (_, column) => rows.map((row) => row[column]!));
 }
 
 /**

@@ -1,8 +1,9 @@
 import type { OperationHandlers } from '../../../../generated/operations.ts';
 import type { RequestContext } from '../../../core/request-context.ts';
 import type { Catalogue } from './catalogue.ts';
-import { regionNotFound } from '../vms/vm-errors.ts';
-import { catalogueListPage, listName } from '../compute-lists.ts';
+import { regionNotFound } from './catalogue-errors.ts';
+import { listName } from '../../../core/pagination.ts';
+import { catalogueListPage } from './catalogue.ts';
 
 /** Handlers of the catalogue: regions and their images, from the loaded catalogue (no database). */
 export function catalogueHandlers({

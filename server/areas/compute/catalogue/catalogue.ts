@@ -3,6 +3,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { components } from '../../../../generated/openapi.ts';
 import { ConfigError } from '../../../config.ts';
+import { decodeCursor, DEFAULT_PAGE_SIZE, page } from '../../../core/pagination.ts';
 
 type RegionOut = components['schemas']['RegionOut'];
 type ImageOut = components['schemas']['ImageOut'];
@@ -231,4 +232,20 @@ function unique(ids: string[], where: string, what: string): void {
 /** Byte order, as the lists promise ("in id order"), independent of the locale. */
 export function compare(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
+}
+
+// Catalogue entries have no creation time: their cursors carry a fixed key and the entry's id.
+const CATALOGUE_KEY = '1970-01-01T00:00:00.000000Z';
+
+/** A page of catalogue entries (already in id order) after the cursor's id. */
+export function catalogueListPage<Entry extends { id: string }, Item>(
+  list: string,
+  entries: Entry[],
+  query: { cursor?: string; limit?: number },
+  toItem: (entry: Entry) => Item,
+) {
+  const limit = query.limit ?? DEFAULT_PAGE_SIZE;
+  const after = decodeCursor(list, query.cursor, 'text');
+  const rest = after ? entries.filter((entry) => compare(entry.id, after.id) > 0) : entries;
+  return page(list, rest.slice(0, limit + 1), limit, (entry) => ({ key: CATALOGUE_KEY, id: entry.id }), toItem);
 }

@@ -3,6 +3,7 @@ import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { CONSOLE_SESSIONS_PATH, recordSessionEnd, redeemConsoleToken, sessionsToEnd, type RedeemedConsole } from './console-urls.ts';
 import type { ConsoleConfig } from '../../../config.ts';
+import { FlowControl, SharedRates, type FlowLimitReached } from '../../../core/flow-control.ts';
 import type { OrganizationClock } from '../../../core/test-clocks.ts';
 import { withTransaction, type Pool } from '../../../db/pool.ts';
 import type { ConsoleAttachment, HypervisorDriver } from '../../../drivers/hypervisor.ts';
@@ -20,15 +21,31 @@ export const CONSOLE_CLOSE = {
   idle: { code: 4001, reason: 'Closed after %s seconds without input.' },
   credentialRevoked: { code: 4003, reason: 'The API key that opened this console was revoked or expired.' },
   instanceDeleted: { code: 4004, reason: 'The instance was deleted.' },
+  inputFlood: { code: 4029, reason: 'Closed: input kept coming faster than %s messages a second; send keystrokes, not a flood.' },
+  outputNotRead: { code: 4030, reason: 'Closed: the client stopped reading the console output (%s bytes waited for it).' },
 } as const;
+
+/** How long a session closed for a limit may take to say goodbye before its connection is cut. */
+const LIMIT_CLOSE_GRACE_MS = 2_000;
 
 interface LiveSession {
   console: RedeemedConsole;
   socket: WebSocket;
+  flow: FlowControl;
   attachment: ConsoleAttachment | undefined;
+  /** Keystrokes that came before the console was attached (few: reading waits for it). */
+  pending: string[];
+  /** Output not yet sent: what the console wrote in this turn of the event loop goes as one message. */
+  output: string[];
+  flushing: boolean;
+  lastInputAt: number;
   idleTimer: NodeJS.Timeout | undefined;
   ended: boolean;
 }
+
+/** The bytes of a WebSocket message as `ws` hands it over. */
+const messageBytes = (data: Buffer | ArrayBuffer | Buffer[]): Buffer =>
+  Buffer.isBuffer(data) ? data : Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data);
 
 /**
  * The console gateway: the address every collected console URL names
@@ -38,7 +55,14 @@ interface LiveSession {
  * instance's console from the hypervisor driver, text both ways. A session ends with a close code
  * and a reason: the user closing it (1000), no keystroke for `idleTimeoutSeconds` (4001), the API
  * key that collected it revoked or expired (4003), the instance deleted (4004), the server
- * stopping (1001).
+ * stopping (1001), input flooding past its rate (4029), output not read (4030).
+ *
+ * No session costs the others anything (core/flow-control.ts): each message is handled in a turn
+ * of the event loop of its own; input is rate-limited per session and per organization, and past
+ * the rate the session is not read (its client's keystrokes wait in TCP); a client that keeps
+ * sending far past it is closed. What the console writes in one turn goes as one message, and
+ * output waiting for a client that does not read it is bounded. A session holds no database
+ * connection while it is open.
  */
 export function createConsoleGateway(deps: {
   pool: Pool;
@@ -46,10 +70,19 @@ export function createConsoleGateway(deps: {
   hypervisor: HypervisorDriver;
   config: ConsoleConfig;
   log: Logger;
+  /** Counts the sessions each limit closed (absent: not counted). */
+  countLimitClose?: (why: FlowLimitReached) => void;
 }) {
   const { pool, orgClock, hypervisor, config, log } = deps;
-  const sockets = new WebSocketServer({ noServer: true, maxPayload: 64 * 1024 });
+  const sockets = new WebSocketServer({
+    noServer: true,
+    maxPayload: 64 * 1024,
+    // One message per turn of the event loop: a chunk of thousands of one-byte frames, read at
+    // once, is not handled in one go while every other request waits.
+    allowSynchronousEvents: false,
+  });
   const sessions = new Map<string, LiveSession>();
+  const organizations = new SharedRates(config.organizationInput);
   let sweeping = false;
 
   function refuse(socket: Duplex, status: 400 | 404 | 503, text: string): void {
@@ -63,11 +96,22 @@ export function createConsoleGateway(deps: {
     if (session.ended) return;
     session.ended = true;
     clearTimeout(session.idleTimer);
+    session.flow.stop();
+    organizations.release(session.console.orgId);
     session.attachment?.detach();
     sessions.delete(session.console.operationId);
+    const { socket } = session;
+    const limit = record === 'input_flood' || record === 'output_not_read';
     const closeSocket = (): void => {
-      if (session.socket.readyState === session.socket.OPEN || session.socket.readyState === session.socket.CONNECTING) {
-        session.socket.close(close.code, close.reason);
+      if (socket.readyState !== socket.OPEN && socket.readyState !== socket.CONNECTING) return;
+      socket.close(close.code, close.reason);
+      if (limit) {
+        // Not read again: a flooder's backlog is not worth reading, and one that does not read
+        // gets the close once it reads again, or not at all. Either way the connection is cut soon.
+        setTimeout(() => socket.terminate(), LIMIT_CLOSE_GRACE_MS).unref();
+      } else {
+        // Reading again, should it have been paused, for the client's answer to the close.
+        socket.resume();
       }
     };
     // A server going down closes at once; otherwise the end is on record before the client
@@ -80,14 +124,38 @@ export function createConsoleGateway(deps: {
       .finally(closeSocket);
   }
 
-  function armIdleTimer(session: LiveSession): void {
-    clearTimeout(session.idleTimer);
-    const seconds = config.idleTimeoutSeconds;
-    session.idleTimer = setTimeout(
-      () =>
-        end(session, { code: CONSOLE_CLOSE.idle.code, reason: CONSOLE_CLOSE.idle.reason.replace('%s', String(seconds)) }, 'idle_timeout'),
-      seconds * 1000,
-    );
+  /** Ends the session once no keystroke came for the idle timeout (one timer per session, moved on as it fires). */
+  function watchIdle(session: LiveSession): void {
+    const timeoutMs = config.idleTimeoutSeconds * 1000;
+    const check = (): void => {
+      const quietMs = Date.now() - session.lastInputAt;
+      if (quietMs < timeoutMs) {
+        session.idleTimer = setTimeout(check, timeoutMs - quietMs);
+        return;
+      }
+      end(
+        session,
+        { code: CONSOLE_CLOSE.idle.code, reason: CONSOLE_CLOSE.idle.reason.replace('%s', String(config.idleTimeoutSeconds)) },
+        'idle_timeout',
+      );
+    };
+    session.idleTimer = setTimeout(check, timeoutMs);
+  }
+
+  /** Sends what the console wrote in this turn as one message, then checks the client keeps up. */
+  function queueOutput(session: LiveSession, text: string): void {
+    if (session.ended) return;
+    session.output.push(text);
+    if (session.flushing) return;
+    session.flushing = true;
+    setImmediate(() => {
+      session.flushing = false;
+      if (session.ended) return;
+      const message = session.output.join('');
+      session.output = [];
+      session.socket.send(message);
+      session.flow.wrote();
+    });
   }
 
   async function accept(request: IncomingMessage, socket: Duplex, head: Buffer, token: string): Promise<void> {
@@ -103,34 +171,59 @@ export function createConsoleGateway(deps: {
     }
     const consoleOf = redeemed;
     sockets.handleUpgrade(request, socket, head, (webSocket) => {
-      const session: LiveSession = { console: consoleOf, socket: webSocket, attachment: undefined, idleTimer: undefined, ended: false };
+      const closeFor = (why: FlowLimitReached) => {
+        deps.countLimitClose?.(why);
+        const template = why === 'input_flood' ? CONSOLE_CLOSE.inputFlood : CONSOLE_CLOSE.outputNotRead;
+        const figure = why === 'input_flood' ? config.input.messagesPerSecond : webSocket.bufferedAmount;
+        end(session, { code: template.code, reason: template.reason.replace('%s', String(figure)) }, why);
+      };
+      const flow = new FlowControl(
+        {
+          pauseInput: () => webSocket.pause(),
+          resumeInput: () => webSocket.resume(),
+          bufferedOutput: () => webSocket.bufferedAmount,
+        },
+        { input: config.input, floodMessages: 2 * config.input.messagesPerSecond, maxBufferedOutput: config.outputBufferBytes },
+        closeFor,
+        [organizations.acquire(consoleOf.orgId)],
+      );
+      const session: LiveSession = {
+        console: consoleOf,
+        socket: webSocket,
+        flow,
+        attachment: undefined,
+        pending: [],
+        output: [],
+        flushing: false,
+        lastInputAt: Date.now(),
+        idleTimer: undefined,
+        ended: false,
+      };
       sessions.set(consoleOf.operationId, session);
-      armIdleTimer(session);
-      const pending: string[] = [];
+      watchIdle(session);
+      // Nothing to type into until the console is attached: the client waits (in TCP) meanwhile.
+      flow.hold();
       webSocket.on('message', (data: Buffer | ArrayBuffer | Buffer[]) => {
-        const text = Buffer.isBuffer(data)
-          ? data.toString('utf8')
-          : Array.isArray(data)
-            ? Buffer.concat(data).toString('utf8')
-            : Buffer.from(data).toString('utf8');
-        armIdleTimer(session);
+        const bytes = messageBytes(data);
+        if (session.ended || !flow.received(bytes.length)) return;
+        session.lastInputAt = Date.now();
+        const text = bytes.toString('utf8');
         if (session.attachment) session.attachment.input(text);
-        else pending.push(text);
+        else session.pending.push(text);
       });
       webSocket.on('close', () => end(session, CONSOLE_CLOSE.closed, 'closed'));
       webSocket.on('error', () => end(session, CONSOLE_CLOSE.closed, 'closed'));
       hypervisor
         .attachConsole({ serverId: consoleOf.vmId, name: consoleOf.vmName }, consoleOf.operationId, {
-          output: (text) => {
-            if (!session.ended) webSocket.send(text);
-          },
+          output: (text) => queueOutput(session, text),
           ended: () => end(session, CONSOLE_CLOSE.instanceDeleted, 'instance_deleted'),
         })
         .then(
           (attachment) => {
             if (session.ended) return attachment.detach();
             session.attachment = attachment;
-            for (const text of pending.splice(0)) attachment.input(text);
+            for (const text of session.pending.splice(0)) attachment.input(text);
+            flow.release();
           },
           (error: unknown) => {
             log.warn({ err: error, operation_id: consoleOf.operationId }, 'attaching to the console failed');

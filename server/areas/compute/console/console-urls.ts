@@ -2,7 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { components } from '../../../../generated/openapi.ts';
 import type { OrganizationClock } from '../../../core/test-clocks.ts';
 import type { PoolClient } from '../../../db/pool.ts';
-import { consoleNotFound } from '../vms/vm-errors.ts';
+import { consoleNotFound } from './console-errors.ts';
 
 type ConsoleOut = components['schemas']['ConsoleOut'];
 

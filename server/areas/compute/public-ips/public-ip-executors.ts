@@ -1,7 +1,7 @@
 import type { Pool, PoolClient } from '../../../db/pool.ts';
 import { TransientBackendError } from '../../../drivers/errors.ts';
 import type { HypervisorDriver } from '../../../drivers/hypervisor.ts';
-import type { Executor, Executors, OperationFailure } from '../../../engine/executor.ts';
+import { lockingRows, type Executor, type Executors, type OperationFailure } from '../../../engine/executor.ts';
 import type { OperationRow } from '../../../engine/operation-record.ts';
 import { updatePublicIp, type PublicIpRow, type PublicIpState } from './public-ip-rows.ts';
 import { recordObservation, vmById } from '../vms/vm-rows.ts';
@@ -129,5 +129,10 @@ export function publicIpExecutors(pool: Pool, hypervisor: HypervisorDriver): Exe
     },
   };
 
-  return { 'ip.allocate': allocate, 'ip.associate': associate, 'ip.disassociate': disassociate, 'ip.release': release };
+  return lockingRows('public_ips', {
+    'ip.allocate': allocate,
+    'ip.associate': associate,
+    'ip.disassociate': disassociate,
+    'ip.release': release,
+  });
 }

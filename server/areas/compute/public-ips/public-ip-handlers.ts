@@ -3,8 +3,8 @@ import type { RequestContext } from '../../../core/request-context.ts';
 import { performWrite } from '../../../core/write.ts';
 import type { Pool } from '../../../db/pool.ts';
 import { toOperationRef } from '../../../engine/operation-record.ts';
-import { publicIpNotFound } from '../vms/vm-errors.ts';
-import { listPublicIps } from '../compute-lists.ts';
+import { publicIpNotFound } from './public-ip-errors.ts';
+import { listPublicIps } from './public-ip-rows.ts';
 import { toPublicIpOut } from './public-ip-rows.ts';
 import type { PublicIpChange, PublicIpService } from './public-ip-service.ts';
 

@@ -2,6 +2,7 @@ import type { components } from '../../../../generated/openapi.ts';
 import { iso } from '../../../core/clock.ts';
 import type { Queryable } from '../../../db/pool.ts';
 import { updateRow } from '../../../db/update-row.ts';
+import { listName, oldestFirst } from '../../../core/pagination.ts';
 
 type PublicIpOut = components['schemas']['PublicIpOut'];
 export type PublicIpState = PublicIpOut['state'];
@@ -43,4 +44,24 @@ export async function updatePublicIp(
   changes: Partial<Pick<PublicIpRow, 'address' | 'state' | 'vm_id' | 'error' | 'released_at'>>,
 ): Promise<PublicIpRow> {
   return (await updateRow<PublicIpRow>(db, 'public_ips', id, changes, ['address', 'state', 'vm_id', 'error', 'released_at']))!;
+}
+
+export function listPublicIps<Item>(
+  db: Queryable,
+  orgId: string,
+  region: string | undefined,
+  query: { cursor?: string; limit?: number },
+  toItem: (row: PublicIpRow) => Item,
+) {
+  return oldestFirst<PublicIpRow, Item>(
+    db,
+    listName('public-ips', { region: region ?? null }),
+    query,
+    {
+      table: 'public_ips',
+      where: 'org_id = $1 AND released_at IS NULL AND ($2::text IS NULL OR region_id = $2)',
+      params: [orgId, region ?? null],
+    },
+    toItem,
+  );
 }

@@ -1,13 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import type { PoolClient } from '../../../db/pool.ts';
-import type { OperationRow } from '../../../engine/operation-record.ts';
+import type { OperationRow, OperationType } from '../../../engine/operation-record.ts';
 import { invalidReference } from '../../../core/errors.ts';
 import type { BudgetGuard } from '../../area.ts';
 import type { Catalogue } from '../catalogue/catalogue.ts';
-import { publicIpNotFound, publicIpRegionMismatch, publicIpStateConflict, vmStateConflict } from '../vms/vm-errors.ts';
+import { publicIpNotFound, publicIpRegionMismatch, publicIpStateConflict } from './public-ip-errors.ts';
+import { vmStateConflict } from '../vms/vm-errors.ts';
 import { findPublicIp, updatePublicIp, type PublicIpRow } from './public-ip-rows.ts';
 import { queue } from '../vms/vm-queue.ts';
-import type { VmService } from '../vms/vm-service.ts';
+import { assertAllowed } from '../vms/vm-rules.ts';
 import { findLiveVm } from '../vms/vm-rows.ts';
 
 export interface PublicIpChange {
@@ -31,17 +32,15 @@ export function createPublicIpService({
   catalogue,
   budget,
   maxAttempts,
-  vms,
 }: {
   catalogue: Catalogue;
   budget: BudgetGuard;
   maxAttempts: number;
-  vms: VmService;
 }) {
   const apply = async (
     tx: PoolClient,
     before: PublicIpRow,
-    type: OperationRow['type'],
+    type: OperationType,
     changes: Parameters<typeof updatePublicIp>[2],
     payload: Record<string, unknown> = {},
   ): Promise<PublicIpChange> => {
@@ -89,7 +88,7 @@ export function createPublicIpService({
       const vm = await findLiveVm(tx, orgId, vmId, true);
       if (!vm) throw invalidReference([{ pointer: '/vm_id', detail: `no instance ${vmId} in this organization` }]);
       if (vm.region_id !== publicIp.region_id) throw publicIpRegionMismatch(publicIp, vm);
-      vms.assertAllowed(vm, 'public_ip');
+      assertAllowed(vm, 'public_ip');
       if (vm.state === 'deleting' || vm.state === 'error')
         throw vmStateConflict(`Instance ${vm.id} is ${vm.state}; a public IP cannot be associated with it.`);
       const { rows: held } = await tx.query<{ id: string }>('SELECT id FROM public_ips WHERE vm_id = $1 AND released_at IS NULL', [vm.id]);

@@ -4,7 +4,7 @@ import type { RequestContext } from '../../../core/request-context.ts';
 import { performWrite } from '../../../core/write.ts';
 import type { Pool } from '../../../db/pool.ts';
 import { vmNotFound } from '../vms/vm-errors.ts';
-import { listSchedules } from '../compute-lists.ts';
+import { listSchedules } from './schedule-rows.ts';
 import { schedulingEnabled, toScheduledActionOut } from './schedule-rows.ts';
 import type { createScheduleService } from './schedule-service.ts';
 import { findAnyVm } from '../vms/vm-rows.ts';

@@ -1,6 +1,7 @@
 import type { components } from '../../../../generated/openapi.ts';
 import { iso, isoOrNull } from '../../../core/clock.ts';
 import type { Queryable } from '../../../db/pool.ts';
+import { listName, oldestFirst } from '../../../core/pagination.ts';
 
 type ScheduledActionOut = components['schemas']['ScheduledActionOut'];
 
@@ -49,4 +50,20 @@ export const toScheduledActionOut = (row: ScheduleRow): ScheduledActionOut => ({
 export async function schedulingEnabled(db: Queryable, orgId: string): Promise<boolean> {
   const { rows } = await db.query<{ scheduling_enabled: boolean }>('SELECT scheduling_enabled FROM orgs WHERE id = $1', [orgId]);
   return rows[0]?.scheduling_enabled ?? false;
+}
+
+export function listSchedules<Item>(
+  db: Queryable,
+  orgId: string,
+  vmId: string,
+  query: { cursor?: string; limit?: number },
+  toItem: (row: ScheduleRow) => Item,
+) {
+  return oldestFirst<ScheduleRow, Item>(
+    db,
+    listName('scheduled-actions', { vm: vmId }),
+    query,
+    { table: 'scheduled_actions', where: 'org_id = $1 AND vm_id = $2', params: [orgId, vmId] },
+    toItem,
+  );
 }

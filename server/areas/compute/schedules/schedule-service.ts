@@ -2,9 +2,10 @@ import { randomUUID } from 'node:crypto';
 import type { components } from '../../../../generated/openapi.ts';
 import type { PoolClient } from '../../../db/pool.ts';
 import { validationFailed, type FieldError } from '../../../core/errors.ts';
-import { scheduledActionStateConflict, scheduleNotFound, schedulingDisabled, vmNotFound } from '../vms/vm-errors.ts';
+import { scheduledActionStateConflict, scheduleNotFound, schedulingDisabled } from './schedule-errors.ts';
+import { vmNotFound } from '../vms/vm-errors.ts';
 import { isKnownTimezone, nextRunAfter, normaliseTimeOfDay, type Recurrence } from './schedule-time.ts';
-import type { VmService } from '../vms/vm-service.ts';
+import { assertAllowed } from '../vms/vm-rules.ts';
 import { findLiveVm } from '../vms/vm-rows.ts';
 import { schedulingEnabled, type ScheduleRow } from './schedule-rows.ts';
 
@@ -70,7 +71,7 @@ export function checkScheduleRequest(
 }
 
 /** Scheduled restarts: created with their first run computed, listed, cancelled. */
-export function createScheduleService(vms: VmService) {
+export function createScheduleService() {
   return {
     /** Refusals in the contract's order: the request's rules, the instance, scheduling_enabled, policy. */
     async create(tx: PoolClient, orgId: string, vmId: string, request: ScheduleRestartRequest, now: Date): Promise<ScheduleRow> {
@@ -78,7 +79,7 @@ export function createScheduleService(vms: VmService) {
       const vm = await findLiveVm(tx, orgId, vmId, true);
       if (!vm) throw vmNotFound(vmId);
       if (!(await schedulingEnabled(tx, orgId))) throw schedulingDisabled();
-      vms.assertAllowed(vm, 'reboot');
+      assertAllowed(vm, 'reboot');
       const nextRun = checked.runAt ?? nextRunAfter(checked.recurrence!, now);
       const { rows } = await tx.query<ScheduleRow>(
         `INSERT INTO scheduled_actions (id, org_id, vm_id, kind, run_at, day_of_week, day_of_month, time_of_day, timezone, state, next_run_at)

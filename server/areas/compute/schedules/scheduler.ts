@@ -1,13 +1,14 @@
 import { recordAudit } from '../../../core/audit.ts';
+import { recordEvents } from '../../../core/events.ts';
 import type { OrganizationClock } from '../../../core/test-clocks.ts';
 import { SYSTEM_ACTOR } from '../../../core/principal.ts';
 import { withTransaction, type Pool, type PoolClient } from '../../../db/pool.ts';
 import { DomainError } from '../../../core/errors.ts';
 import { allowedActions, changeInFlight } from '../vms/vm-policy.ts';
 import { nextRunAfter } from './schedule-time.ts';
-import type { ScheduleRow } from './schedule-rows.ts';
+import { toScheduledActionOut, type ScheduleRow } from './schedule-rows.ts';
 import { recurrenceOf } from './schedule-service.ts';
-import type { VmService } from '../vms/vm-service.ts';
+import { rebootVm, type VmServiceDependencies } from '../vms/vm-service.ts';
 import { toVmOut, type VmRow } from '../vms/vm-rows.ts';
 
 /** A run reached later than this after it came due is skipped (`missed`), not run late. */
@@ -23,7 +24,7 @@ type Outcome = Pick<ScheduleRow, 'last_outcome' | 'last_outcome_detail' | 'last_
  * LOCKED` inside the transaction that records their run, so with several processes each due run
  * is handled by exactly one of them, once.
  */
-export function createScheduler({ pool, orgClock, vms }: { pool: Pool; orgClock: OrganizationClock; vms: VmService }) {
+export function createScheduler({ pool, orgClock, vms }: { pool: Pool; orgClock: OrganizationClock; vms: VmServiceDependencies }) {
   async function runOne(tx: PoolClient, schedule: ScheduleRow, now: Date): Promise<void> {
     const due = schedule.next_run_at!;
     const outcome = now.getTime() - due.getTime() > GRACE_PERIOD_MS ? missed(due, now) : await restart(tx, schedule);
@@ -31,10 +32,10 @@ export function createScheduler({ pool, orgClock, vms }: { pool: Pool; orgClock:
     // The next run after both the due instant and now: after an outage, runs in the past are not
     // replayed one by one.
     const next = recurrence ? nextRunAfter(recurrence, new Date(Math.max(due.getTime(), now.getTime()))) : null;
-    await tx.query(
+    const { rows } = await tx.query<ScheduleRow>(
       `UPDATE scheduled_actions SET last_run_at = $2, last_outcome = $3, last_outcome_detail = $4, last_operation_id = $5,
          state = $6, next_run_at = $7, updated_at = now()
-       WHERE id = $1`,
+       WHERE id = $1 RETURNING *`,
       [
         schedule.id,
         due,
@@ -45,6 +46,17 @@ export function createScheduler({ pool, orgClock, vms }: { pool: Pool; orgClock:
         next,
       ],
     );
+    // A missed restart is announced with the schedule as it now stands, in the same transaction.
+    if (outcome.last_outcome === 'missed') {
+      await recordEvents(tx, [
+        {
+          orgId: schedule.org_id,
+          type: 'schedule.restart_missed',
+          resourceId: schedule.id,
+          data: { scheduled_action: toScheduledActionOut(rows[0]!) },
+        },
+      ]);
+    }
   }
 
   function missed(due: Date, now: Date): Outcome {
@@ -70,7 +82,7 @@ export function createScheduler({ pool, orgClock, vms }: { pool: Pool; orgClock:
     if (vm.state !== 'running') return refused(`The instance was ${vm.state}, not running, so nothing was restarted.`);
     try {
       await tx.query('SAVEPOINT scheduled_restart');
-      const change = await vms.reboot(tx, schedule.org_id, vm.id);
+      const change = await rebootVm(vms, tx, schedule.org_id, vm.id);
       await recordAudit(tx, {
         orgId: schedule.org_id,
         action: 'vm.reboot',
@@ -108,6 +120,11 @@ export function createScheduler({ pool, orgClock, vms }: { pool: Pool; orgClock:
              ORDER BY s.next_run_at LIMIT $2 FOR UPDATE OF s SKIP LOCKED`,
             [now, BATCH, JSON.stringify(Object.fromEntries(offsets))],
           );
+          // Their instances locked first, by id (as every transaction that locks several does; see
+          // engine/executor.ts lockingRows), not one by one in the order the runs came due.
+          if (rows.length > 1) {
+            await tx.query('SELECT 1 FROM vms WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE', [rows.map((row) => row.vm_id)]);
+          }
           for (const schedule of rows) await runOne(tx, schedule, orgClock.nowWith(offsets, schedule.org_id));
           return rows.length;
         });

@@ -2,7 +2,7 @@ import type { OperationHandlers } from '../../../../generated/operations.ts';
 import type { RequestContext } from '../../../core/request-context.ts';
 import { performWrite } from '../../../core/write.ts';
 import type { Pool } from '../../../db/pool.ts';
-import { listSshKeys } from '../compute-lists.ts';
+import { listSshKeys } from './ssh-key-rows.ts';
 import { toSshKeyOut } from './ssh-key-rows.ts';
 import { createSshKey, deleteSshKey, fingerprintOf } from './ssh-key-service.ts';
 

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { components } from '../../../../generated/openapi.ts';
 import { iso } from '../../../core/clock.ts';
 import type { Queryable } from '../../../db/pool.ts';
+import { listName, oldestFirst } from '../../../core/pagination.ts';
 
 type SshKeyOut = components['schemas']['SshKeyOut'];
 
@@ -41,4 +42,19 @@ export async function insertSshKey(
 export async function removeSshKey(db: Queryable, orgId: string, sshKeyId: string): Promise<SshKeyRow | undefined> {
   const { rows } = await db.query<SshKeyRow>('DELETE FROM ssh_keys WHERE org_id = $1 AND id = $2 RETURNING *', [orgId, sshKeyId]);
   return rows[0];
+}
+
+export function listSshKeys<Item>(
+  db: Queryable,
+  orgId: string,
+  query: { cursor?: string; limit?: number },
+  toItem: (row: SshKeyRow) => Item,
+) {
+  return oldestFirst<SshKeyRow, Item>(
+    db,
+    listName('ssh-keys'),
+    query,
+    { table: 'ssh_keys', where: 'org_id = $1', params: [orgId] },
+    toItem,
+  );
 }

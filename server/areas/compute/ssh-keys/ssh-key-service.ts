@@ -1,6 +1,6 @@
 import { fieldInvalid } from '../../../core/errors.ts';
 import type { PoolClient } from '../../../db/pool.ts';
-import { sshKeyNameTaken, sshKeyNotFound } from '../vms/vm-errors.ts';
+import { sshKeyNameTaken, sshKeyNotFound } from './ssh-key-errors.ts';
 import { parseSshPublicKey, SshKeyRejected } from './ssh-key-material.ts';
 import { insertSshKey, removeSshKey, sshKeyNameInUse, type SshKeyRow } from './ssh-key-rows.ts';
 

@@ -1,13 +1,7 @@
 import type { Queryable } from '../../../db/pool.ts';
 import { prepared, runPrepared } from '../../../db/statements.ts';
 import type { VmOut } from './vm-policy.ts';
-import { toVmOut, VM_ANSWER_COLUMNS, type VmAnswerRow } from './vm-rows.ts';
-
-/** An instance in a list: its id and the version of its row (PostgreSQL's `xmin`, new with every change). */
-export interface VmVersion {
-  id: string;
-  version: string;
-}
+import { toVmOut, VM_ANSWER_COLUMNS, type VmAnswerRow, type VmVersion } from './vm-rows.ts';
 
 interface Entry {
   version: string;

@@ -1,6 +1,6 @@
 import { conflict, notFound, unprocessable, type FieldError } from '../../../core/errors.ts';
 
-// The compute area's named errors: the only place their status, code and title are chosen.
+// The instances' named errors: the only place their status, code and title are chosen.
 
 /** A short name for an instance in messages: `<id> (<name>)`. */
 const label = (vm: { id: string; name: string }) => `${vm.id} (${vm.name})`;
@@ -58,49 +58,3 @@ export const diskShrinkNotAllowed = (vm: { id: string; name: string; disk_gb: nu
     `Instance ${label(vm)} has a ${vm.disk_gb} GB disk; a disk can grow or stay, never shrink.`,
     [{ pointer: '/disk_gb', detail: `must be at least ${vm.disk_gb} (the current disk_gb)` }],
   );
-
-export const publicIpNotFound = (publicIpId: string) => notFound(`No public IP ${publicIpId} in this organization.`);
-
-export const publicIpStateConflict = (detail: string) => conflict('public_ip_state_conflict', 'Public IP state conflict', detail);
-
-export const publicIpRegionMismatch = (ip: { id: string; region_id: string }, vm: { id: string; region_id: string }) =>
-  unprocessable(
-    'public_ip_region_mismatch',
-    'Public IP in another region',
-    `Public IP ${ip.id} is in ${ip.region_id} but instance ${vm.id} is in ${vm.region_id}; allocate a public IP in ${vm.region_id}.`,
-    [{ pointer: '/vm_id', detail: `instance is in region ${vm.region_id}, the public IP in ${ip.region_id}` }],
-  );
-
-export const sshKeyNameTaken = (name: string) =>
-  conflict(
-    'ssh_key_name_taken',
-    'SSH key name taken',
-    `The organization already has an SSH key named ${name}; choose another name or delete that key first.`,
-  );
-
-export const sshKeyNotFound = (sshKeyId: string) => notFound(`No SSH key ${sshKeyId} in this organization.`);
-
-export const schedulingDisabled = () =>
-  conflict(
-    'scheduling_disabled',
-    'Scheduling is disabled',
-    'Scheduled restarts are disabled for this organization; existing schedules can still be listed and cancelled.',
-  );
-
-export const scheduleNotFound = (scheduleId: string) => notFound(`No scheduled restart ${scheduleId} in this organization.`);
-
-export const scheduledActionStateConflict = (scheduleId: string, state: 'completed' | 'cancelled') =>
-  conflict(
-    'scheduled_action_state_conflict',
-    'Scheduled restart is not active',
-    state === 'cancelled'
-      ? `Scheduled restart ${scheduleId} is already cancelled.`
-      : `Scheduled restart ${scheduleId} is completed; only a scheduled one can be cancelled.`,
-  );
-
-export const consoleNotFound = (operationId: string) =>
-  notFound(
-    `No console to collect for operation ${operationId} on this instance: it is unknown, not succeeded yet, already collected, expired, or for another instance.`,
-  );
-
-export const regionNotFound = (regionId: string) => notFound(`No region ${regionId}; list the regions with listRegions.`);

@@ -2,7 +2,7 @@ import type { OrganizationClock } from '../../../core/test-clocks.ts';
 import type { Pool, PoolClient } from '../../../db/pool.ts';
 import { TransientBackendError } from '../../../drivers/errors.ts';
 import type { HypervisorDriver, ServerRef, ServerReport, ServerSpec } from '../../../drivers/hypervisor.ts';
-import type { Executor, Executors, OperationFailure } from '../../../engine/executor.ts';
+import { lockingRows, type Executor, type Executors, type OperationFailure } from '../../../engine/executor.ts';
 import type { OperationRow } from '../../../engine/operation-record.ts';
 import type { Catalogue } from '../catalogue/catalogue.ts';
 import type { VmState } from './vm-policy.ts';
@@ -230,7 +230,7 @@ export function vmExecutors(
     },
   };
 
-  return {
+  return lockingRows('vms', {
     'vm.create': create,
     'vm.start': powerChange(pool, (vm) => hypervisor.startServer(serverOf(vm)), 'running'),
     'vm.stop': powerChange(pool, (vm) => hypervisor.stopServer(serverOf(vm)), 'stopped'),
@@ -278,5 +278,5 @@ export function vmExecutors(
     'vm.delete': remove,
     'vm.firewall': firewall,
     'vm.console': prepareConsole,
-  };
+  });
 }

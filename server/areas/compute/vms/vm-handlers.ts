@@ -7,9 +7,24 @@ import { toOperationRef } from '../../../engine/operation-record.ts';
 import { forbidden } from '../../../core/errors.ts';
 import { collectConsole, webSocketBase } from '../console/console-urls.ts';
 import { vmNotFound } from './vm-errors.ts';
-import { listVms } from '../compute-lists.ts';
+import { listVms } from './vm-rows.ts';
 import { VmAnswers } from './vm-answers.ts';
-import type { VmChange, VmService } from './vm-service.ts';
+import {
+  createVm,
+  deleteVm,
+  rebootVm,
+  rebuildVm,
+  requestVmConsole,
+  rescueVm,
+  resizeVm,
+  setVmFirewall,
+  setVmProtection,
+  startVm,
+  stopVm,
+  unrescueVm,
+  type VmChange,
+  type VmServiceDependencies,
+} from './vm-service.ts';
 import { findLiveVm, toVmOut } from './vm-rows.ts';
 
 export type VmOperations =
@@ -60,14 +75,16 @@ export function vmHandlers({
   orgClock: OrganizationClock;
   /** The address clients reach the platform at (the console gateway's is derived from it). */
   publicBaseUrl: () => string;
-  vms: VmService;
+  /** What the instances' rules need (vm-service.ts). */
+  vms: VmServiceDependencies;
 }): Pick<OperationHandlers<RequestContext>, VmOperations> {
   const orgOf = (context: RequestContext) => context.principal.orgId;
   // The answers of the instances this process read, by row version.
   const answers = new VmAnswers();
 
   return {
-    createVm: (request, context) => performWrite(pool, context, async (tx) => accepted(await vms.create(tx, orgOf(context), request.body))),
+    createVm: (request, context) =>
+      performWrite(pool, context, async (tx) => accepted(await createVm(vms, tx, orgOf(context), request.body))),
 
     async listVms(request, context) {
       const { region, state, label, limit, cursor } = request.query;
@@ -82,27 +99,29 @@ export function vmHandlers({
     },
 
     deleteVm: (request, context) =>
-      performWrite(pool, context, async (tx) => accepted(await vms.delete(tx, orgOf(context), request.path.vm_id))),
+      performWrite(pool, context, async (tx) => accepted(await deleteVm(vms, tx, orgOf(context), request.path.vm_id))),
     startVm: (request, context) =>
-      performWrite(pool, context, async (tx) => accepted(await vms.start(tx, orgOf(context), request.path.vm_id))),
+      performWrite(pool, context, async (tx) => accepted(await startVm(vms, tx, orgOf(context), request.path.vm_id))),
     stopVm: (request, context) =>
-      performWrite(pool, context, async (tx) => accepted(await vms.stop(tx, orgOf(context), request.path.vm_id))),
+      performWrite(pool, context, async (tx) => accepted(await stopVm(vms, tx, orgOf(context), request.path.vm_id))),
     rebootVm: (request, context) =>
-      performWrite(pool, context, async (tx) => accepted(await vms.reboot(tx, orgOf(context), request.path.vm_id))),
+      performWrite(pool, context, async (tx) => accepted(await rebootVm(vms, tx, orgOf(context), request.path.vm_id))),
     resizeVm: (request, context) =>
-      performWrite(pool, context, async (tx) => accepted(await vms.resize(tx, orgOf(context), request.path.vm_id, request.body))),
+      performWrite(pool, context, async (tx) => accepted(await resizeVm(vms, tx, orgOf(context), request.path.vm_id, request.body))),
     rebuildVm: (request, context) =>
-      performWrite(pool, context, async (tx) => accepted(await vms.rebuild(tx, orgOf(context), request.path.vm_id, request.body.image_id))),
+      performWrite(pool, context, async (tx) =>
+        accepted(await rebuildVm(vms, tx, orgOf(context), request.path.vm_id, request.body.image_id)),
+      ),
     rescueVm: (request, context) =>
-      performWrite(pool, context, async (tx) => accepted(await vms.rescue(tx, orgOf(context), request.path.vm_id))),
+      performWrite(pool, context, async (tx) => accepted(await rescueVm(vms, tx, orgOf(context), request.path.vm_id))),
     unrescueVm: (request, context) =>
-      performWrite(pool, context, async (tx) => accepted(await vms.unrescue(tx, orgOf(context), request.path.vm_id))),
+      performWrite(pool, context, async (tx) => accepted(await unrescueVm(vms, tx, orgOf(context), request.path.vm_id))),
 
     async setVmProtection(request, context) {
       // Who may switch comes before anything about the instance.
       if (context.principal.role !== 'owner') throw forbidden('Only an owner of the organization may switch instance protection.');
       return performWrite(pool, context, async (tx) => {
-        const { vm, before } = await vms.setProtection(tx, orgOf(context), request.path.vm_id, request.body.protected);
+        const { vm, before } = await setVmProtection(tx, orgOf(context), request.path.vm_id, request.body.protected);
         const body = toVmOut(vm);
         return {
           response: { status: 200 as const, body },
@@ -119,7 +138,7 @@ export function vmHandlers({
 
     async setVmFirewall(request, context) {
       return performWrite(pool, context, async (tx) => {
-        const change = await vms.setFirewall(tx, orgOf(context), request.path.vm_id, request.body.inbound);
+        const change = await setVmFirewall(vms, tx, orgOf(context), request.path.vm_id, request.body.inbound);
         const firewall = { inbound: change.vm.firewall };
         return {
           response: { status: 202 as const, body: { operation: toOperationRef(change.operation), firewall } },
@@ -135,7 +154,7 @@ export function vmHandlers({
 
     requestConsole: (request, context) =>
       performWrite(pool, context, async (tx) => {
-        const change = await vms.requestConsole(tx, orgOf(context), request.path.vm_id);
+        const change = await requestVmConsole(vms, tx, orgOf(context), request.path.vm_id);
         return {
           response: { status: 202 as const, body: { operation: toOperationRef(change.operation) } },
           audit: { resourceId: change.vm.id, operationId: change.operation.id },

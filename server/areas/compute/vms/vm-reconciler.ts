@@ -1,6 +1,6 @@
 import type { Pool } from '../../../db/pool.ts';
 import type { HypervisorDriver } from '../../../drivers/hypervisor.ts';
-import { recordObservations } from './vm-rows.ts';
+import { recordObservations, settleUnrequestedStops } from './vm-rows.ts';
 
 /** Servers described per driver call. */
 const BATCH = 200;
@@ -9,7 +9,8 @@ const BATCH = 200;
  * The reconciler: asks the hypervisor what it sees for every live instance and records it in the
  * observed_* fields, which come from nowhere else. An instance the hypervisor does not know (not
  * created yet, or its creation failed) keeps what was last observed, null if nothing was. Safe
- * to run in several processes at once: a report only replaces an older one.
+ * to run in several processes at once: a report only replaces an older one. An instance whose
+ * guest stopped by itself is recorded as stopped (settleUnrequestedStops).
  */
 export function createReconciler(pool: Pool, hypervisor: HypervisorDriver) {
   return {
@@ -25,6 +26,7 @@ export function createReconciler(pool: Pool, hypervisor: HypervisorDriver) {
         // One statement per batch: the reconciler runs every few seconds over every instance.
         const reports = await hypervisor.describeServers(rows.map((row) => row.id));
         await recordObservations(pool, reports);
+        await settleUnrequestedStops(pool, reports);
         observed += reports.length;
         after = rows[rows.length - 1]!.id;
       }

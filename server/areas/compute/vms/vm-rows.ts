@@ -5,6 +5,7 @@ import { iso, isoOrNull } from '../../../core/clock.ts';
 import type { FirewallRuleSpec, InstalledSshKey, ServerReport } from '../../../drivers/hypervisor.ts';
 import type { OperationFailure } from '../../../engine/executor.ts';
 import { allowedActions, type DesiredState, type DiskRedundancy, type VmOut, type VmState } from './vm-policy.ts';
+import { listName, oldestFirst } from '../../../core/pagination.ts';
 
 /** A row of the vms table. */
 export interface VmRow {
@@ -225,10 +226,19 @@ export async function markCreated(db: Queryable, vmId: string, report: ServerRep
  */
 export async function recordObservations(db: Queryable, reports: ServerReport[]): Promise<void> {
   if (reports.length === 0) return;
+  // The rows are locked by id, as every transaction that locks several instances does (see
+  // engine/executor.ts lockingRows): joined straight to the reports, they were locked in whatever
+  // order the join met them, and met an operation batch locking them in another (a deadlock).
   await db.query(
-    `UPDATE vms SET observed_status = r.status, observed_addresses = r.addresses, observed_at = r.observed_at
-     FROM unnest($1::uuid[], $2::text[], $3::jsonb[], $4::timestamptz[]) AS r (id, status, addresses, observed_at)
-     WHERE vms.id = r.id AND vms.deleted_at IS NULL AND (vms.observed_at IS NULL OR vms.observed_at < r.observed_at)`,
+    `WITH reports AS (
+       SELECT * FROM unnest($1::uuid[], $2::text[], $3::jsonb[], $4::timestamptz[]) AS r (id, status, addresses, observed_at)),
+     locked AS (
+       SELECT vms.id FROM vms JOIN reports r ON r.id = vms.id
+       WHERE vms.deleted_at IS NULL AND (vms.observed_at IS NULL OR vms.observed_at < r.observed_at)
+       ORDER BY vms.id FOR UPDATE OF vms)
+     UPDATE vms SET observed_status = r.status, observed_addresses = r.addresses, observed_at = r.observed_at
+     FROM reports r, locked
+     WHERE vms.id = r.id AND vms.id = locked.id AND vms.deleted_at IS NULL AND (vms.observed_at IS NULL OR vms.observed_at < r.observed_at)`,
     [
       reports.map((report) => report.serverId),
       reports.map((report) => report.status),
@@ -238,8 +248,63 @@ export async function recordObservations(db: Queryable, reports: ServerReport[])
   );
 }
 
+/**
+ * Instances whose guest powered itself off (`poweroff` inside it): the hypervisor's word wins, as
+ * with a cloud's "shutdown from inside stops the instance", and the instance is `stopped`
+ * (desired too), so that metering, which follows `state`, stops counting time the guest does not
+ * run. A `crashed` guest is left as it is: it still holds its place and a reboot recovers it.
+ * Only an instance at rest in `running` or `rescue` is moved, and only by a report made after its
+ * last change: a start that succeeded after the report was made is not undone.
+ */
+export async function settleUnrequestedStops(db: Queryable, reports: ServerReport[]): Promise<void> {
+  const stopped = reports.filter((report) => report.status === 'stopped');
+  if (stopped.length === 0) return;
+  await db.query(
+    `UPDATE vms SET state = 'stopped', desired_state = 'stopped', updated_at = now()
+     FROM unnest($1::uuid[], $2::timestamptz[]) AS r (id, observed_at)
+     WHERE vms.id = r.id AND vms.deleted_at IS NULL AND vms.state IN ('running', 'rescue') AND vms.desired_state = vms.state
+       AND vms.updated_at < r.observed_at`,
+    [stopped.map((report) => report.serverId), stopped.map((report) => report.observedAt)],
+  );
+}
+
 /** The failure of the instance's latest operation, as the engine phrased it. */
 export const failureFields = (failure: OperationFailure) => ({ error_class: failure.errorClass, error_detail: failure.errorDetail });
 
 /** A later successful operation clears the failure of an earlier one. */
 export const NO_FAILURE = { error_class: null, error_detail: null } as const;
+
+/** An instance in a list: its id and the version of its row (PostgreSQL's `xmin`, new with every change). */
+export interface VmVersion {
+  id: string;
+  version: string;
+}
+
+export interface VmFilters {
+  region?: string;
+  state?: string;
+  /** `key:value` filters, split at the first colon. */
+  labels: string[];
+}
+
+/** A page of the organization's instances: each one's id and row version (see VmAnswers for their answers). */
+export function listVms(db: Queryable, orgId: string, filters: VmFilters, query: { cursor?: string; limit?: number }) {
+  const labels = Object.fromEntries(
+    filters.labels.map((label) => [label.slice(0, label.indexOf(':')), label.slice(label.indexOf(':') + 1)]),
+  );
+  const list = listName('vms', { region: filters.region ?? null, state: filters.state ?? null, labels: [...filters.labels].sort() });
+  return oldestFirst<VmVersion, VmVersion>(
+    db,
+    list,
+    query,
+    {
+      table: 'vms',
+      columns: 'id, xmin::text AS version, created_at',
+      // Without label filters the containment test is left out (null), rather than `@> '{}'`,
+      // which the planner might try to answer from the labels index.
+      where: `org_id = $1 AND deleted_at IS NULL AND ($2::text IS NULL OR region_id = $2) AND ($3::text IS NULL OR state = $3) AND ($4::jsonb IS NULL OR labels @> $4::jsonb)`,
+      params: [orgId, filters.region ?? null, filters.state ?? null, filters.labels.length > 0 ? JSON.stringify(labels) : null],
+    },
+    ({ id, version }) => ({ id, version }),
+  );
+}

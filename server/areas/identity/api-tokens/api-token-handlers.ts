@@ -15,9 +15,8 @@ export function apiTokenHandlers({
 }: {
   pool: Pool;
   tokens: ApiTokenService;
-  /** Called once a revocation has committed (the credential cache of this process forgets at once). */
-  /** Called once a change of a key has committed; the answer waits for it. */
-  credentialsChanged?: () => Promise<void>;
+  /** Called once a change of a key has committed, with the credentials it changed; the answer waits for it. */
+  credentialsChanged?: (tags: readonly string[]) => Promise<void>;
 }): Pick<OperationHandlers<RequestContext>, ApiTokenOperations> {
   return {
     createApiToken: (request, context) =>
@@ -33,6 +32,7 @@ export function apiTokenHandlers({
           // The secret is never stored: a replay returns the key without it.
           replayBody: { token },
           audit: { resourceId: token.id, after: token },
+          events: [{ orgId: context.principal.orgId, type: 'api_key.created', resourceId: token.id, data: { api_key: token } }],
         };
       }),
 
@@ -45,12 +45,17 @@ export function apiTokenHandlers({
         return {
           response: { status: 200 as const, body: token },
           audit: { resourceId: token.id, before: toApiTokenOut(before), after: token },
+          // Revoking a revoked key changes nothing, and announces nothing.
+          events:
+            before.revoked_at === null
+              ? [{ orgId: context.principal.orgId, type: 'api_key.revoked' as const, resourceId: token.id, data: { api_key: token } }]
+              : [],
         };
       });
       // Other processes hear of it from the database (NOTIFY on commit). The answer waits until
       // the announcement is back here: by then it has reached every process that listens, so a
       // client told "revoked" finds the key refused whichever process it asks next.
-      await credentialsChanged();
+      await credentialsChanged([`api_token:${request.path.token_id}`]);
       return answer;
     },
   };

@@ -37,11 +37,14 @@ export class IdentityResolver {
   }
 
   /**
-   * Whether `credential` is an API key this process has verified and still holds as valid: a
-   * hash and a lookup, never the database (a revocation is forgotten at once, as for `resolve`).
+   * Whether `credential` is an API key this process has verified and has heard no change of since
+   * (see CredentialCache.wasVerified): a hash and a lookup, never the database. For the rate
+   * limits only; `resolve` decides whether the key works.
    */
   isKnownApiKey(credential: string): boolean {
-    return looksLikeApiKey(credential) && this.cache?.get(cacheKeyOf(hashApiKey(credential))) !== undefined;
+    if (!looksLikeApiKey(credential) || !this.cache) return false;
+    const hash = cacheKeyOf(hashApiKey(credential));
+    return this.cache.get(hash) !== undefined || this.cache.wasVerified(hash);
   }
 
   private async fromApiKey(secret: string): Promise<Principal | undefined> {
@@ -72,7 +75,10 @@ export class IdentityResolver {
       [hash],
     );
     const key = rows[0];
-    if (!key || !sameHash(key.secret_hash, hash) || !key.usable) return undefined;
+    if (!key || !sameHash(key.secret_hash, hash) || !key.usable) {
+      this.cache?.refused(cacheKey);
+      return undefined;
+    }
     const principal: Principal = {
       orgId: key.org_id,
       memberId: key.member_id,

@@ -15,7 +15,7 @@ export function accessKeyHandlers({
   pool: Pool;
   accessKeys: AccessKeyService;
   /** After a revoke commits: resolves once every process has heard of it (S3 keys are cached; see s3/access.ts). */
-  accessKeysChanged?: () => Promise<void>;
+  accessKeysChanged?: (tags: readonly string[]) => Promise<void>;
 }): Pick<OperationHandlers<RequestContext>, 'createAccessKey' | 'listAccessKeys' | 'revokeAccessKey'> {
   const orgOf = (context: RequestContext) => context.principal.orgId;
   return {
@@ -53,7 +53,7 @@ export function accessKeyHandlers({
       // The key stops at the request (revoking is not active): other processes hear of it from
       // the database (NOTIFY on commit), and the answer waits until the announcement is back here,
       // so a client told 'revoking' finds the key refused by whichever process it asks next.
-      await accessKeysChanged();
+      await accessKeysChanged([`s3_access_key:${request.path.key_id}`]);
       return answer;
     },
   };

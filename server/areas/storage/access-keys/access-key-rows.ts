@@ -94,3 +94,9 @@ export async function deleteAccessKeyRow(db: Queryable, keyId: string, onlyIn: A
   const { rows } = await db.query<AccessKeyRow>('DELETE FROM s3_access_keys WHERE id = $1 AND state = $2 RETURNING *', [keyId, onlyIn]);
   return rows[0];
 }
+
+/** The key an operation works on (the operation names the organization). */
+export async function accessKeyOfOperation(db: Queryable, orgId: string, keyId: string): Promise<AccessKeyRow | undefined> {
+  const { rows } = await db.query<AccessKeyRow>('SELECT * FROM s3_access_keys WHERE org_id = $1 AND id = $2', [orgId, keyId]);
+  return rows[0];
+}

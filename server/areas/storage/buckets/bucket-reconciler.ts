@@ -13,6 +13,7 @@ import {
   updateBucket,
   type BucketRow,
 } from './bucket-rows.ts';
+import { announceQuotaWarnings } from '../quotas/quota-warnings.ts';
 import { desiredLimits, organizationsWithStorage, recordOrganizationObservation } from '../quotas/s3-quota.ts';
 
 /** Purges per run of the purge task; the rest wait for the next run. */
@@ -52,6 +53,7 @@ export function storageReconciler({ pool, drivers, clock, config, log }: AreaDep
         await recordDirectChange(tx, bucket, seen);
       }
       await recordOrganizationObservation(tx, orgId, report.usage, enforced, observedAt);
+      await announceQuotaWarnings(tx, orgId, report.usage.bytes, desired.hardBytes);
     });
   }
 

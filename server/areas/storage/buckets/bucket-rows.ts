@@ -181,7 +181,9 @@ export async function recordBucketObservation(
 
 /** Every bucket of an organization the store should hold (for the reconciler). */
 export async function bucketsOfOrganization(db: Queryable, orgId: string): Promise<BucketRow[]> {
-  const { rows } = await db.query<BucketRow>('SELECT * FROM buckets WHERE org_id = $1', [orgId]);
+  // By id: the reconciler updates them in this order, the order every transaction that locks
+  // several buckets takes (engine/executor.ts lockingRows).
+  const { rows } = await db.query<BucketRow>('SELECT * FROM buckets WHERE org_id = $1 ORDER BY id', [orgId]);
   return rows;
 }
 

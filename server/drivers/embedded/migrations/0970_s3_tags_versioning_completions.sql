@@ -26,6 +26,8 @@ CREATE TABLE store_completed_uploads (
   version_id text NOT NULL,
   etag text NOT NULL,
   checksums jsonb NOT NULL DEFAULT '{}',
+  -- How the version is sealed at rest (0980's store_versions.encryption), answered again on a retry.
+  encryption jsonb,
   completed_at timestamptz NOT NULL DEFAULT now()
 );
 CREATE INDEX store_completed_uploads_age ON store_completed_uploads (completed_at);

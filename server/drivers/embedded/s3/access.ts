@@ -16,8 +16,8 @@ export interface Caller {
  * platform (through its port) says whether each is in service. The two are asked at once, on
  * their own connections: every S3 request starts with these, and round trips are what a small
  * object's PUT or GET costs most. An accepted key is then kept in `keys` (a section of the
- * credential cache): the database announces every change of either record of a key and each
- * process forgets its cached keys on the announcement, so a revoke still stops the key at once
+ * credential cache): the database announces every change of either record of a key, naming it,
+ * and each process forgets that key on the announcement, so a revoke still stops the key at once
  * everywhere (the revoke's answer waits for the announcement to come back).
  */
 export function createAccess(platform: S3Platform, store: EmbeddedObjectStore, keys?: CacheSection<Caller>) {
@@ -30,7 +30,8 @@ export function createAccess(platform: S3Platform, store: EmbeddedObjectStore, k
       if (!active || !stored || stored.orgId !== active.orgId || stored.keyId !== active.keyId)
         throw new S3Error('InvalidAccessKeyId', 403, 'The AWS Access Key Id you provided does not exist in our records.');
       const caller = { orgId: stored.orgId, keyId: stored.keyId, secret: stored.secret };
-      keys?.put(ticket, accessKeyId, caller);
+      // Forgotten when a change of this key (either record of it) is announced, and only then.
+      keys?.put(ticket, accessKeyId, caller, [`s3_access_key:${stored.keyId}`]);
       return caller;
     },
 

@@ -5,10 +5,15 @@ import { OBJECT_OWNERSHIPS, OWNER_DISPLAY, assertAclsTaken, assertOwnerOnlyAcl, 
 import { S3Error, invalidArgument, noSuchBucket, notImplemented } from './errors.ts';
 import { BUCKET_SUB_RESOURCES, subResourceOf, type BucketSubResource } from './sub-resources.ts';
 import { multipartRoutes } from './multipart-handlers.ts';
+import { bucketCorsRoutes } from './cors.ts';
+import { bucketEncryptionRoutes } from './encryption.ts';
+import { bucketLifecycleRoutes } from './lifecycle.ts';
+import { bypassesGovernance, objectLockRoutes } from './object-lock.ts';
 import type { PlatformBucket, S3Actor } from './platform-port.ts';
 import { checkedSmallBody, headerOf, sendXml, type S3Handler, type S3Request } from './request.ts';
 import { MAX_BUCKET_TAGS, tagSetElement, tagsOfDocument } from './tagging.ts';
 import { S3_NAMESPACE, blocks, document, element, malformedXml, text, type XmlNode } from './xml.ts';
+
 /** The last code point: a marker past every key that starts with a given prefix. */
 const PAST_PREFIX = '\u{10FFFF}';
 
@@ -308,7 +313,9 @@ const deleteObjects: S3Handler = async (request) => {
   const errors: XmlNode[] = [];
   for (const object of objects) {
     try {
-      const outcome = await request.store.objects.deleteObject(request.caller.orgId, bucket.id, object.key, object.versionId || undefined);
+      const outcome = await request.store.objects.deleteObject(request.caller.orgId, bucket.id, object.key, object.versionId || undefined, {
+        bypassGovernance: bypassesGovernance(request),
+      });
       if (quiet) continue;
       deleted.push({
         Key: object.key,
@@ -455,21 +462,43 @@ async function createExisting(request: S3Request, bucket: PlatformBucket): Promi
 /**
  * CreateBucket: the platform's own bucket creation (name rules, bucket slots, spend budget, audit
  * event, `bucket.create` operation), answered once the bucket is active, so that the client's
- * next request finds it. Object lock is another feature's (refused until then).
+ * next request finds it. With `x-amz-bucket-object-lock-enabled: true` it is created versioned and locked.
  */
 const createBucket: S3Handler = async (request) => {
-  const objectLock = headerOf(request, 'x-amz-bucket-object-lock-enabled');
-  if (objectLock !== undefined && objectLock.trim().toLowerCase() === 'true') throw notImplemented('Object lock');
+  // Object lock needs versioning: such a bucket is created versioned, then locked once the store holds it.
+  const objectLock = headerOf(request, 'x-amz-bucket-object-lock-enabled')?.trim().toLowerCase() === 'true';
   const ownership = headerOf(request, 'x-amz-object-ownership')?.trim();
   if (ownership !== undefined && !OBJECT_OWNERSHIPS.includes(ownership))
     throw invalidArgument('Invalid x-amz-object-ownership header', 'x-amz-object-ownership', ownership);
   await assertLocation(request);
   const name = request.bucketName;
   const existing = await request.access.platform.bucketNamed(request.caller.orgId, name);
-  if (existing) await createExisting(request, existing);
-  else {
-    const change = await platformChange(name, () => request.access.platform.createBucket(actorOf(request), { name, versioning: false }));
+  if (existing) {
+    await createExisting(request, existing);
+    // Asked again with object lock, a bucket without it is not answered as if it had it.
+    if (objectLock && !(await request.access.bucket(request.caller, name)).object_lock_enabled)
+      throw new S3Error(
+        'BucketAlreadyOwnedByYou',
+        409,
+        'Your previous request to create the named bucket succeeded and you already own it.',
+        {
+          BucketName: name,
+        },
+      );
+  } else {
+    const change = await platformChange(name, () =>
+      request.access.platform.createBucket(actorOf(request), { name, versioning: objectLock }),
+    );
     await waitForOperation(request, change.operationId, 'The creation of this bucket');
+    if (objectLock && !(await request.store.objectLock.enable(change.bucket.id)))
+      throw new S3Error(
+        'OperationAborted',
+        409,
+        'The bucket was created, but its versioning changed before its object lock could be turned on.',
+        {
+          BucketName: name,
+        },
+      );
     if (ownership !== undefined) await request.store.objects.setBucketOwnership(change.bucket.id, ownership);
   }
   request.res.statusCode = 200;
@@ -496,7 +525,7 @@ const deleteBucket: S3Handler = async (request) => {
 
 /** PutBucketVersioning: Enabled or Suspended, the platform's own change of the bucket (with its audit event). */
 const putBucketVersioning: S3Handler = async (request) => {
-  await request.access.bucket(request.caller, request.bucketName);
+  const bucket = await request.access.bucket(request.caller, request.bucketName);
   const body = await checkedSmallBody(request);
   const configuration = blocks(body, 'VersioningConfiguration')[0];
   if (configuration === undefined) throw malformedXml();
@@ -504,6 +533,13 @@ const putBucketVersioning: S3Handler = async (request) => {
   if (status !== 'Enabled' && status !== 'Suspended') throw malformedXml();
   const mfaDelete = text(configuration, 'MfaDelete');
   if (mfaDelete !== undefined && mfaDelete !== 'Disabled') throw notImplemented('MFA delete');
+  // Object lock keeps every version: a locked bucket's versioning is never suspended, as S3 refuses it.
+  if (status === 'Suspended' && bucket.object_lock_enabled)
+    throw new S3Error(
+      'InvalidBucketState',
+      409,
+      'An Object Lock configuration is present on this bucket, so the versioning state cannot be changed.',
+    );
   await platformChange(request.bucketName, () =>
     request.access.platform.setBucketVersioning(actorOf(request), request.bucketName, status === 'Enabled'),
   );
@@ -578,6 +614,23 @@ const deleteBucketOwnership: S3Handler = async (request) => {
   request.res.end();
 };
 
+/** Bucket settings with modules of their own: encryption, CORS, lifecycle and object lock. */
+const BUCKET_SETTINGS = {
+  GET: {
+    encryption: bucketEncryptionRoutes.GET,
+    cors: bucketCorsRoutes.GET,
+    lifecycle: bucketLifecycleRoutes.GET,
+    'object-lock': objectLockRoutes.bucket.GET,
+  },
+  PUT: {
+    encryption: bucketEncryptionRoutes.PUT,
+    cors: bucketCorsRoutes.PUT,
+    lifecycle: bucketLifecycleRoutes.PUT,
+    'object-lock': objectLockRoutes.bucket.PUT,
+  },
+  DELETE: { encryption: bucketEncryptionRoutes.DELETE, cors: bucketCorsRoutes.DELETE, lifecycle: bucketLifecycleRoutes.DELETE },
+} satisfies Record<string, Partial<Record<BucketSubResource, S3Handler>>>;
+
 /** The bucket operations offered, by method and sub-resource ('' for none); every other pair is 501. */
 const BUCKET_OPERATIONS: Record<string, Partial<Record<BucketSubResource | '', S3Handler>>> = {
   GET: {
@@ -589,6 +642,7 @@ const BUCKET_OPERATIONS: Record<string, Partial<Record<BucketSubResource | '', S
     versioning: getBucketVersioning,
     versions: listObjectVersions,
     uploads: multipartRoutes.listUploads,
+    ...BUCKET_SETTINGS.GET,
   },
   HEAD: { '': headBucket },
   PUT: {
@@ -597,9 +651,10 @@ const BUCKET_OPERATIONS: Record<string, Partial<Record<BucketSubResource | '', S
     ownershipControls: putBucketOwnership,
     tagging: putBucketTagging,
     versioning: putBucketVersioning,
+    ...BUCKET_SETTINGS.PUT,
   },
   POST: { delete: deleteObjects },
-  DELETE: { '': deleteBucket, ownershipControls: deleteBucketOwnership, tagging: deleteBucketTagging },
+  DELETE: { '': deleteBucket, ownershipControls: deleteBucketOwnership, tagging: deleteBucketTagging, ...BUCKET_SETTINGS.DELETE },
 };
 
 export const bucketRoutes = {

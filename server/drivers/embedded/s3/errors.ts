@@ -1,3 +1,9 @@
+import {
+  CONFLICT_RETRY_AFTER_SECONDS,
+  DATABASE_RETRY_AFTER_SECONDS,
+  isConcurrencyConflict,
+  isDatabaseUnavailable,
+} from '../../../db/unavailable.ts';
 import type { RefusalCode } from '../refusals.ts';
 
 /** An S3 error: S3's code, its HTTP status and a sentence (answered as S3's XML error document). */
@@ -33,6 +39,8 @@ export const REFUSAL_STATUS: Record<RefusalCode, number> = {
   MethodNotAllowed: 405,
   PreconditionFailed: 412,
   BadDigest: 400,
+  // A version kept by its object lock (retention, legal hold).
+  AccessDenied: 403,
 };
 
 export const accessDenied = (message = 'Access Denied') => new S3Error('AccessDenied', 403, message);
@@ -52,4 +60,24 @@ export function assertStorable(value: string, argument: string): string {
   if (value.includes('\u0000'))
     throw invalidArgument(`${argument} must not contain the NUL character`, argument, value.replaceAll('\u0000', '%00'));
   return value;
+}
+
+/**
+ * The S3 answer of a request the platform could not serve because its database is away (stopped,
+ * unreachable, frozen past the timeouts: 503 ServiceUnavailable) or its transaction collided with
+ * a concurrent one (503 SlowDown); undefined for any other failure. Both say when to retry, as
+ * S3's own 503s tell SDKs to back off and try again: nothing was stored or changed.
+ */
+export function unavailableError(error: unknown): S3Error | undefined {
+  if (isConcurrencyConflict(error))
+    return new S3Error('SlowDown', 503, 'Please reduce your request rate.', {}, { 'Retry-After': String(CONFLICT_RETRY_AFTER_SECONDS) });
+  if (isDatabaseUnavailable(error))
+    return new S3Error(
+      'ServiceUnavailable',
+      503,
+      'The service is unavailable; nothing was changed. Please retry.',
+      {},
+      { 'Retry-After': String(DATABASE_RETRY_AFTER_SECONDS) },
+    );
+  return undefined;
 }

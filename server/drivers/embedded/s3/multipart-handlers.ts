@@ -1,8 +1,10 @@
 import { CHECKSUM_ALGORITHMS, isChecksumAlgorithm } from '../checksums.ts';
 import { hashing } from '../hashing.ts';
 import { assertAclsTaken } from './acl.ts';
+import { assertCompletionKey, copySourceKey, encryptionHeaders, partWrapping, writeEncryption } from './encryption.ts';
 import { S3Error, invalidArgument } from './errors.ts';
 import { assertEarlyWriteCondition, attributesOf, copySourceVersion, taggingOf, writeConditionOf } from './object-handlers.ts';
+import { writeLock } from './object-lock.ts';
 import { uploadBody } from './payload.ts';
 import { checkedSmallBody, headerOf, sendXml, type S3Handler, type S3Request } from './request.ts';
 import { blocks, document, malformedXml, text, type XmlNode } from './xml.ts';
@@ -16,13 +18,17 @@ const createUpload: S3Handler = async (request) => {
   const algorithm = typeof requested === 'string' ? requested.toLowerCase() : null;
   if (algorithm !== null && !isChecksumAlgorithm(algorithm))
     throw invalidArgument('Checksum algorithm provided is unsupported.', 'x-amz-checksum-algorithm', String(requested));
+  const sealing = writeEncryption(request, bucket);
+  const lock = writeLock(request.req.headers, bucket);
   const uploadId = await request.store.multipart.createUpload(
     bucket.id,
     request.key,
     { ...attributesOf(request), tags: taggingOf(request) },
     algorithm,
+    { encryption: sealing?.record, lock },
   );
   const headers: Record<string, string> = algorithm ? { 'x-amz-checksum-algorithm': algorithm.toUpperCase() } : {};
+  Object.assign(headers, encryptionHeaders(sealing?.record));
   sendXml(
     request.res,
     200,
@@ -67,6 +73,11 @@ const uploadPartCopy: S3Handler = async (request) => {
   const bucket = await request.access.bucket(request.caller, request.bucketName);
   const uploadId = request.query.get('uploadId')!;
   const partNumber = partNumberOf(request);
+  // The part is sealed as its upload is (an SSE-C upload's parts each give its key again); an
+  // encrypted source is opened with its own key (x-amz-copy-source-server-side-encryption-customer-*).
+  const upload = await request.store.multipart.upload(bucket.id, request.key, uploadId);
+  const wrapping = partWrapping(request, upload);
+  const sourceKey = copySourceKey(request, sourceVersion);
   const { start, end } = copyRange(request, sourceVersion.size_bytes);
   const size = end - start + 1;
   const hashes = hashing(new Set(['md5'] as const), size);
@@ -77,16 +88,15 @@ const uploadPartCopy: S3Handler = async (request) => {
     uploadId,
     partNumber,
     size,
-    body: request.store.objects.read(sourceVersion, start, end),
+    body: request.store.objects.read(sourceVersion, start, end, sourceKey),
     transforms: [hashes.transform],
     digests: async () => ({ etag: (await hashes.result()).get('md5')!.toString('hex'), checksums: {} }),
+    wrapping,
   });
-  sendXml(
-    request.res,
-    200,
-    document('CopyPartResult', { ETag: `"${part.etag}"`, LastModified: part.last_modified.toISOString() }),
-    sourceBucket.versioning || sourceBucket.versioning_configured ? { 'x-amz-copy-source-version-id': sourceVersion.version_id } : {},
-  );
+  sendXml(request.res, 200, document('CopyPartResult', { ETag: `"${part.etag}"`, LastModified: part.last_modified.toISOString() }), {
+    ...encryptionHeaders(upload.encryption),
+    ...(sourceBucket.versioning || sourceBucket.versioning_configured ? { 'x-amz-copy-source-version-id': sourceVersion.version_id } : {}),
+  });
 };
 
 const uploadPart: S3Handler = async (request) => {
@@ -94,6 +104,9 @@ const uploadPart: S3Handler = async (request) => {
   const bucket = await request.access.bucket(request.caller, request.bucketName);
   const uploadId = request.query.get('uploadId')!;
   const partNumber = partNumberOf(request);
+  // The part is sealed as its upload is: an SSE-C upload's parts each give its key again.
+  const upload = await request.store.multipart.upload(bucket.id, request.key, uploadId);
+  const wrapping = partWrapping(request, upload);
   const body = uploadBody(
     request.req,
     request.res,
@@ -113,10 +126,12 @@ const uploadPart: S3Handler = async (request) => {
     uploadId,
     partNumber,
     ...body,
+    wrapping,
   });
   const { res } = request;
   res.statusCode = 200;
   res.setHeader('ETag', `"${part.etag}"`);
+  for (const [name, value] of Object.entries(encryptionHeaders(upload.encryption))) res.setHeader(name, value);
   for (const [algorithm, value] of Object.entries(part.checksums)) res.setHeader(`x-amz-checksum-${algorithm}`, value);
   res.setHeader('Content-Length', '0');
   res.end();
@@ -127,7 +142,7 @@ const completeUpload: S3Handler = async (request) => {
   const uploadId = request.query.get('uploadId')!;
   // The upload must exist (or have been completed lately: a retry) before its (small) body is read.
   const completed = await request.store.multipart.completed(bucket.id, request.key, uploadId);
-  if (!completed) await request.store.multipart.upload(bucket.id, request.key, uploadId);
+  if (!completed) assertCompletionKey(request, await request.store.multipart.upload(bucket.id, request.key, uploadId));
   const condition = writeConditionOf(request);
   if (!completed) await assertEarlyWriteCondition(request, bucket, condition);
   const xml = await checkedSmallBody(request);
@@ -161,7 +176,7 @@ const completeUpload: S3Handler = async (request) => {
       }),
     ),
   });
-  const headers: Record<string, string> = {};
+  const headers: Record<string, string> = encryptionHeaders(version.encryption);
   if (bucket.versioning) headers['x-amz-version-id'] = version.version_id;
   const checksums: XmlNode = {};
   for (const [algorithm, value] of Object.entries(version.checksums)) {

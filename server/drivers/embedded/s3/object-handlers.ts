@@ -5,7 +5,10 @@ import { assertWriteCondition, etagListMatches, type DeleteCondition, type Write
 import { hashing, type NativeDigest } from '../hashing.ts';
 import type { StoredBucket, StoredVersion, Tag } from '../rows.ts';
 import { assertAclsTaken, assertOwnerOnlyAcl, sendOwnerOnlyAcl } from './acl.ts';
+import { copySourceKey, encryptionHeaders, readKey, writeEncryption } from './encryption.ts';
 import { S3Error, assertStorable, invalidArgument, noSuchKey, notImplemented } from './errors.ts';
+import { expirationHeader } from './lifecycle.ts';
+import { bypassesGovernance, lockHeaders, writeLock } from './object-lock.ts';
 import { uploadBody } from './payload.ts';
 import { checkedSmallBody, sendXml, type S3Handler, type S3Request } from './request.ts';
 import { MAX_OBJECT_TAGS, tagSetElement, tagsOfDocument, tagsOfHeader } from './tagging.ts';
@@ -104,6 +107,12 @@ function versionHeaders(bucket: StoredBucket, version: StoredVersion, request: S
   if (namesVersions(bucket)) headers['x-amz-version-id'] = version.version_id;
   if (version.tags.length > 0) headers['x-amz-tagging-count'] = String(version.tags.length);
   for (const [name, value] of Object.entries(version.headers)) headers[name] = value;
+  Object.assign(
+    headers,
+    encryptionHeaders(version.encryption),
+    lockHeaders(version),
+    expirationHeader(bucket, version, request.store.lifecycle.dayMs),
+  );
   if (header(request, 'x-amz-checksum-mode')?.toUpperCase() === 'ENABLED') {
     for (const [algorithm, value] of Object.entries(version.checksums)) {
       if (isChecksumAlgorithm(algorithm)) headers[`x-amz-checksum-${algorithm}`] = value;
@@ -262,6 +271,7 @@ function partOf(request: S3Request, version: StoredVersion): PartOfVersion | und
 /** GetObject and HeadObject: the whole version, a byte range, or a part (`partNumber`). */
 const readObject: S3Handler = async (request) => {
   const { bucket, version } = await servedVersion(request);
+  const customerKey = readKey(request, version);
   const headers = versionHeaders(bucket, version, request);
   const { res } = request;
   const head = request.req.method === 'HEAD';
@@ -296,7 +306,7 @@ const readObject: S3Handler = async (request) => {
   }
   let served = 0;
   try {
-    await request.store.objects.send(version, start, end, res, (bytes) => (served += bytes));
+    await request.store.objects.send(version, start, end, res, (bytes) => (served += bytes), customerKey);
     res.end();
   } finally {
     // Egress is what left for the client, whether or not it read to the end.
@@ -324,9 +334,13 @@ export async function assertEarlyWriteCondition(
   if (condition) assertWriteCondition(condition, await request.store.objects.version(bucket.id, request.key, undefined));
 }
 
-/** The answer headers of a stored write: its ETag, version and checksums. */
-function writeHeaders(bucket: StoredBucket, version: StoredVersion): Record<string, string> {
-  const headers: Record<string, string> = { ETag: quoted(version.etag) };
+/** The answer headers of a stored write: its ETag, version, checksums, encryption and expiration. */
+function writeHeaders(request: S3Request, bucket: StoredBucket, version: StoredVersion): Record<string, string> {
+  const headers: Record<string, string> = {
+    ETag: quoted(version.etag),
+    ...encryptionHeaders(version.encryption),
+    ...expirationHeader(bucket, version, request.store.lifecycle.dayMs),
+  };
   // A write names the version it made only while versioning is on (a suspended bucket's is `null`, not said).
   if (bucket.versioning) headers['x-amz-version-id'] = version.version_id;
   for (const [algorithm, value] of Object.entries(version.checksums)) {
@@ -341,6 +355,8 @@ const putObject: S3Handler = async (request) => {
   assertAclsTaken(request, bucket);
   const attributes = attributesOf(request);
   const tags = taggingOf(request);
+  const sealing = writeEncryption(request, bucket);
+  const lock = writeLock(request.req.headers, bucket);
   const condition = writeConditionOf(request);
   await assertEarlyWriteCondition(request, bucket, condition);
   const upload = uploadBody(
@@ -363,9 +379,11 @@ const putObject: S3Handler = async (request) => {
     tags,
     condition,
     ...upload,
+    sealing,
+    lock,
   });
   request.res.statusCode = 200;
-  setHeaders(request.res, writeHeaders(bucket, version));
+  setHeaders(request.res, writeHeaders(request, bucket, version));
   request.res.setHeader('Content-Length', '0');
   request.res.end();
 };
@@ -433,11 +451,18 @@ async function copyObject(request: S3Request): Promise<void> {
   const { source, sourceBucket, sourceVersion } = await copySourceVersion(request);
   const bucket = await request.access.bucket(request.caller, request.bucketName);
   assertAclsTaken(request, bucket);
+  const sourceKey = copySourceKey(request, sourceVersion);
+  const sealing = writeEncryption(request, bucket);
+  const lock = writeLock(request.req.headers, bucket);
   const directive = (header(request, 'x-amz-metadata-directive') ?? 'COPY').toUpperCase();
   if (directive !== 'COPY' && directive !== 'REPLACE')
     throw invalidArgument('Unknown metadata directive.', 'x-amz-metadata-directive', directive);
   const sameObject = sourceBucket.id === bucket.id && source.key === request.key && source.versionId === undefined;
-  if (sameObject && directive === 'COPY')
+  // A copy onto itself that asks for an encryption is a change (S3 clients re-encrypt objects this way).
+  const asksForEncryption =
+    header(request, 'x-amz-server-side-encryption') !== undefined ||
+    header(request, 'x-amz-server-side-encryption-customer-algorithm') !== undefined;
+  if (sameObject && directive === 'COPY' && !asksForEncryption)
     throw new S3Error(
       'InvalidRequest',
       400,
@@ -471,7 +496,9 @@ async function copyObject(request: S3Request): Promise<void> {
     key: validKey(request.key),
     ...attributes,
     size: sourceVersion.size_bytes,
-    body: request.store.objects.read(sourceVersion, 0, sourceVersion.size_bytes - 1),
+    body: request.store.objects.read(sourceVersion, 0, sourceVersion.size_bytes - 1, sourceKey),
+    sealing,
+    lock,
     transforms: [hashes.transform, observer],
     digests: async () => {
       const digests = await hashes.result();
@@ -486,7 +513,7 @@ async function copyObject(request: S3Request): Promise<void> {
       };
     },
   });
-  const headers: Record<string, string> = {};
+  const headers: Record<string, string> = encryptionHeaders(version.encryption);
   if (bucket.versioning) headers['x-amz-version-id'] = version.version_id;
   if (namesVersions(sourceBucket)) headers['x-amz-copy-source-version-id'] = sourceVersion.version_id;
   sendXml(
@@ -519,13 +546,10 @@ function deleteConditionOf(request: S3Request): DeleteCondition | undefined {
 
 const deleteObject: S3Handler = async (request) => {
   const bucket = await request.access.bucket(request.caller, request.bucketName);
-  const outcome = await request.store.objects.deleteObject(
-    request.caller.orgId,
-    bucket.id,
-    request.key,
-    versionIdParam(request),
-    deleteConditionOf(request),
-  );
+  const outcome = await request.store.objects.deleteObject(request.caller.orgId, bucket.id, request.key, versionIdParam(request), {
+    bypassGovernance: bypassesGovernance(request),
+    condition: deleteConditionOf(request),
+  });
   const { res } = request;
   res.statusCode = 204;
   if (outcome.deleteMarker) res.setHeader('x-amz-delete-marker', 'true');

@@ -26,6 +26,8 @@ export interface S3Request {
   requestId: string;
   /** A body that stops coming for this long is ended with RequestTimeout. */
   stallTimeoutMs: number;
+  /** The request came over TLS (the endpoint's own, or a proxy's it is told to trust): SSE-C needs it. */
+  secure: boolean;
 }
 
 export type S3Handler = (request: S3Request) => Promise<void>;

@@ -1,5 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer as createTlsServer } from 'node:https';
+import type { TLSSocket } from 'node:tls';
 import type { AddressInfo } from 'node:net';
 import { StoreRefusal } from '../refusals.ts';
 import type { EmbeddedObjectStore } from '../store.ts';
@@ -8,13 +10,16 @@ import type { CacheSection } from '../../../db/announced-cache.ts';
 import { createAccess, type Caller } from './access.ts';
 import type { S3Platform } from './platform-port.ts';
 import { bucketRoutes } from './bucket-handlers.ts';
-import { REFUSAL_STATUS, S3Error, accessDenied, assertStorable } from './errors.ts';
+import { applyCors, preflight } from './cors.ts';
+import { REFUSAL_STATUS, S3Error, accessDenied, assertStorable, unavailableError } from './errors.ts';
 import { multipartRoutes } from './multipart-handlers.ts';
 import { assertContentMd5 } from './payload.ts';
 import { objectRoutes } from './object-handlers.ts';
+import { objectLockRoutes } from './object-lock.ts';
+import { postObject } from './post-object.ts';
 import type { S3Request } from './request.ts';
 import { parseSignature, scopeOf, verify } from './sigv4.ts';
-import { refuseUnofferedGuarantees } from './sub-resources.ts';
+import { OBJECT_SUB_RESOURCES, refuseUnofferedGuarantees, subResourceOf, type ObjectSubResource } from './sub-resources.ts';
 import { document } from './xml.ts';
 import type { S3Handler } from './request.ts';
 
@@ -40,9 +45,19 @@ export async function startS3Endpoint(options: {
   /** A request body that stops coming for this long is ended with RequestTimeout (S3_BODY_TIMEOUT_SECONDS). */
   bodyTimeoutMs: number;
   log: Logger;
+  /** Serve https with this certificate chain and key (PEM) rather than http. */
+  tls?: { cert: Buffer; key: Buffer };
+  /** Count `X-Forwarded-Proto: https` as TLS (behind a proxy that terminates it). */
+  trustForwardedProto?: boolean;
 }): Promise<S3Endpoint> {
   const { store, region, log } = options;
   const access = createAccess(options.platform, store, options.keys);
+  const isSecure = (req: IncomingMessage): boolean =>
+    (req.socket as TLSSocket).encrypted === true ||
+    (options.trustForwardedProto === true &&
+      String(req.headers['x-forwarded-proto'] ?? '')
+        .split(',')[0]!
+        .trim() === 'https');
   const route = (request: S3Request): S3Handler => {
     const { bucketName, key, req } = request;
     if (bucketName === '') {
@@ -53,7 +68,11 @@ export async function startS3Endpoint(options: {
     if (key === '') return bucketRoutes.route(request);
     // A part's upload carries partNumber too: the upload it belongs to decides.
     if (request.query.has('uploads') || request.query.has('uploadId')) return multipartRoutes.route(request);
-    // By method and sub-resource: what is not offered is refused before it can touch the object.
+    // Object lock's sub-resources are served by its own handlers; every other one by method and
+    // sub-resource in objectRoutes, where what is not offered is refused before it can touch the object.
+    const subResource = subResourceOf(request, OBJECT_SUB_RESOURCES);
+    const lockOperation = subResource === undefined ? undefined : OBJECT_SUB_RESOURCE_OPERATIONS[subResource]?.[request.req.method ?? ''];
+    if (lockOperation) return lockOperation;
     return objectRoutes.route(request);
   };
 
@@ -63,6 +82,16 @@ export async function startS3Endpoint(options: {
     const rawPath = queryAt < 0 ? url : url.slice(0, queryAt);
     const rawQuery = queryAt < 0 ? '' : url.slice(queryAt + 1);
     const parts = { method: req.method ?? 'GET', rawPath, rawQuery, headers: req.headers };
+    // Two requests carry no Authorization of their own: a browser's CORS preflight, answered
+    // without credentials as S3 answers it, and a browser's form upload, signed by its policy.
+    if (req.method === 'OPTIONS') return preflight(req, res, bucketOf(rawPath), { store, platform: options.platform });
+    if (
+      req.method === 'POST' &&
+      isBucketPath(rawPath) &&
+      rawQuery === '' &&
+      /^multipart\/form-data/i.test(req.headers['content-type'] ?? '')
+    )
+      return postObject(req, res, bucketOf(rawPath), { store, access, secure: isSecure(req) });
     const signed = parseSignature(parts, new Date());
     if (!signed) throw accessDenied('Anonymous access is not allowed: sign requests with an S3 access key of your organization');
     // A Content-MD5 that cannot be an MD5 is refused as S3 refuses it, whatever the signature.
@@ -93,8 +122,15 @@ export async function startS3Endpoint(options: {
       region,
       requestId,
       stallTimeoutMs: options.bodyTimeoutMs,
+      secure: isSecure(req),
     };
-    await route(request)(request);
+    const handler = route(request);
+    // A browser's real request gets its bucket's CORS headers, on errors too (the page reads those).
+    if (req.headers.origin !== undefined && request.bucketName !== '') {
+      const bucket = await store.objects.bucketNamed(caller.orgId, request.bucketName);
+      if (bucket) applyCors(req, res, bucket);
+    }
+    await handler(request);
   };
 
   const onRequest = (req: IncomingMessage, res: ServerResponse) => {
@@ -103,7 +139,7 @@ export async function startS3Endpoint(options: {
     res.setHeader('Server', 'cloud-platform-s3');
     handle(req, res, requestId).catch((error: unknown) => answerError(req, res, error, requestId, log));
   };
-  const server: Server = createServer(onRequest);
+  const server = options.tls ? createTlsServer({ cert: options.tls.cert, key: options.tls.key }, onRequest) : createServer(onRequest);
   // `Expect: 100-continue` (the SDK's large uploads): the client sends the body only once asked
   // for it, after the signature and the quota reservation passed (payload.ts), so a refused
   // upload costs no transfer.
@@ -120,7 +156,7 @@ export async function startS3Endpoint(options: {
   });
   const address = server.address() as AddressInfo;
   return {
-    url: `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`,
+    url: `${options.tls ? 'https' : 'http'}://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`,
     close: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());
@@ -130,6 +166,22 @@ export async function startS3Endpoint(options: {
       }),
   };
 }
+
+/** The object sub-resources offered, by sub-resource and method; every other pair is 501. */
+const OBJECT_SUB_RESOURCE_OPERATIONS: Partial<Record<ObjectSubResource, Partial<Record<string, S3Handler>>>> = {
+  retention: objectLockRoutes.retention,
+  'legal-hold': objectLockRoutes.legalHold,
+};
+
+/** The bucket a raw path names (its first segment, decoded). */
+function bucketOf(rawPath: string): string {
+  const path = decodePath(rawPath.replace(/^\/+/, ''));
+  const slash = path.indexOf('/');
+  return slash < 0 ? path : path.slice(0, slash);
+}
+
+/** Whether a raw path names a bucket alone (`/bucket` or `/bucket/`). */
+const isBucketPath = (rawPath: string): boolean => /^\/+[^/]+\/?$/.test(rawPath);
 
 function decodePath(path: string): string {
   try {
@@ -145,9 +197,21 @@ function answerError(req: IncomingMessage, res: ServerResponse, error: unknown, 
   else if (error instanceof StoreRefusal) s3 = new S3Error(error.code, REFUSAL_STATUS[error.code], error.message);
   else {
     const code = (error as NodeJS.ErrnoException | undefined)?.code;
-    // A client gone mid-request (its socket closed under a write: ECANCELED, EPIPE) is no fault of ours.
-    if (code === 'ERR_STREAM_PREMATURE_CLOSE' || code === 'ECONNRESET' || code === 'ABORTED' || code === 'ECANCELED' || code === 'EPIPE') {
+    const unavailable = unavailableError(error);
+    // A client gone mid-request (its socket closed under a write: ECANCELED, EPIPE, or a reset of the
+    // request's own connection) is no fault of ours; a reset of the database's (the same code) is an
+    // outage, answered 503 for the client to retry.
+    if (
+      code === 'ERR_STREAM_PREMATURE_CLOSE' ||
+      code === 'ABORTED' ||
+      code === 'ECANCELED' ||
+      code === 'EPIPE' ||
+      (code === 'ECONNRESET' && !req.complete && req.destroyed)
+    ) {
       s3 = new S3Error('IncompleteBody', 400, 'The request body ended before its declared length');
+    } else if (unavailable) {
+      log.warn({ reason: (error as Error).message, method: req.method }, 'the database is unavailable; answered 503');
+      s3 = unavailable;
     } else {
       log.error({ err: error, method: req.method }, 's3 request failed');
       s3 = new S3Error('InternalError', 500, 'We encountered an internal error. Please try again.');

@@ -44,7 +44,7 @@ export function unescapeXml(text: string): string {
 }
 
 /** A value of an element: text, a nested element list, or omitted (undefined/null). */
-export type XmlValue = string | number | boolean | null | undefined | XmlNode[] | XmlNode;
+export type XmlValue = string | number | boolean | null | undefined | XmlNode[] | string[] | XmlNode;
 export interface XmlNode {
   [name: string]: XmlValue;
 }
@@ -52,7 +52,7 @@ export interface XmlNode {
 /** Writes elements in the given order; an array value repeats its element. */
 export function element(name: string, value: XmlValue): string {
   if (value === undefined || value === null) return '';
-  if (Array.isArray(value)) return value.map((item) => element(name, item)).join('');
+  if (Array.isArray(value)) return (value as XmlValue[]).map((item) => element(name, item)).join('');
   if (typeof value === 'object')
     return `<${name}>${Object.entries(value)
       .map(([child, v]) => element(child, v))

@@ -1,0 +1,92 @@
+// Deliveries survive a crash: the server is killed (SIGKILL) while attempts are under way at a
+// slow receiver, another process starts on the same database, and every event of the log arrives
+// at least once, signed; a message that arrives twice carries the same webhook-id, and the
+// deliveries end succeeded, in agreement with what the receiver got.
+import { randomBytes } from 'node:crypto';
+import { Webhook } from 'standardwebhooks';
+import { afterAll, expect, test } from 'vitest';
+import { eventually } from '../../../support/eventually.ts';
+import type { Started } from '../../../support/processes.ts';
+import { call, createTestDatabase, readBootstrap, startServerProcess } from '../../../support/server.ts';
+import { startWebhookReceiver, type WebhookReceiver } from '../../../support/webhook-receiver.ts';
+
+const running: Started[] = [];
+let receiver: WebhookReceiver | undefined;
+afterAll(async () => {
+  await Promise.all(running.map((process) => process.stop()));
+  await receiver?.close();
+});
+
+const EVENTS = 24;
+
+test('killed mid-delivery, the next process delivers every event at least once, duplicates with the same webhook-id', async () => {
+  receiver = await startWebhookReceiver();
+  // Each answer takes a second: attempts are certainly under way when the process dies.
+  receiver.delay(1_000);
+  const databaseUrl = await createTestDatabase();
+  const env = {
+    WEBHOOK_ALLOW_INSECURE: 'true',
+    WEBHOOK_DISPATCH_INTERVAL_MS: '100',
+    WEBHOOK_RETRY_SCHEDULE: '200ms,400ms,800ms,1s,2s',
+    WEBHOOK_TIMEOUT_MS: '5000',
+    WORKER_LEASE_MS: '1500',
+    // Processes sharing a database share the key that seals the endpoints' secrets.
+    SECRET_STORE_KEY: randomBytes(32).toString('base64'),
+  };
+  const first = await startServerProcess(databaseUrl, env);
+  running.push(first);
+  const credentials = await readBootstrap(first.dataDir);
+  const api = (base: string) => (method: string, path: string, body?: unknown) =>
+    call(`${base}/v1/orgs/${credentials.org_id}`, method, path, {
+      defaultKey: credentials.api_key,
+      ...(body === undefined ? {} : { body }),
+    });
+
+  const created = await api(first.url)('POST', '/webhook-endpoints', { url: `${receiver.url}/crash`, event_types: ['api_key.created'] });
+  expect(created.status, created.text).toBe(201);
+  const secret = created.body.secret as string;
+  for (let index = 0; index < EVENTS; index++) {
+    const key = await api(first.url)('POST', '/api-tokens', { name: `crash-${index}` });
+    expect(key.status, key.text).toBe(201);
+  }
+  // Attempts under way (the receiver has requests it has not answered yet): the process dies.
+  await eventually(() => (receiver!.received.length >= 2 ? true : undefined), 'attempts under way', 20_000);
+  process.kill(-first.child.pid!, 'SIGKILL');
+  await new Promise((resolve) => (first.child.exitCode !== null ? resolve(null) : first.child.once('exit', resolve)));
+  const beforeRestart = receiver.received.length;
+  expect(beforeRestart).toBeLessThan(EVENTS);
+
+  receiver.delay(0);
+  const second = await startServerProcess(databaseUrl, env, { dataDir: first.dataDir });
+  running.push(second);
+  const log = (await api(second.url)('GET', '/events?type=api_key.created&limit=200')).body.items as Array<{ id: string }>;
+  expect(log).toHaveLength(EVENTS);
+  const logIds = new Set(log.map((event) => event.id));
+
+  await eventually(
+    () => {
+      const arrived = new Set(receiver!.received.map((request) => request.headers['webhook-id']));
+      return [...logIds].every((id) => arrived.has(id)) ? true : undefined;
+    },
+    'every event delivered',
+    60_000,
+  );
+  // Every message is one of the log's events, signed, its body the event the webhook-id names:
+  // one that arrived twice is the same message, with the same webhook-id.
+  const byId = new Map<string, string[]>();
+  for (const request of receiver.received) {
+    const body = new Webhook(secret).verify(request.body, request.headers as Record<string, string>) as { id: string };
+    expect(request.headers['webhook-id']).toBe(body.id);
+    expect(logIds.has(body.id)).toBe(true);
+    byId.set(body.id, [...(byId.get(body.id) ?? []), request.body]);
+  }
+  for (const [, bodies] of byId) expect(new Set(bodies).size).toBe(1);
+
+  // The deliveries agree with the receiver: each succeeded, and the interrupted ones show it.
+  const deliveries = await eventually(async () => {
+    const items = (await api(second.url)('GET', `/webhook-endpoints/${created.body.webhook_endpoint.id}/deliveries?limit=200`)).body
+      .items as any[];
+    return items.length === EVENTS && items.every((delivery) => delivery.status === 'succeeded') ? items : undefined;
+  }, 'every delivery succeeded');
+  expect(new Set(deliveries.map((delivery) => delivery.event_id))).toEqual(logIds);
+}, 180_000);

@@ -1,0 +1,83 @@
+// The tools of the events: the typed client's verifyWebhook accepts what the platform signs and
+// refuses anything else; `cloud events list` reads the log; `cloud events listen` follows it and
+// forwards each new event, signed with the session's secret, to a local receiver.
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { runCli, type Io } from '../../../../client/cli/main.ts';
+import { verifyWebhook, WebhookVerificationError } from '../../../../client/index.ts';
+import { eventually } from '../../../support/eventually.ts';
+import { startTestServer, type TestServer } from '../../../support/server.ts';
+import { startWebhookReceiver, type WebhookReceiver } from '../../../support/webhook-receiver.ts';
+
+let server: TestServer;
+let receiver: WebhookReceiver;
+beforeAll(async () => {
+  receiver = await startWebhookReceiver();
+  server = await startTestServer({ WEBHOOK_ALLOW_INSECURE: 'true', WEBHOOK_DISPATCH_INTERVAL_MS: '100' });
+});
+afterAll(async () => {
+  await server?.close();
+  await receiver?.close();
+});
+
+function io(): Io & { out: string[]; err: string[] } {
+  const out: string[] = [];
+  const err: string[] = [];
+  return {
+    out,
+    err,
+    stdout: (text) => out.push(text),
+    stderr: (text) => err.push(text),
+    env: {},
+    stdin: () => '',
+    ask: async () => undefined,
+    isTty: false,
+  };
+}
+
+describe('verifyWebhook', () => {
+  test('returns the event of a delivery the platform signed, and refuses a forged or altered one', async () => {
+    const created = await server.org.call('POST', '/webhook-endpoints', { body: { url: `${receiver.url}/client`, event_types: ['ping'] } });
+    const ping = await server.org.call('POST', `/webhook-endpoints/${created.body.webhook_endpoint.id}/test`);
+    const request = await eventually(() => receiver.received.find((candidate) => candidate.path === '/client'));
+    const event = verifyWebhook(created.body.secret, request.headers, request.body);
+    expect(event).toEqual(ping.body.event);
+    if (event.type === 'ping') expect(event.data.webhook_endpoint_id).toBe(created.body.webhook_endpoint.id);
+    const headers = new Headers(request.headers as Record<string, string>);
+    expect(verifyWebhook(created.body.secret, headers, new TextEncoder().encode(request.body)).id).toBe(ping.body.event.id);
+    expect(() =>
+      verifyWebhook(created.body.secret, request.headers as Record<string, string>, request.body.replace('ping', 'pong')),
+    ).toThrow(WebhookVerificationError);
+    const other = `whsec_${Buffer.alloc(32, 7).toString('base64')}`;
+    expect(() => verifyWebhook(other, request.headers as Record<string, string>, request.body)).toThrow(WebhookVerificationError);
+  });
+});
+
+describe('cloud events', () => {
+  const flags = () => ['--base-url', server.url, '--api-key', server.org.ownerKey, '--org', server.org.orgId];
+
+  test('list shows the log', async () => {
+    await server.org.call('POST', '/api-tokens', { body: { name: 'listed' } });
+    const out = io();
+    expect(await runCli(['events', 'list', '--type', 'api_key.created', '-o', 'json', ...flags()], out)).toBe(0);
+    const page = JSON.parse(out.out.join(''));
+    expect(page.items[0]).toMatchObject({ type: 'api_key.created', data: { api_key: { name: 'listed' } } });
+  });
+
+  test('listen forwards each new event, signed with the secret it prints, to a local URL', async () => {
+    const out = io();
+    const listening = runCli(
+      ['events', 'listen', '--forward-to', `${receiver.url}/local`, '--for', '5', '--poll-ms', '100', ...flags()],
+      out,
+    );
+    await eventually(() => (out.err.join('').includes('Ready') ? true : undefined));
+    const secret = /(whsec_\S+)/.exec(out.err.join(''))![1]!;
+    const key = await server.org.call('POST', '/api-tokens', { body: { name: 'forwarded' } });
+    const forwarded = await eventually(() => receiver.received.find((request) => request.path === '/local'));
+    const event = verifyWebhook(secret, forwarded.headers, forwarded.body);
+    expect(event).toMatchObject({ type: 'api_key.created', data: { api_key: key.body.token } });
+    expect(forwarded.headers['webhook-id']).toBe(event.id);
+    expect(await listening).toBe(0);
+    // Each event once, however many polls saw it.
+    expect(receiver.received.filter((request) => request.path === '/local' && request.headers['webhook-id'] === event.id)).toHaveLength(1);
+  });
+});

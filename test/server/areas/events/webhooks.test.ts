@@ -1,0 +1,200 @@
+// Webhooks against a real receiver on loopback (the development switch on): every delivery is
+// signed as Standard Webhooks says (checked with the `standardwebhooks` package), carries the
+// event exactly as the log shows it, and its webhook-id is the event's id; a failing receiver is
+// retried on the schedule, then disabled with an event saying so; a rotation signs with both
+// secrets; a resend repeats the webhook-id.
+import { Webhook } from 'standardwebhooks';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { eventually } from '../../../support/eventually.ts';
+import { startTestServer, type TestOrg, type TestServer } from '../../../support/server.ts';
+import { startWebhookReceiver, type ReceivedWebhook, type WebhookReceiver } from '../../../support/webhook-receiver.ts';
+import { runningVm } from '../compute/fixtures.ts';
+
+let server: TestServer;
+let receiver: WebhookReceiver;
+beforeAll(async () => {
+  receiver = await startWebhookReceiver();
+  server = await startTestServer({
+    WEBHOOK_ALLOW_INSECURE: 'true',
+    WEBHOOK_RETRY_SCHEDULE: '100ms,200ms,300ms',
+    WEBHOOK_DISPATCH_INTERVAL_MS: '100',
+    WEBHOOK_TIMEOUT_MS: '2000',
+  });
+});
+afterAll(async () => {
+  await server?.close();
+  await receiver?.close();
+});
+
+async function createEndpoint(org: TestOrg, path: string, body: Record<string, unknown> = {}) {
+  const created = await org.call('POST', '/webhook-endpoints', { body: { url: `${receiver.url}${path}`, ...body } });
+  expect(created.status, created.text).toBe(201);
+  return created.body as { webhook_endpoint: { id: string }; secret: string };
+}
+
+const at = (path: string) => receiver.received.filter((request) => request.path === path);
+
+function verified(secret: string, request: ReceivedWebhook): any {
+  return new Webhook(secret).verify(request.body, request.headers as Record<string, string>);
+}
+
+describe('a webhook endpoint', () => {
+  test('is created with a whsec_ secret shown once; reads and replays never show it', async () => {
+    const { org } = server;
+    const created = await org.call('POST', '/webhook-endpoints', {
+      body: { url: `${receiver.url}/once`, description: 'Deploy pipeline' },
+      headers: { 'Idempotency-Key': 'create-once' },
+    });
+    expect(created.status, created.text).toBe(201);
+    expect(created.body.secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
+    expect(created.body.webhook_endpoint).toMatchObject({
+      url: `${receiver.url}/once`,
+      event_types: ['*'],
+      enabled: true,
+      disabled_reason: null,
+    });
+    const replay = await org.call('POST', '/webhook-endpoints', {
+      body: { url: `${receiver.url}/once`, description: 'Deploy pipeline' },
+      headers: { 'Idempotency-Key': 'create-once' },
+    });
+    expect(replay.status).toBe(201);
+    expect(replay.body).toEqual({ webhook_endpoint: created.body.webhook_endpoint });
+    const read = await org.call('GET', `/webhook-endpoints/${created.body.webhook_endpoint.id}`);
+    expect(read.body).toEqual(created.body.webhook_endpoint);
+    const listed = await org.call('GET', '/webhook-endpoints');
+    expect(listed.text).not.toContain(created.body.secret);
+    const stored = await server.pool.query('SELECT secret_sealed FROM webhook_endpoints WHERE id = $1', [created.body.webhook_endpoint.id]);
+    expect(stored.rows[0].secret_sealed).not.toContain(created.body.secret.slice(6));
+    expect((await org.call('DELETE', `/webhook-endpoints/${created.body.webhook_endpoint.id}`)).status).toBe(204);
+  });
+
+  test('receives each event signed, with the webhook-id of the event and the body the log shows', async () => {
+    const org = await server.createOrg('Signed deliveries');
+    const { secret } = await createEndpoint(org, '/signed');
+    const key = await org.call('POST', '/api-tokens', { body: { name: 'announced' } });
+    expect(key.status).toBe(201);
+    const vm = await runningVm(server, org);
+
+    const log = await eventually(async () => {
+      const page = (await org.call('GET', '/events?limit=200')).body.items as any[];
+      const types = page.map((event) => event.type);
+      return types.includes('operation.succeeded') && types.includes('instance.state_changed') && types.includes('api_key.created')
+        ? page
+        : undefined;
+    }, 'the events in the log');
+    const created = log.find((event) => event.type === 'api_key.created');
+    expect(created).toMatchObject({ resource_type: 'api_token', resource_id: key.body.token.id, data: { api_key: key.body.token } });
+    expect(JSON.stringify(created)).not.toContain(key.body.secret);
+    const ended = log.find((event) => event.type === 'operation.succeeded');
+    expect(ended.data.operation).toMatchObject({ type: 'vm.create', resource_id: vm.id, state: 'succeeded' });
+    const running = log.find((event) => event.type === 'instance.state_changed' && event.data.state === 'running');
+    expect(running.data).toMatchObject({ vm_id: vm.id, previous_state: 'creating', state: 'running' });
+
+    const requests = await eventually(() => (at('/signed').length >= log.length ? at('/signed') : undefined), 'every event delivered');
+    for (const request of requests) {
+      const body = verified(secret, request);
+      expect(request.headers['webhook-id']).toBe(body.id);
+      expect(request.headers['content-type']).toBe('application/json');
+      const inLog = await org.call('GET', `/events/${body.id}`);
+      expect(inLog.status).toBe(200);
+      expect(body).toEqual(inLog.body);
+    }
+    // Tampering is caught: the signature covers id, timestamp and body.
+    const tampered = { ...requests[0]!, body: requests[0]!.body.replace('"type"', '"typo"') };
+    expect(() => verified(secret, tampered)).toThrow();
+    expect(() => verified(`whsec_${Buffer.alloc(32, 1).toString('base64')}`, requests[0]!)).toThrow();
+  });
+
+  test('a failing receiver is retried on the schedule, then disabled, and another endpoint hears of it', async () => {
+    const org = await server.createOrg('Failing receiver');
+    const watcher = await createEndpoint(org, '/watcher', { event_types: ['webhook_endpoint.disabled'] });
+    receiver.answer((request) => (request.path === '/failing' ? 503 : 200));
+    try {
+      const failing = await createEndpoint(org, '/failing', { event_types: ['api_key.created'] });
+      await org.call('POST', '/api-tokens', { body: { name: 'never acknowledged' } });
+      const delivery = await eventually(async () => {
+        const page = (await org.call('GET', `/webhook-endpoints/${failing.webhook_endpoint.id}/deliveries`)).body;
+        return page.items[0]?.status === 'failed' ? page.items[0] : undefined;
+      }, 'the delivery to fail');
+      // The first attempt and one per pause of the schedule: four, each answered 503.
+      expect(delivery.attempts).toHaveLength(4);
+      expect(delivery.attempts.map((attempt: any) => [attempt.status_code, attempt.outcome])).toEqual(Array(4).fill([503, 'http_error']));
+      const times = delivery.attempts.map((attempt: any) => Date.parse(attempt.attempted_at));
+      [100, 200, 300].forEach((pause, index) => expect(times[index + 1] - times[index]).toBeGreaterThanOrEqual(pause - 5));
+      const sent = at('/failing');
+      expect(sent).toHaveLength(4);
+      expect(new Set(sent.map((request) => request.headers['webhook-id']))).toEqual(new Set([delivery.event_id]));
+
+      const endpoint = (await org.call('GET', `/webhook-endpoints/${failing.webhook_endpoint.id}`)).body;
+      expect(endpoint).toMatchObject({ enabled: false, disabled_reason: 'failing' });
+      expect(endpoint.failing_since).not.toBeNull();
+      const announced = (await org.call('GET', '/events?type=webhook_endpoint.disabled')).body.items;
+      expect(announced).toHaveLength(1);
+      expect(announced[0]).toMatchObject({ resource_id: failing.webhook_endpoint.id, data: { webhook_endpoint: endpoint } });
+      const heard = await eventually(() => at('/watcher').find((request) => request.headers['webhook-id'] === announced[0].id));
+      expect(verified(watcher.secret, heard)).toEqual(announced[0]);
+
+      // Disabled: nothing more is sent, and a test is refused until it is enabled again.
+      await org.call('POST', '/api-tokens', { body: { name: 'after the disablement' } });
+      const refused = await org.call('POST', `/webhook-endpoints/${failing.webhook_endpoint.id}/test`);
+      expect(refused.status).toBe(409);
+      expect(refused.body.code).toBe('webhook_endpoint_disabled');
+      receiver.answer(200);
+      const enabled = await org.call('PATCH', `/webhook-endpoints/${failing.webhook_endpoint.id}`, { body: { enabled: true } });
+      expect(enabled.body).toMatchObject({ enabled: true, disabled_reason: null, failing_since: null });
+      const ping = await org.call('POST', `/webhook-endpoints/${failing.webhook_endpoint.id}/test`);
+      expect(ping.status, ping.text).toBe(202);
+      const pinged = await eventually(() => at('/failing').find((request) => request.headers['webhook-id'] === ping.body.event.id));
+      expect(verified(failing.secret, pinged)).toMatchObject({ type: 'ping', data: { webhook_endpoint_id: failing.webhook_endpoint.id } });
+      expect(at('/failing')).toHaveLength(5);
+    } finally {
+      receiver.answer(200);
+    }
+  });
+
+  test('after a rotation both secrets sign until the previous one expires', async () => {
+    const org = await server.createOrg('Rotation');
+    const first = await createEndpoint(org, '/rotated', { event_types: ['ping'] });
+    const rotated = await org.call('POST', `/webhook-endpoints/${first.webhook_endpoint.id}/rotate-secret`);
+    expect(rotated.status, rotated.text).toBe(200);
+    expect(rotated.body.secret).not.toBe(first.secret);
+    const expires = Date.parse(rotated.body.webhook_endpoint.previous_secret_expires_at);
+    expect(expires - Date.now()).toBeGreaterThan(23 * 3_600_000);
+    const ping = await org.call('POST', `/webhook-endpoints/${first.webhook_endpoint.id}/test`);
+    const request = await eventually(() => at('/rotated').find((candidate) => candidate.headers['webhook-id'] === ping.body.event.id));
+    expect(String(request.headers['webhook-signature']).split(' ')).toHaveLength(2);
+    expect(verified(rotated.body.secret, request).id).toBe(ping.body.event.id);
+    expect(verified(first.secret, request).id).toBe(ping.body.event.id);
+  });
+
+  test('a resend is a new delivery with the same webhook-id', async () => {
+    const org = await server.createOrg('Resend');
+    const endpoint = await createEndpoint(org, '/resent', { event_types: ['ping'] });
+    const ping = await org.call('POST', `/webhook-endpoints/${endpoint.webhook_endpoint.id}/test`);
+    await eventually(async () => {
+      const page = (await org.call('GET', `/webhook-endpoints/${endpoint.webhook_endpoint.id}/deliveries`)).body;
+      return page.items[0]?.status === 'succeeded' ? page : undefined;
+    });
+    const resent = await org.call('POST', `/webhook-endpoints/${endpoint.webhook_endpoint.id}/deliveries/${ping.body.delivery.id}/resend`);
+    expect(resent.status, resent.text).toBe(202);
+    expect(resent.body.id).not.toBe(ping.body.delivery.id);
+    expect(resent.body.event_id).toBe(ping.body.event.id);
+    const both = await eventually(() => (at('/resent').length === 2 ? at('/resent') : undefined));
+    expect(both.map((request) => request.headers['webhook-id'])).toEqual([ping.body.event.id, ping.body.event.id]);
+    // The receiver has the request before the server records the attempt's answer: read until recorded.
+    const deliveries = await eventually(async () => {
+      const items = (await org.call('GET', `/webhook-endpoints/${endpoint.webhook_endpoint.id}/deliveries?event_id=${ping.body.event.id}`))
+        .body.items;
+      return items.length === 2 && items[0].attempts.length > 0 ? items : undefined;
+    });
+    expect(deliveries[0].attempts[0]).toMatchObject({ status_code: 200, outcome: 'succeeded' });
+  });
+
+  test("the engine's delivery jobs are no organization's operations", async () => {
+    const org = await server.createOrg('Jobs unseen');
+    const endpoint = await createEndpoint(org, '/jobs', { event_types: ['ping'] });
+    await org.call('POST', `/webhook-endpoints/${endpoint.webhook_endpoint.id}/test`);
+    await eventually(() => (at('/jobs').length === 1 ? true : undefined));
+    expect((await org.call('GET', '/operations')).body.items).toEqual([]);
+  });
+});
