@@ -1166,8 +1166,9 @@ export interface paths {
          * @description Creates a bucket and returns it (state `creating`) with the `bucket.create` operation that
          *     creates it in the object store. When the operation has succeeded the bucket is `active`, and
          *     its `name` is the bucket name on the S3 endpoint (`s3_endpoint` in `DATA_DIR/bootstrap.json`,
-         *     path-style: `<s3_endpoint>/<name>/<key>`) for the organization's S3 access keys. Buckets are
-         *     created and deleted only through this API; S3's CreateBucket and DeleteBucket are refused.
+         *     path-style: `<s3_endpoint>/<name>/<key>`) for the organization's S3 access keys. S3's
+         *     CreateBucket on the embedded endpoint creates a bucket by the same rules (name, slots, spend
+         *     budget, audit event and `bucket.create` operation), and answers once it is active.
          *
          *     - `name`: 3 to 63 characters, lowercase letters, digits and hyphens, starting and ending with a
          *       letter or digit; dots are not permitted (`400 validation_failed`). It must be unique within
@@ -1175,7 +1176,7 @@ export interface paths {
          *       (`409 bucket_name_taken`).
          *     - `versioning` (default false) is applied by the operation: read the bucket back and check
          *       `observed_versioning` before relying on it; until observed it is null, which does not mean
-         *       off. Versioning cannot be changed later.
+         *       off. S3's PutBucketVersioning changes it later.
          *     - Unknown fields are refused (`400 validation_failed`).
          *     - A new bucket needs a free slot: when `buckets_used` has reached `max_buckets` (see
          *       `getOrgContext`) it is refused with `409 bucket_limit_reached`. Soft-deleted buckets hold no
@@ -1241,6 +1242,8 @@ export interface paths {
          *       `deleting` or `soft_deleted` is refused with `409 bucket_state_conflict`. A bucket in `error`
          *       that the object store does not hold is removed at once by the operation (its name and slot
          *       are free again); one it holds is soft-deleted like an active one.
+         *     - S3's DeleteBucket on the embedded endpoint is the same soft delete, by the same rules, and
+         *       answers once the bucket is `soft_deleted`.
          */
         delete: operations["deleteBucket"];
         options?: never;
@@ -3684,7 +3687,7 @@ export interface components {
              */
             state: "creating" | "active" | "deleting" | "soft_deleted" | "error";
             /**
-             * @description The desired state, as requested at creation (whether previous versions of overwritten and deleted objects are kept). Check `observed_versioning` for what the object store applies.
+             * @description The desired state, as requested at creation or changed since by S3's PutBucketVersioning (`false` after S3's `Suspended`): whether previous versions of overwritten and deleted objects are kept. Check `observed_versioning` for what the object store applies.
              * @example true
              */
             versioning: boolean;
@@ -3777,7 +3780,7 @@ export interface components {
             /**
              * @description Whether previous versions of overwritten and deleted objects are kept; default false. It
              *     is applied by the returned operation: read the bucket back and check
-             *     `observed_versioning` before relying on it. It cannot be changed after creation.
+             *     `observed_versioning` before relying on it. S3's PutBucketVersioning changes it later.
              * @default false
              * @example true
              */
@@ -4310,13 +4313,13 @@ export interface components {
              */
             actor_sub: string;
             /**
-             * @description `api_key` for API keys, the token issuer for OIDC access tokens, `operator` for administrative commands, `system` for the platform's own actions.
+             * @description `api_key` for API keys, the token issuer for OIDC access tokens, `operator` for administrative commands, `system` for the platform's own actions, `s3_access_key` for requests on the S3 endpoint (such as S3's CreateBucket), whose `actor_sub` is the access key id (`objectstore_access_key_id`).
              * @example api_key
              */
             actor_realm: string;
             /**
              * Format: uuid
-             * @description The API key used, when the actor used one.
+             * @description The API key used, when the actor used one; for `s3_access_key`, the S3 access key's `id`.
              * @example 6a1e3c5b-7d9f-4b2a-8c4e-1f3a5b7d9e02
              */
             actor_token_id?: string | null;

@@ -152,6 +152,8 @@ export interface S3Config {
    * 7 days: what S3's lifecycle rule AbortIncompleteMultipartUpload is commonly set to).
    */
   incompleteUploadRetentionSeconds: number;
+  /** A request body that stops coming for this long is ended with S3's RequestTimeout (S3_BODY_TIMEOUT_SECONDS, default 20, as S3's). */
+  bodyTimeoutSeconds: number;
   /**
    * The endpoint terminates TLS itself with this certificate chain and key (S3_TLS_CERT and
    * S3_TLS_KEY, PEM files, both or neither): it then serves https only. SSE-C and browsers need TLS.
@@ -335,6 +337,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       region: env.S3_REGION || 'us-east-1',
       secretStoreKey: env.SECRET_STORE_KEY || undefined,
       incompleteUploadRetentionSeconds: integer(env, 'S3_INCOMPLETE_UPLOAD_RETENTION_SECONDS', 7 * 86_400, 1, 10 * 365 * 86_400),
+      bodyTimeoutSeconds: integer(env, 'S3_BODY_TIMEOUT_SECONDS', 20, 1, 3_600),
       tls: tlsFiles(env),
       trustForwardedProto: boolean(env, 'S3_TRUST_FORWARDED_PROTO', false),
       lifecycleDaySeconds: integer(env, 'S3_LIFECYCLE_DAY_SECONDS', 86_400, 1, 86_400),

@@ -23,6 +23,11 @@ export interface ObjectStoreDriver {
   purgeBucket(request: BucketAddress): Promise<void>;
   /** Sets the per-bucket caps (null: no cap on that measure). */
   setBucketQuota(request: BucketAddress & { quota: BucketCaps }): Promise<BucketReport>;
+  /**
+   * Turns versioning on, or off (S3's Suspended: the versions kept stay, new writes replace the
+   * key's `null` version).
+   */
+  setBucketVersioning(request: BucketAddress & { versioning: boolean }): Promise<BucketReport>;
   /** The bucket as the store sees it now; null when the store does not hold it. */
   describeBucket(request: BucketAddress): Promise<BucketReport | null>;
   /** Everything the store holds for an organization: its buckets, usage and enforced ceiling. */

@@ -65,13 +65,14 @@ export function storageArea(deps: AreaDependencies) {
       embeddedStore &&
       startS3Endpoint({
         store: embeddedStore,
-        platform: s3Port(pool),
+        platform: s3Port({ pool, buckets, objectStore: drivers.objectStore, clock, log: log.child({ component: 's3' }) }),
         keys: credentials.section<Caller>('s3'),
         port: config.s3.port,
         host: config.host,
         tls: config.s3.tls && { cert: readFileSync(config.s3.tls.certFile), key: readFileSync(config.s3.tls.keyFile) },
         trustForwardedProto: config.s3.trustForwardedProto,
         region: config.s3.region,
+        bodyTimeoutMs: config.s3.bodyTimeoutSeconds * 1000,
         log: log.child({ component: 's3' }),
       }),
   });

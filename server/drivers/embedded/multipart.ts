@@ -2,9 +2,10 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { Readable, Transform } from 'node:stream';
 import { withTransaction, type PoolClient } from '../../db/pool.ts';
 import { isChecksumAlgorithm, runningChecksum } from './checksums.ts';
+import type { WriteCondition } from './conditions.ts';
 import { lockForWrite } from './quota.ts';
 import { StoreRefusal } from './refusals.ts';
-import { num, type StoredPart, type StoredUpload, type StoredVersion, type VersionEncryption } from './rows.ts';
+import { num, type StoredPart, type StoredUpload, type VersionEncryption } from './rows.ts';
 import { commitVersion, type VersionAttributes } from './objects.ts';
 import type { VersionLock } from './object-lock.ts';
 import { sealingTransform, type WrappingKey } from './sealing.ts';
@@ -58,8 +59,8 @@ export function multipartOperations(context: StoreContext) {
           }
         : null;
       await pool.query(
-        `INSERT INTO store_uploads (upload_id, bucket_id, key, content_type, headers, checksum_algorithm, encryption, lock)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+        `INSERT INTO store_uploads (upload_id, bucket_id, key, content_type, headers, checksum_algorithm, tags, encryption, lock)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
         [
           uploadId,
           bucketId,
@@ -67,6 +68,7 @@ export function multipartOperations(context: StoreContext) {
           attributes.contentType,
           JSON.stringify(attributes.headers),
           checksumAlgorithm,
+          JSON.stringify(attributes.tags ?? []),
           options.encryption ? JSON.stringify(options.encryption) : null,
           lock ? JSON.stringify(lock) : null,
         ],
@@ -76,6 +78,18 @@ export function multipartOperations(context: StoreContext) {
 
     async upload(bucketId: string, key: string, uploadId: string): Promise<StoredUpload> {
       return uploadOf(pool, bucketId, key, uploadId);
+    },
+
+    /**
+     * What completing the upload made, when it was completed lately (a client repeating its
+     * CompleteMultipartUpload after a lost answer); undefined otherwise.
+     */
+    async completed(bucketId: string, key: string, uploadId: string): Promise<CompletedUpload | undefined> {
+      const { rows } = await pool.query<CompletedUpload>(
+        'SELECT version_id, etag, checksums, encryption FROM store_completed_uploads WHERE upload_id = $1 AND bucket_id = $2 AND key = $3',
+        [uploadId, bucketId, key],
+      );
+      return rows[0];
     },
 
     async uploadPart(request: {
@@ -160,7 +174,9 @@ export function multipartOperations(context: StoreContext) {
 
     /**
      * Completes an upload from the listed parts (ascending, each as uploaded, all but the last at
-     * least 5 MiB): one version whose segments are the parts' files. Parts not listed go.
+     * least 5 MiB): one version whose segments are the parts' files. Parts not listed go. A part
+     * number listed twice counts once, as its last listing says (as RGW reads the list: a client
+     * that sent a part twice lists both answers). A repeated completion is answered as the first.
      */
     async complete(request: {
       orgId: string;
@@ -168,10 +184,21 @@ export function multipartOperations(context: StoreContext) {
       key: string;
       uploadId: string;
       parts: Array<{ partNumber: number; etag: string; checksums: Record<string, string> }>;
-    }): Promise<StoredVersion> {
+      condition?: WriteCondition;
+      /** The whole object's checksums the client gave (x-amz-checksum-*), checked against the composite one made. */
+      checksums?: Record<string, string>;
+    }): Promise<CompletedUpload> {
       const { version, freed } = await withTransaction(pool, async (tx) => {
         const locked = await lockForWrite(tx, request.orgId, request.bucketId);
-        const upload = await uploadOf(tx, request.bucketId, request.key, request.uploadId);
+        const upload = await uploadOf(tx, request.bucketId, request.key, request.uploadId).catch(async (error: unknown) => {
+          const done = await tx.query<CompletedUpload>(
+            'SELECT version_id, etag, checksums, encryption FROM store_completed_uploads WHERE upload_id = $1 AND bucket_id = $2 AND key = $3',
+            [request.uploadId, request.bucketId, request.key],
+          );
+          if (done.rows[0]) return done.rows[0];
+          throw error;
+        });
+        if (!('upload_id' in upload)) return { version: upload, freed: [] };
         await tx.query('SELECT 1 FROM store_uploads WHERE upload_id = $1 FOR UPDATE', [upload.upload_id]);
         const stored = new Map(
           (await tx.query<StoredPart>('SELECT * FROM store_parts WHERE upload_id = $1', [upload.upload_id])).rows.map((row) => [
@@ -180,9 +207,10 @@ export function multipartOperations(context: StoreContext) {
           ]),
         );
         if (request.parts.length === 0) throw new StoreRefusal('InvalidPart', 'You must specify at least one part');
+        const listedParts = request.parts.filter((listed, index) => request.parts[index + 1]?.partNumber !== listed.partNumber);
         const chosen: StoredPart[] = [];
-        request.parts.forEach((listed, index) => {
-          if (index > 0 && listed.partNumber <= request.parts[index - 1]!.partNumber)
+        listedParts.forEach((listed, index) => {
+          if (index > 0 && listed.partNumber <= listedParts[index - 1]!.partNumber)
             throw new StoreRefusal(
               'InvalidPartOrder',
               'The list of parts was not in ascending order. Parts must be ordered by part number.',
@@ -210,13 +238,26 @@ export function multipartOperations(context: StoreContext) {
         const md5s = Buffer.concat(chosen.map((part) => Buffer.from(part.etag, 'hex')));
         const etag = `${createHash('md5').update(md5s).digest('hex')}-${chosen.length}`;
         const checksums = compositeChecksums(upload.checksum_algorithm, chosen);
+        for (const [algorithm, given] of Object.entries(request.checksums ?? {})) {
+          const made = checksums[algorithm];
+          // Given with its `-<parts>` suffix, as S3 answers it, or without.
+          if (made === undefined || (given !== made && given !== made.replace(/-\d+$/, '')))
+            throw new StoreRefusal('BadDigest', `The ${algorithm.toUpperCase()} you specified did not match the calculated checksum.`);
+        }
         const committed = await commitVersion(tx, locked, request.orgId, request.key, {
           size,
           etag,
           checksums,
-          segments: chosen.map((part) => ({ blob: part.blob, size: part.size_bytes, ...(part.sealing ? { sealing: part.sealing } : {}) })),
-          attributes: { contentType: upload.content_type, headers: upload.headers },
+          segments: chosen.map((part) => ({
+            blob: part.blob,
+            size: part.size_bytes,
+            etag: part.etag,
+            checksums: part.checksums,
+            ...(part.sealing ? { sealing: part.sealing } : {}),
+          })),
+          attributes: { contentType: upload.content_type, headers: upload.headers, tags: upload.tags },
           excludeUpload: upload.upload_id,
+          condition: request.condition,
           encryption: upload.encryption,
           lock: upload.lock
             ? {
@@ -229,7 +270,21 @@ export function multipartOperations(context: StoreContext) {
         const unused = [...stored.values()].filter((part) => !chosen.includes(part)).map((part) => part.blob);
         await markGarbage(tx, unused);
         await tx.query('DELETE FROM store_uploads WHERE upload_id = $1', [upload.upload_id]);
-        return { version: committed.version, freed: [...committed.freed, ...unused] };
+        const { version_id, etag: madeEtag, checksums: madeChecksums, encryption } = committed.version;
+        await tx.query(
+          `INSERT INTO store_completed_uploads (upload_id, bucket_id, key, version_id, etag, checksums, encryption)
+           VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+          [
+            upload.upload_id,
+            request.bucketId,
+            request.key,
+            version_id,
+            madeEtag,
+            JSON.stringify(madeChecksums),
+            encryption ? JSON.stringify(encryption) : null,
+          ],
+        );
+        return { version: { version_id, etag: madeEtag!, checksums: madeChecksums, encryption }, freed: [...committed.freed, ...unused] };
       });
       await dropGarbage(context, freed);
       return version;
@@ -252,6 +307,14 @@ export function multipartOperations(context: StoreContext) {
 }
 
 const unquote = (etag: string): string => etag.replace(/^"|"$/g, '');
+
+/** What a completed upload made: the version, its ETag, checksums and encryption. */
+export interface CompletedUpload {
+  version_id: string;
+  etag: string;
+  checksums: Record<string, string>;
+  encryption: VersionEncryption | null;
+}
 
 /**
  * The checksum of a multipart object as S3 gives it: the checksum of the parts' checksums

@@ -1,9 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { Readable, type Transform, type Writable } from 'node:stream';
 import { withTransaction, type PoolClient, type Queryable } from '../../db/pool.ts';
+import { StoreRefusal } from './refusals.ts';
+import { assertDeleteCondition, assertWriteCondition, type DeleteCondition, type WriteCondition } from './conditions.ts';
 import { assertMayDelete, type VersionLock } from './object-lock.ts';
 import { addUsage, lockForWrite } from './quota.ts';
-import { bucketOf, num, versionOf, type Segment, type StoredBucket, type StoredVersion, type VersionEncryption } from './rows.ts';
+import { bucketOf, num, versionOf, type Segment, type StoredBucket, type StoredVersion, type Tag, type VersionEncryption } from './rows.ts';
 import { openRange, sealingTransform, type WrappingKey } from './sealing.ts';
 import { assertCommitFits, dropGarbage, markGarbage, streamedWrite, type StoreContext } from './write-path.ts';
 
@@ -12,6 +14,8 @@ export interface VersionAttributes {
   contentType: string | null;
   /** User metadata (x-amz-meta-*) and stored representation headers, lower-case names. */
   headers: Record<string, string>;
+  /** The object's tags (x-amz-tagging), in key order. */
+  tags?: Tag[];
 }
 
 /** How a write seals its bytes at rest: whose key wraps the data key, and what the version records. */
@@ -37,12 +41,23 @@ export interface PutRequest extends VersionAttributes {
   digests(): Promise<{ etag: string; checksums: Record<string, string> }>;
   /** The body comes whether or not it is asked for: a small one is read while space is reserved (WriteSpec.readEarly). */
   readEarly?: boolean;
+  /** If-Match / If-None-Match, checked as the write commits. */
+  condition?: WriteCondition;
 }
 
 /** A new S3 version id: opaque, URL-safe. */
 export const newVersionId = (): string => randomBytes(16).toString('base64url').replace(/[-_]/g, 'x');
 
 const LATEST = `(SELECT max(l.seq) FROM store_versions l WHERE l.bucket_id = v.bucket_id AND l.key = v.key) = v.seq AS is_latest`;
+
+/** The latest version of a key (a delete marker included), as a transaction holding the bucket's lock sees it. */
+export async function latestVersion(db: Queryable, bucketId: string, key: string): Promise<StoredVersion | undefined> {
+  const { rows } = await db.query<StoredVersion>(
+    'SELECT *, true AS is_latest FROM store_versions WHERE bucket_id = $1 AND key = $2 ORDER BY seq DESC LIMIT 1',
+    [bucketId, key],
+  );
+  return rows[0] && versionOf(rows[0]);
+}
 
 /** The current version of an unversioned key (what a write replaces), locked by the bucket's lock. */
 async function unversionedCurrent(tx: Queryable, bucket: StoredBucket, key: string): Promise<StoredVersion | undefined> {
@@ -70,10 +85,12 @@ export async function commitVersion(
     segments: Segment[];
     attributes: VersionAttributes;
     excludeUpload?: string;
+    condition?: WriteCondition;
     encryption?: VersionEncryption | null;
     lock?: VersionLock;
   },
 ): Promise<{ version: StoredVersion; freed: string[] }> {
+  if (version.condition) assertWriteCondition(version.condition, await latestVersion(tx, locked.bucket.id, key));
   const replaced = locked.snapshot?.key === key ? locked.snapshot.current : await unversionedCurrent(tx, locked.bucket, key);
   // Only an unversioned bucket replaces a version, and object lock keeps versioning on: a locked
   // version is never replaced. Checked all the same, as deletes are.
@@ -95,9 +112,9 @@ export async function commitVersion(
   const { rows } = await tx.query<StoredVersion>(
     `WITH org AS (UPDATE store_orgs SET usage_bytes = usage_bytes + $10, usage_objects = usage_objects + $11 WHERE org_id = $12),
           bucket AS (UPDATE store_buckets SET usage_bytes = usage_bytes + $10, usage_objects = usage_objects + $11 WHERE id = $1)
-     INSERT INTO store_versions (bucket_id, key, version_id, delete_marker, size_bytes, etag, content_type, headers, checksums, segments,
+     INSERT INTO store_versions (bucket_id, key, version_id, delete_marker, size_bytes, etag, content_type, headers, checksums, segments, tags,
        encryption, lock_mode, lock_until, legal_hold)
-     VALUES ($1, $2, $3, false, $4, $5, $6, $7, $8, $9, $13, $14, $15, $16) RETURNING *`,
+     VALUES ($1, $2, $3, false, $4, $5, $6, $7, $8, $9, $13, $14, $15, $16, $17) RETURNING *`,
     [
       locked.bucket.id,
       key,
@@ -111,6 +128,7 @@ export async function commitVersion(
       delta.bytes,
       delta.objects,
       orgId,
+      JSON.stringify(version.attributes.tags ?? []),
       version.encryption ? JSON.stringify(version.encryption) : null,
       version.lock?.retention?.mode ?? null,
       version.lock?.retention?.until ?? null,
@@ -140,6 +158,16 @@ function piecesOf(version: StoredVersion, start: number, end: number): Piece[] {
   return pieces;
 }
 
+/** A version: the given one, or the key's latest (which may be a delete marker). */
+async function versionIn(db: Queryable, bucketId: string, key: string, versionId: string | undefined): Promise<StoredVersion | null> {
+  if (versionId === undefined) return (await latestVersion(db, bucketId, key)) ?? null;
+  const { rows } = await db.query<StoredVersion>(
+    `SELECT v.*, ${LATEST} FROM store_versions v WHERE bucket_id = $1 AND key = $2 AND version_id = $3`,
+    [bucketId, key, versionId],
+  );
+  return rows[0] ? versionOf(rows[0]) : null;
+}
+
 export function objectOperations(context: StoreContext) {
   const { pool, blobs, keyring } = context;
 
@@ -159,12 +187,6 @@ export function objectOperations(context: StoreContext) {
     async bucketNamed(orgId: string, name: string): Promise<StoredBucket | null> {
       const { rows } = await pool.query<StoredBucket>('SELECT * FROM store_buckets WHERE org_id = $1 AND name = $2', [orgId, name]);
       return rows[0] ? bucketOf(rows[0]) : null;
-    },
-
-    /** Whether some other organization holds a bucket of that name (AccessDenied rather than NoSuchBucket). */
-    async nameHeldElsewhere(orgId: string, name: string): Promise<boolean> {
-      const { rows } = await pool.query('SELECT 1 FROM store_buckets WHERE org_id <> $1 AND name = $2 LIMIT 1', [orgId, name]);
-      return rows.length > 0;
     },
 
     /** Every organization's served-in-the-store bucket of that name (a preflight, which carries no credentials, looks it up so). */
@@ -207,6 +229,7 @@ export function objectOperations(context: StoreContext) {
             checksums: digests!.checksums,
             segments: [{ blob, size, ...(sealed ? { sealing: sealed.sealing } : {}) }],
             attributes: request,
+            condition: request.condition,
             encryption: request.sealing?.record ?? null,
             lock: request.lock,
           }),
@@ -219,19 +242,8 @@ export function objectOperations(context: StoreContext) {
     },
 
     /** A version: the given one, or the key's latest (which may be a delete marker). */
-    async version(bucketId: string, key: string, versionId: string | undefined): Promise<StoredVersion | null> {
-      const { rows } =
-        versionId === undefined
-          ? await pool.query<StoredVersion>(
-              'SELECT *, true AS is_latest FROM store_versions WHERE bucket_id = $1 AND key = $2 ORDER BY seq DESC LIMIT 1',
-              [bucketId, key],
-            )
-          : await pool.query<StoredVersion>(
-              `SELECT v.*, ${LATEST} FROM store_versions v WHERE bucket_id = $1 AND key = $2 AND version_id = $3`,
-              [bucketId, key, versionId],
-            );
-      return rows[0] ? versionOf(rows[0]) : null;
-    },
+    version: (bucketId: string, key: string, versionId: string | undefined): Promise<StoredVersion | null> =>
+      versionIn(pool, bucketId, key, versionId),
 
     /**
      * `version`, found by the bucket's name in the organization rather than its id: a read asks
@@ -295,48 +307,92 @@ export function objectOperations(context: StoreContext) {
 
     /**
      * Deletes: with a version id, that version (or marker) for good; without, in a versioned
-     * bucket a delete marker is added, in an unversioned one the key goes. Deletes are never
-     * refused by a quota: they are how usage comes back under it.
+     * bucket a delete marker is added, in an unversioned one the key goes, and in one whose
+     * versioning is suspended the key's `null` version goes and a `null` delete marker takes its
+     * place (the versions kept stay). Deletes are never refused by a quota: they are how usage
+     * comes back under it. `condition` is checked against the version the delete is about.
      */
     async deleteObject(
       orgId: string,
       bucketId: string,
       key: string,
       versionId: string | undefined,
-      options: { bypassGovernance?: boolean } = {},
+      options: { bypassGovernance?: boolean; condition?: DeleteCondition } = {},
     ) {
       const outcome = await withTransaction(pool, async (tx) => {
         const locked = await lockForWrite(tx, orgId, bucketId);
-        if (versionId !== undefined || !locked.bucket.versioning) {
+        const { bucket } = locked;
+        if (options.condition) {
+          const target = await versionIn(tx, bucketId, key, versionId);
+          assertDeleteCondition(options.condition, target);
+        }
+        const removeVersion = async (id: string) => {
           // The version is read (under the bucket's lock) before it goes: a retention or a legal hold keeps it.
           const { rows: existing } = await tx.query<StoredVersion>(
             'SELECT * FROM store_versions WHERE bucket_id = $1 AND key = $2 AND version_id = $3',
-            [bucketId, key, versionId ?? 'null'],
+            [bucketId, key, id],
           );
           if (existing[0])
             assertMayDelete(versionOf(existing[0]), { bypassGovernance: options.bypassGovernance === true, now: new Date() });
           const { rows } = await tx.query<StoredVersion>(
             'DELETE FROM store_versions WHERE bucket_id = $1 AND key = $2 AND version_id = $3 RETURNING *',
-            [bucketId, key, versionId ?? 'null'],
+            [bucketId, key, id],
           );
           const gone = rows[0] && versionOf(rows[0]);
-          if (!gone) return { versionId: versionId, deleteMarker: false, freed: [] as string[] };
+          if (!gone) return undefined;
           const freed = gone.segments.map((segment) => segment.blob);
           await markGarbage(tx, freed);
           await addUsage(tx, orgId, bucketId, -gone.size_bytes, -1);
-          return { versionId: gone.version_id, deleteMarker: gone.delete_marker, freed };
+          return { gone, freed };
+        };
+        const addMarker = async (markerId: string) => {
+          await tx.query(
+            `INSERT INTO store_versions (bucket_id, key, version_id, delete_marker, size_bytes) VALUES ($1, $2, $3, true, 0)`,
+            [bucketId, key, markerId],
+          );
+          await addUsage(tx, orgId, bucketId, 0, 1);
+        };
+        if (versionId !== undefined || !bucket.versioning_configured) {
+          const removed = await removeVersion(versionId ?? 'null');
+          if (!removed) return { versionId: versionId, deleteMarker: false, freed: [] as string[] };
+          return { versionId: removed.gone.version_id, deleteMarker: removed.gone.delete_marker, freed: removed.freed };
+        }
+        if (!bucket.versioning) {
+          // Suspended: the null version is replaced by a null delete marker.
+          const removed = await removeVersion('null');
+          await addMarker('null');
+          return { versionId: 'null', deleteMarker: true, freed: removed?.freed ?? [] };
         }
         const markerId = newVersionId();
-        await tx.query(`INSERT INTO store_versions (bucket_id, key, version_id, delete_marker, size_bytes) VALUES ($1, $2, $3, true, 0)`, [
-          bucketId,
-          key,
-          markerId,
-        ]);
-        await addUsage(tx, orgId, bucketId, 0, 1);
+        await addMarker(markerId);
         return { versionId: markerId, deleteMarker: true, freed: [] as string[] };
       });
       await dropGarbage(context, outcome.freed);
       return { versionId: outcome.versionId, deleteMarker: outcome.deleteMarker };
+    },
+
+    /** Replaces the tags of a version (the key's latest when no id is given); the version id they were set on. */
+    async setTags(bucketId: string, key: string, versionId: string | undefined, tags: Tag[]): Promise<string> {
+      const target = await versionIn(pool, bucketId, key, versionId);
+      if (!target || target.delete_marker) return missingVersion(key, versionId, target);
+      const { rowCount } = await pool.query('UPDATE store_versions SET tags = $4 WHERE bucket_id = $1 AND key = $2 AND version_id = $3', [
+        bucketId,
+        key,
+        target.version_id,
+        JSON.stringify(tags),
+      ]);
+      if (rowCount === 0) return missingVersion(key, versionId, null);
+      return target.version_id;
+    },
+
+    /** Sets a bucket's ObjectOwnership (null: removes it). */
+    async setBucketOwnership(bucketId: string, ownership: string | null): Promise<void> {
+      await pool.query('UPDATE store_buckets SET ownership = $2 WHERE id = $1', [bucketId, ownership]);
+    },
+
+    /** Sets a bucket's TagSet (null: removes it). */
+    async setBucketTags(bucketId: string, tags: Tag[] | null): Promise<void> {
+      await pool.query('UPDATE store_buckets SET tags = $2 WHERE id = $1', [bucketId, tags === null ? null : JSON.stringify(tags)]);
     },
 
     /**
@@ -378,6 +434,14 @@ export function objectOperations(context: StoreContext) {
 }
 
 export type ObjectOperations = ReturnType<typeof objectOperations>;
+
+/** S3's refusal for a version that is not there (or is a delete marker, which has no tags or body). */
+function missingVersion(key: string, versionId: string | undefined, found: StoredVersion | null): never {
+  if (found?.delete_marker && versionId !== undefined)
+    throw new StoreRefusal('MethodNotAllowed', 'The specified method is not allowed against this resource.');
+  if (versionId !== undefined && !found) throw new StoreRefusal('NoSuchVersion', 'The specified version does not exist.');
+  throw new StoreRefusal('NoSuchKey', `The specified key does not exist.`);
+}
 
 /** Writes an opened (sealed) piece to a client's response, as it takes it; `onSent` counts what it took. */
 async function sendOpened(piece: Readable, out: Writable, onSent: (bytes: number) => void): Promise<void> {

@@ -13,6 +13,8 @@ export type RefusalCode =
   | 'EntityTooSmall'
   | 'IncompleteBody'
   | 'MethodNotAllowed'
+  | 'PreconditionFailed'
+  | 'BadDigest'
   | 'AccessDenied';
 
 export class StoreRefusal extends Error {

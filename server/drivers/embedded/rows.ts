@@ -4,6 +4,10 @@ import type { BlobSealing } from './sealing.ts';
 export interface Segment {
   blob: string;
   size: number;
+  /** The part's ETag, for a segment that was a part of a multipart upload (GetObject by partNumber). */
+  etag?: string;
+  /** The part's verified checksums, for such a segment (GetObjectAttributes). */
+  checksums?: Record<string, string>;
   /** Set when the blob is sealed at rest (sealing.ts): its wrapped data key. */
   sealing?: BlobSealing;
 }
@@ -20,11 +24,20 @@ export interface Retention {
   until: Date;
 }
 
+/** An S3 tag: its key and value. */
+export type Tag = [key: string, value: string];
+
 export interface StoredBucket {
   id: string;
   org_id: string;
   name: string;
   versioning: boolean;
+  /** Versioning was configured at some time: off now means S3's Suspended rather than never enabled. */
+  versioning_configured: boolean;
+  /** The bucket's TagSet, in key order; null when it has none. */
+  tags: Tag[] | null;
+  /** S3's ObjectOwnership setting; null when none was set. */
+  ownership: string | null;
   max_objects: number | null;
   max_size_bytes: number | null;
   suspended: boolean;
@@ -50,6 +63,8 @@ export interface StoredVersion {
   headers: Record<string, string>;
   checksums: Record<string, string>;
   segments: Segment[];
+  /** The object's tags, in key order. */
+  tags: Tag[];
   last_modified: Date;
   /** Set by the queries that say whether this is the key's latest version. */
   is_latest?: boolean;
@@ -66,6 +81,8 @@ export interface StoredUpload {
   content_type: string | null;
   headers: Record<string, string>;
   checksum_algorithm: string | null;
+  /** The tags of the object it completes into. */
+  tags: Tag[];
   initiated: Date;
   encryption: VersionEncryption | null;
   lock: { mode: Retention['mode'] | null; until: string | null; legalHold: boolean } | null;
@@ -104,6 +121,8 @@ export function versionOf(row: StoredVersion): StoredVersion {
       blob: segment.blob,
       size: num(segment.size),
       ...(segment.sealing ? { sealing: segment.sealing } : {}),
+      ...(segment.etag ? { etag: segment.etag } : {}),
+      ...(segment.checksums ? { checksums: segment.checksums } : {}),
     })),
     // Read as JSON (a write's snapshot), timestamps are text.
     lock_until: row.lock_until === null || row.lock_until === undefined ? null : new Date(row.lock_until),

@@ -174,8 +174,8 @@ export async function createEmbeddedObjectStore({
       await pool.query('INSERT INTO store_orgs (org_id) VALUES ($1) ON CONFLICT DO NOTHING', [spec.orgId]);
       try {
         await pool.query(
-          `INSERT INTO store_buckets (id, org_id, name, versioning, max_objects, max_size_bytes)
-           VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (id) DO NOTHING`,
+          `INSERT INTO store_buckets (id, org_id, name, versioning, versioning_configured, max_objects, max_size_bytes)
+           VALUES ($1, $2, $3, $4, $4, $5, $6) ON CONFLICT (id) DO NOTHING`,
           [spec.bucketId, spec.orgId, spec.name, spec.versioning, spec.quota.maxObjects, spec.quota.maxSizeBytes],
         );
       } catch (error) {
@@ -237,6 +237,20 @@ export async function createEmbeddedObjectStore({
         quota.maxObjects,
         quota.maxSizeBytes,
       ]);
+      return toReport(await existingBucket(pool, address));
+    },
+
+    async setBucketVersioning({ versioning, ...address }) {
+      await check('setBucketVersioning', address.name);
+      await existingBucket(pool, address);
+      // Under the bucket's lock, as writes take it: a write sees versioning as it was or as it is, whole.
+      await withTransaction(pool, async (tx) => {
+        await tx.query('SELECT 1 FROM store_buckets WHERE id = $1 FOR UPDATE', [address.bucketId]);
+        await tx.query('UPDATE store_buckets SET versioning = $2, versioning_configured = true WHERE id = $1', [
+          address.bucketId,
+          versioning,
+        ]);
+      });
       return toReport(await existingBucket(pool, address));
     },
 

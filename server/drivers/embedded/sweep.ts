@@ -4,6 +4,9 @@ import type { StoreContext } from './write-path.ts';
 /** A temporary file without a reservation is left alone this long (its reservation may be committing). */
 const ORPHAN_TEMPORARY_MS = 10 * 60_000;
 
+/** How long a completed upload is remembered, for a client repeating CompleteMultipartUpload. */
+const COMPLETED_UPLOAD_MEMORY = '1 day';
+
 /** Abandoned multipart uploads aborted per transaction (a backlog goes in several). */
 const ABANDONED_UPLOADS_PER_BATCH = 100;
 
@@ -25,7 +28,7 @@ async function foldEgress({ pool }: StoreContext): Promise<void> {
  * advisory lock is free) with their files, files whose rows were deleted, and temporary files
  * no reservation knows; folds the egress log; and aborts multipart uploads begun more than
  * `uploadRetentionMs` ago and never completed nor aborted (S3's AbortIncompleteMultipartUpload),
- * whose parts would otherwise hold space for ever. Run at start (a crashed process's uploads
+ * whose parts would otherwise hold space for ever; and forgets uploads completed a day ago. Run at start (a crashed process's uploads
  * leave nothing behind) and on a schedule (OBJECT_STORE_SWEEP_INTERVAL_MS).
  */
 export async function sweep(context: StoreContext, namespace: number, uploadRetentionMs: number): Promise<void> {
@@ -66,6 +69,7 @@ export async function sweep(context: StoreContext, namespace: number, uploadRete
     });
   }
   await foldEgress(context);
+  await pool.query(`DELETE FROM store_completed_uploads WHERE completed_at < now() - interval '${COMPLETED_UPLOAD_MEMORY}'`);
   const { rows: garbage } = await pool.query<{ blob: string }>('SELECT blob FROM store_garbage');
   for (const { blob } of garbage) {
     await blobs.remove(blob);

@@ -13,6 +13,9 @@ export interface BucketS3 {
   deleteMarkers(as: RgwCredentials, name: string, limit: number): Promise<number>;
   /** Whether the bucket holds any object version or delete marker. */
   holdsAnything(as: RgwCredentials, name: string): Promise<boolean>;
+  /** The bucket's policy document, or null when it has none. */
+  getPolicy(as: RgwCredentials, name: string): Promise<string | null>;
+  putPolicy(as: RgwCredentials, name: string, policy: string): Promise<void>;
 }
 
 const VERSIONING_BODY = (enabled: boolean) =>
@@ -46,6 +49,25 @@ export function createBucketS3(http: SignedHttp): BucketS3 {
 
     async deleteMarkers(as, name, limit) {
       return (await listVersions(as, name, limit)).split('<DeleteMarker>').length - 1;
+    },
+
+    async getPolicy(as, name) {
+      const response = await http.send(as, { method: 'GET', path: `/${name}`, query: { policy: '' } });
+      if (response.status === 404) return null;
+      if (response.status !== 200) throw new PermanentBackendError('object store', `get bucket policy answered ${response.status}`);
+      return response.text;
+    },
+
+    async putPolicy(as, name, policy) {
+      const response = await http.send(as, {
+        method: 'PUT',
+        path: `/${name}`,
+        query: { policy: '' },
+        body: policy,
+        headers: { 'content-type': 'application/json' },
+      });
+      if (response.status !== 200 && response.status !== 204)
+        throw new PermanentBackendError('object store', `put bucket policy answered ${response.status}`);
     },
 
     async holdsAnything(as, name) {

@@ -7,7 +7,8 @@ import { createHash, createHmac } from 'node:crypto';
  * platform promises) rather than across the whole gateway; an S3 client of the organization
  * names its buckets plainly, RGW resolves them in its own tenant. In the tenant live three users:
  * - `org`: owns the organization's served buckets and holds its customers' access keys; it
- *   may not create buckets (max-buckets -1), so every bucket goes through the platform;
+ *   may not create buckets (max-buckets -1), nor delete them (each bucket's policy denies it,
+ *   `bucketGuardPolicy`), so every bucket is made and deleted through the platform;
  * - `platform`: creates buckets (then hands them to `org` with a bucket link) and holds
  *   soft-deleted ones, which `org`'s keys then cannot reach;
  * - `vault`: suspended (its keys open nothing); the secret store: an access key's secret waits
@@ -49,4 +50,29 @@ export function managementKeyOf(
 export function keyOfSecretPath(path: string): { orgId: string; keyId: string } | null {
   const match = /^orgs\/([0-9a-f-]{36})\/s3-access-keys\/([0-9a-f-]{36})$/i.exec(path);
   return match ? { orgId: match[1]!, keyId: match[2]! } : null;
+}
+
+/** The statement id of the platform's guard in a bucket's policy (names the guard, to find it again). */
+export const GUARD_STATEMENT_ID = 'cloud-platform-bucket-lifecycle';
+
+/**
+ * The policy the platform gives every bucket: the organization's keys (the tenant's `org` user,
+ * the bucket's owner) may not delete the bucket nor change or remove this policy. A bucket is
+ * deleted through the platform (a soft delete, by a bucket link that RGW's policies do not
+ * govern), as the API promises; an owner's DeleteBucket would remove it behind the platform's
+ * back. RGW applies a policy's Deny to the bucket's owner too (Pacific's verify_bucket_permission).
+ */
+export function bucketGuardPolicy(orgId: string, name: string): string {
+  return JSON.stringify({
+    Version: '2012-10-17',
+    Statement: [
+      {
+        Sid: GUARD_STATEMENT_ID,
+        Effect: 'Deny',
+        Principal: { AWS: [`arn:aws:iam::${tenantOf(orgId)}:user/org`] },
+        Action: ['s3:DeleteBucket', 's3:PutBucketPolicy', 's3:DeleteBucketPolicy'],
+        Resource: [`arn:aws:s3::${tenantOf(orgId)}:${name}`],
+      },
+    ],
+  });
 }

@@ -12,6 +12,8 @@ import type {
 import { createAdminOps, type BucketStats, type RgwQuota } from './admin-ops.ts';
 import { createBucketS3 } from './bucket-s3.ts';
 import {
+  GUARD_STATEMENT_ID,
+  bucketGuardPolicy,
   customerAccessKeyOf,
   keyOfSecretPath,
   managementKeyOf,
@@ -35,8 +37,8 @@ export interface RgwDriverOptions {
 /**
  * The object store on a Ceph RADOS Gateway (names.ts says how organizations map onto RGW
  * tenants and users):
- * - a bucket is created by the tenant's `platform` user (versioning and quota set), then linked
- *   to `org`; soft delete links it back to `platform`, where `org`'s keys reach nothing; restore
+ * - a bucket is created by the tenant's `platform` user (versioning, quota and the policy that
+ *   keeps `org`'s keys from deleting it set), then linked to `org`; soft delete links it back to `platform`, where `org`'s keys reach nothing; restore
  *   links it to `org` again; purge removes it with everything in it;
  * - the organization's ceiling is `org`'s user quota, byte-exact (`check_on_raw`: RGW otherwise
  *   counts each object in 4 KiB units); suspended writes are `org`'s op mask without `write`;
@@ -118,6 +120,22 @@ export function createRgwObjectStore(pool: Pool, options: RgwDriverOptions): Obj
 
   const isSuspended = (orgId: string, stats: BucketStats) => stats.owner === platformUserOf(orgId);
 
+  /** Buckets this process has seen guarded (names.ts, bucketGuardPolicy): checked once each, not at every pass. */
+  const guarded = new Set<string>();
+  /**
+   * Gives the bucket the platform's guard unless it has it: as `platform` while that user owns it
+   * (before the hand-over, or soft-deleted), else as `org`, which may still put a policy on a
+   * bucket made before the guard existed (and never again once it is there).
+   */
+  const ensureGuard = async (orgId: string, stats: BucketStats): Promise<void> => {
+    if (guarded.has(stats.id)) return;
+    const credentials = await organization(orgId);
+    const owner = isSuspended(orgId, stats) ? credentials.platform : credentials.org;
+    const policy = await s3.getPolicy(owner, stats.bucket);
+    if (!policy?.includes(GUARD_STATEMENT_ID)) await s3.putPolicy(owner, stats.bucket, bucketGuardPolicy(orgId, stats.bucket));
+    guarded.add(stats.id);
+  };
+
   /** The bucket as the store holds it (delete markers counted through S3, as the bucket's owner). */
   const reportOf = async (orgId: string, bucketId: string, stats: BucketStats): Promise<BucketReport> => {
     const credentials = await organization(orgId);
@@ -178,6 +196,7 @@ export function createRgwObjectStore(pool: Pool, options: RgwDriverOptions): Obj
         // Made but not handed over yet (this attempt, or one that stopped halfway): finish the job.
         if (spec.versioning) await s3.setVersioning(credentials.platform, spec.name, true);
         await admin.setBucketQuota(stats.owner, spec.name, quotaOf(spec.quota));
+        await ensureGuard(spec.orgId, stats);
         await admin.linkBucket(orgUserOf(spec.orgId), spec.name);
         stats = await existingStats(spec);
       } else if (stats.owner !== orgUserOf(spec.orgId)) {
@@ -207,6 +226,7 @@ export function createRgwObjectStore(pool: Pool, options: RgwDriverOptions): Obj
       await organization(address.orgId);
       let stats = await existingStats(address);
       if (isSuspended(address.orgId, stats)) {
+        await ensureGuard(address.orgId, stats);
         await admin.linkBucket(orgUserOf(address.orgId), address.name);
         stats = await existingStats(address);
       }
@@ -225,6 +245,14 @@ export function createRgwObjectStore(pool: Pool, options: RgwDriverOptions): Obj
       return reportOf(address.orgId, address.bucketId, await existingStats(address));
     },
 
+    async setBucketVersioning({ versioning, ...address }) {
+      const credentials = await organization(address.orgId);
+      const stats = await existingStats(address);
+      // As the bucket's owner now: `org` while it is served, `platform` while it is soft-deleted.
+      await s3.setVersioning(isSuspended(address.orgId, stats) ? credentials.platform : credentials.org, address.name, versioning);
+      return reportOf(address.orgId, address.bucketId, await existingStats(address));
+    },
+
     async describeBucket(address) {
       const stats = await statsOf(address);
       return stats ? reportOf(address.orgId, address.bucketId, stats) : null;
@@ -236,6 +264,8 @@ export function createRgwObjectStore(pool: Pool, options: RgwDriverOptions): Obj
       const held = [...(await admin.bucketsOf(orgUserOf(orgId))), ...(await admin.bucketsOf(platformUserOf(orgId)))];
       // Only the platform's buckets: a bucket the store holds without a platform id is not one of them.
       const ours = held.filter((stats) => ids.has(stats.bucket));
+      // Buckets made before the guard get it here, once per process; should that fail, at the next pass.
+      await Promise.all(ours.map((stats) => ensureGuard(orgId, stats).catch(() => undefined)));
       const buckets = await Promise.all(ours.map((stats) => reportOf(orgId, ids.get(stats.bucket)!, stats)));
       const usage = buckets.reduce(
         (total, bucket) => ({ bytes: total.bytes + bucket.usage.bytes, objects: total.objects + bucket.usage.objects }),

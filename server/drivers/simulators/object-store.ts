@@ -180,6 +180,13 @@ export function createObjectStoreSimulator({ pool, latencyMs, faults }: Simulato
       return toReport(await existingBucket(pool, address));
     },
 
+    async setBucketVersioning({ versioning, ...address }) {
+      await backendCall('setBucketVersioning', address.name);
+      await existingBucket(pool, address);
+      await pool.query('UPDATE sim_objectstore_buckets SET versioning = $2 WHERE id = $1', [address.bucketId, versioning]);
+      return toReport(await existingBucket(pool, address));
+    },
+
     async describeBucket(address) {
       await backendCall('describeBucket', address.name);
       const bucket = await bucketById(pool, address.bucketId);

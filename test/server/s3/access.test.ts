@@ -1,8 +1,9 @@
 // Who may use the S3 endpoint, and what it records: only active keys of the organization, a
-// revoked key stops at once, other organizations' buckets are AccessDenied, buckets not in
+// revoked key stops at once, other organizations' bucket names are unknown (NoSuchBucket, as any
+// name the organization never made: no tenant learns another's names), buckets not in
 // service serve nothing; secrets sealed at rest; signed aws-chunked bodies have every chunk's
 // signature checked; bytes served are metered as egress.
-import { GetObjectCommand, ListBucketsCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import { GetObjectCommand, HeadBucketCommand, ListBucketsCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { createHash, createHmac } from 'node:crypto';
 import { readdirSync } from 'node:fs';
@@ -40,23 +41,21 @@ describe('keys and tenants', () => {
     });
   });
 
-  test("another organization's bucket is AccessDenied; its own buckets are the only ones listed", async () => {
+  test("another organization's bucket names are NoSuchBucket, as names nobody made; its own buckets are the only ones listed", async () => {
     const other = await server.createOrg('Rival Corp');
     await createBucket(server, other, 'rival-secrets');
     const rival = s3Client(server, await createAccessKey(server, other));
     await rival.send(new PutObjectCommand({ Bucket: 'rival-secrets', Key: 'plan.txt', Body: 'secret plan' }));
-    expect(await s3ErrorOf(s3.send(new GetObjectCommand({ Bucket: 'rival-secrets', Key: 'plan.txt' })))).toEqual({
-      code: 'AccessDenied',
-      status: 403,
-    });
-    expect(await s3ErrorOf(s3.send(new PutObjectCommand({ Bucket: 'rival-secrets', Key: 'x', Body: 'x' })))).toEqual({
-      code: 'AccessDenied',
-      status: 403,
-    });
-    expect(await s3ErrorOf(rival.send(new GetObjectCommand({ Bucket: 'team-files', Key: 'before-revoke' })))).toEqual({
-      code: 'AccessDenied',
-      status: 403,
-    });
+    const unknown = { code: 'NoSuchBucket', status: 404 };
+    // The same answer as for a name no organization holds: nothing tells the two apart.
+    expect(await s3ErrorOf(s3.send(new GetObjectCommand({ Bucket: 'nobody-has-this', Key: 'plan.txt' })))).toEqual(unknown);
+    expect(await s3ErrorOf(s3.send(new GetObjectCommand({ Bucket: 'rival-secrets', Key: 'plan.txt' })))).toEqual(unknown);
+    expect(await s3ErrorOf(s3.send(new HeadBucketCommand({ Bucket: 'rival-secrets' })))).toMatchObject({ status: 404 });
+    expect(await s3ErrorOf(s3.send(new PutObjectCommand({ Bucket: 'rival-secrets', Key: 'x', Body: 'x' })))).toEqual(unknown);
+    expect(await s3ErrorOf(rival.send(new GetObjectCommand({ Bucket: 'team-files', Key: 'before-revoke' })))).toEqual(unknown);
+    // Nothing of the rival's changed.
+    const plan = await rival.send(new GetObjectCommand({ Bucket: 'rival-secrets', Key: 'plan.txt' }));
+    expect(await plan.Body!.transformToString()).toBe('secret plan');
     const listed = await rival.send(new ListBucketsCommand({}));
     expect(listed.Buckets?.map((bucket) => bucket.Name)).toEqual(['rival-secrets']);
   });

@@ -11,6 +11,7 @@ import {
   PutObjectCommand,
   S3Client,
   UploadPartCommand,
+  UploadPartCopyCommand,
 } from '@aws-sdk/client-s3';
 import { execFileSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
@@ -212,5 +213,69 @@ describe('SSE-C', () => {
     await complete(sse);
     const got = await s3.send(new GetObjectCommand({ Bucket: 'private', Key: 'parts.bin', ...sse }));
     expect(Buffer.from(await got.Body!.transformToByteArray()).equals(Buffer.concat(parts))).toBe(true);
+    // One part by its number: opened with the same key, and only with it.
+    const second = await s3.send(new GetObjectCommand({ Bucket: 'private', Key: 'parts.bin', PartNumber: 2, ...sse }));
+    expect(second.PartsCount).toBe(2);
+    expect(Buffer.from(await second.Body!.transformToByteArray()).equals(parts[1]!)).toBe(true);
+    expect(await s3ErrorOf(s3.send(new GetObjectCommand({ Bucket: 'private', Key: 'parts.bin', PartNumber: 2 })))).toMatchObject({
+      status: 400,
+    });
+  });
+
+  test('UploadPartCopy opens an SSE-C source with its key and seals the part as its upload is', async () => {
+    const source = customerKey();
+    const target = customerKey();
+    const body = randomBytes(6 * MiB);
+    await s3.send(new PutObjectCommand({ Bucket: 'private', Key: 'part-source.bin', Body: body, ...source }));
+    const created = await s3.send(new CreateMultipartUploadCommand({ Bucket: 'private', Key: 'part-copy.bin', ...target }));
+    const copyPart = (extra = {}) =>
+      s3.send(
+        new UploadPartCopyCommand({
+          Bucket: 'private',
+          Key: 'part-copy.bin',
+          UploadId: created.UploadId,
+          PartNumber: 1,
+          CopySource: 'private/part-source.bin',
+          CopySourceRange: `bytes=0-${5 * MiB - 1}`,
+          ...extra,
+        }),
+      );
+    // Without the source's key, or without the upload's key, nothing is copied.
+    expect(await s3ErrorOf(copyPart(target))).toMatchObject({ status: 400 });
+    expect(await s3ErrorOf(copyPart(asCopySource(source)))).toMatchObject({ status: 400 });
+    const copied = await copyPart({ ...asCopySource(source), ...target });
+    expect(copied.SSECustomerKeyMD5).toBe(target.SSECustomerKeyMD5);
+    const last = await s3.send(
+      new UploadPartCommand({
+        Bucket: 'private',
+        Key: 'part-copy.bin',
+        UploadId: created.UploadId,
+        PartNumber: 2,
+        Body: 'tail',
+        ...target,
+      }),
+    );
+    await s3.send(
+      new CompleteMultipartUploadCommand({
+        Bucket: 'private',
+        Key: 'part-copy.bin',
+        UploadId: created.UploadId,
+        MultipartUpload: {
+          Parts: [
+            { ETag: copied.CopyPartResult!.ETag, PartNumber: 1 },
+            { ETag: last.ETag, PartNumber: 2 },
+          ],
+        },
+        ...target,
+      }),
+    );
+    const got = await s3.send(new GetObjectCommand({ Bucket: 'private', Key: 'part-copy.bin', ...target }));
+    expect(
+      Buffer.from(await got.Body!.transformToByteArray()).equals(Buffer.concat([body.subarray(0, 5 * MiB), Buffer.from('tail')])),
+    ).toBe(true);
+    // The copied part is sealed: its plain bytes are in no file of the store.
+    const sample = body.subarray(1000, 1064);
+    const blobs = readdirSync(path.join(server.dataDir, 'objects', 'blobs'), { recursive: true, withFileTypes: true });
+    expect(blobs.some((entry) => entry.isFile() && readFileSync(path.join(entry.parentPath, entry.name)).includes(sample))).toBe(false);
   });
 });

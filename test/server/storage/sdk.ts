@@ -43,7 +43,7 @@ interface StoreExpectations {
   completedMultipartEtag: 'multipart' | 'empty';
   /** A revoked key stops when the revoke is accepted (202), or once its operation has removed it from RGW. */
   keyRefusedOnceRevoke: 'accepted' | 'finished';
-  /** Another organization's bucket: AccessDenied, or RGW's NoSuchBucket (bucket names live in each organization's tenant). */
+  /** Another organization's bucket: NoSuchBucket on both (bucket names are each organization's own; RGW keeps them in its tenant). */
   otherOrganizationsBucket: { code: string; status: number };
   /** A soft-deleted bucket: NoSuchBucket, or RGW's AccessDenied (the bucket is linked back to the platform's user). */
   softDeletedBucket: { code: string; status: number };
@@ -60,7 +60,7 @@ const EXPECTATIONS: Record<'embedded' | 'rgw', StoreExpectations> = {
   embedded: {
     completedMultipartEtag: 'multipart',
     keyRefusedOnceRevoke: 'accepted',
-    otherOrganizationsBucket: { code: 'AccessDenied', status: 403 },
+    otherOrganizationsBucket: { code: 'NoSuchBucket', status: 404 },
     softDeletedBucket: { code: 'NoSuchBucket', status: 404 },
     abortedUploadParts: 'NoSuchUpload',
     usageCountsDeleteMarkers: 'always',

@@ -2,7 +2,17 @@ import { SYSTEM_ACTOR } from '../../../core/principal.ts';
 import { recordAudit } from '../../../core/audit.ts';
 import { withTransaction } from '../../../db/pool.ts';
 import type { AreaDependencies, BackgroundTask } from '../../area.ts';
-import { bucketsDueForPurge, bucketsOfOrganization, deleteBucketRow, recordBucketObservation, toBucketOut } from './bucket-rows.ts';
+import type { Queryable } from '../../../db/pool.ts';
+import type { BucketReport } from '../../../drivers/object-store.ts';
+import {
+  bucketsDueForPurge,
+  bucketsOfOrganization,
+  deleteBucketRow,
+  recordBucketObservation,
+  toBucketOut,
+  updateBucket,
+  type BucketRow,
+} from './bucket-rows.ts';
 import { announceQuotaWarnings } from '../quotas/quota-warnings.ts';
 import { desiredLimits, organizationsWithStorage, recordOrganizationObservation } from '../quotas/s3-quota.ts';
 
@@ -40,6 +50,7 @@ export function storageReconciler({ pool, drivers, clock, config, log }: AreaDep
         // A bucket whose creation has not run yet is not expected in the store: nothing to observe.
         if (seen === null && bucket.state === 'creating') continue;
         await recordBucketObservation(tx, bucket.id, seen, observedAt);
+        await recordDirectChange(tx, bucket, seen);
       }
       await recordOrganizationObservation(tx, orgId, report.usage, enforced, observedAt);
       await announceQuotaWarnings(tx, orgId, report.usage.bytes, desired.hardBytes);
@@ -64,6 +75,36 @@ export function storageReconciler({ pool, drivers, clock, config, log }: AreaDep
       }
     },
   };
+}
+
+/**
+ * Records what was changed in the object store behind the platform's back (a client talking to
+ * the store directly, as on the rgw driver, or its operator), so that the API and the store never
+ * disagree for long: an active bucket the store no longer holds goes to `error` (it can then be
+ * deleted, or given a quota, which creates it again), and versioning switched in the store becomes
+ * the desired value. Each leaves an audit event by the platform. Only what two passes in a row
+ * saw, with no change of the bucket's own since the first: a change in flight is not one of these.
+ */
+async function recordDirectChange(tx: Queryable, bucket: BucketRow, seen: BucketReport | null): Promise<void> {
+  const settled = bucket.state === 'active' && bucket.observed_at !== null && bucket.updated_at < bucket.observed_at;
+  if (!settled) return;
+  const record = async (action: string, changes: Parameters<typeof updateBucket>[2]) => {
+    const after = await updateBucket(tx, bucket.id, changes, 'active');
+    if (!after) return;
+    await recordAudit(tx, {
+      orgId: bucket.org_id,
+      action,
+      resourceType: 'bucket',
+      resourceId: bucket.id,
+      before: toBucketOut(bucket),
+      after: toBucketOut(after),
+      actor: SYSTEM_ACTOR,
+      result: 'succeeded',
+    });
+  };
+  if (seen === null && bucket.observed_exists === false) await record('bucket.observed_missing', { state: 'error' });
+  else if (seen && seen.versioning !== bucket.versioning && bucket.observed_versioning === seen.versioning)
+    await record('bucket.set_versioning', { versioning: seen.versioning });
 }
 
 /**

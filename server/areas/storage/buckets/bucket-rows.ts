@@ -114,6 +114,7 @@ export async function insertBucket(db: Queryable, bucket: { id: string; orgId: s
 /** The desired values and state a change may set. */
 export interface BucketChanges {
   state?: BucketState;
+  versioning?: boolean;
   operation_id?: string;
   max_objects?: number | null;
   max_size_bytes?: number | null;
@@ -123,6 +124,7 @@ export interface BucketChanges {
 
 const CHANGEABLE: ReadonlyArray<keyof BucketChanges> = [
   'state',
+  'versioning',
   'operation_id',
   'max_objects',
   'max_size_bytes',

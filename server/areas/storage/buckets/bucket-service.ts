@@ -33,6 +33,8 @@ export interface BucketChange {
  */
 const DELETABLE: readonly BucketRow['state'][] = ['active', 'error'];
 const QUOTA_CHANGEABLE: readonly BucketRow['state'][] = ['active', 'error'];
+/** Versioning changes on a bucket the store serves: a bucket in error may not be in the store at all. */
+const VERSIONING_CHANGEABLE: readonly BucketRow['state'][] = ['active'];
 
 /**
  * The rules of buckets: names unique within the organization (soft-deleted buckets included
@@ -153,6 +155,23 @@ export function createBucketService({
         operation_id: operation.id,
       }))!;
       return { bucket, before, operation };
+    },
+
+    /**
+     * Turns versioning on or off (S3's PutBucketVersioning: Enabled or Suspended; the versions
+     * kept stay): the desired value, which the caller then hands to the store (there is no
+     * operation type for it in /v1). The bucket's row stays locked until the transaction ends.
+     */
+    async setVersioning(
+      tx: PoolClient,
+      orgId: string,
+      bucketId: string,
+      versioning: boolean,
+    ): Promise<{ bucket: BucketRow; before: BucketRow }> {
+      const before = await existing(tx, orgId, bucketId);
+      if (!VERSIONING_CHANGEABLE.includes(before.state))
+        throw bucketStateConflict(before.name, before.state, 'versioning can only be changed on an active bucket');
+      return { bucket: (await updateBucket(tx, bucketId, { versioning }))!, before };
     },
 
     async setQuota(tx: PoolClient, orgId: string, bucketId: string, body: BucketQuotaRequest): Promise<BucketChange> {

@@ -1,7 +1,7 @@
 import type { CacheSection } from '../../../db/announced-cache.ts';
 import type { StoredBucket } from '../rows.ts';
 import type { EmbeddedObjectStore } from '../store.ts';
-import { S3Error, accessDenied, noSuchBucket } from './errors.ts';
+import { S3Error, noSuchBucket } from './errors.ts';
 import type { S3Platform } from './platform-port.ts';
 
 /** The caller of an S3 request, once its key is known and accepted. */
@@ -35,16 +35,22 @@ export function createAccess(platform: S3Platform, store: EmbeddedObjectStore, k
       return caller;
     },
 
-    /** The caller's bucket of that name, served; AccessDenied when the name is another organization's. */
+    /**
+     * The caller's bucket of that name, served. Names are the organization's own (as RGW's
+     * tenants keep them): a name only another organization holds is NoSuchBucket, as any name
+     * the caller has not made, so that no organization learns another's names.
+     */
     async bucket(caller: Caller, name: string): Promise<StoredBucket> {
       const [activeId, stored] = await Promise.all([
         platform.activeBucketId(caller.orgId, name),
         store.objects.bucketNamed(caller.orgId, name),
       ]);
       if (stored && !stored.suspended && stored.id === activeId) return stored;
-      if (!stored && (await store.objects.nameHeldElsewhere(caller.orgId, name))) throw accessDenied();
       throw noSuchBucket(name);
     },
+
+    /** What the platform says of buckets (their lifecycle goes through it). */
+    platform,
 
     /** The caller's buckets that are served. */
     async buckets(caller: Caller): Promise<StoredBucket[]> {

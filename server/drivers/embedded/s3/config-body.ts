@@ -10,7 +10,7 @@ import { smallBody, type S3Request } from './request.ts';
  * is refused, never applied.
  */
 export async function checkedBody(request: S3Request, limit = 256 * 1024): Promise<string> {
-  const raw = await smallBody(request.req, request.res, limit);
+  const raw = await smallBody(request, limit);
   const header = (name: string) => {
     const value = request.req.headers[name];
     return Array.isArray(value) ? value.join(',') : value;

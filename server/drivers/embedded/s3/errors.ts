@@ -37,6 +37,8 @@ export const REFUSAL_STATUS: Record<RefusalCode, number> = {
   EntityTooSmall: 400,
   IncompleteBody: 400,
   MethodNotAllowed: 405,
+  PreconditionFailed: 412,
+  BadDigest: 400,
   // A version kept by its object lock (retention, legal hold).
   AccessDenied: 403,
 };
@@ -49,6 +51,16 @@ export const noSuchKey = (key: string, headers: Record<string, string> = {}) =>
 export const invalidArgument = (message: string, name?: string, value?: string) =>
   new S3Error('InvalidArgument', 400, message, name ? { ArgumentName: name, ArgumentValue: value ?? '' } : {});
 export const notImplemented = (what: string) => new S3Error('NotImplemented', 501, `${what} is not implemented by this endpoint.`);
+
+/**
+ * Refuses text the store cannot hold: PostgreSQL's text (and jsonb) holds no NUL, and a key,
+ * prefix, marker or id carrying one is refused here, with S3's error, before any query.
+ */
+export function assertStorable(value: string, argument: string): string {
+  if (value.includes('\u0000'))
+    throw invalidArgument(`${argument} must not contain the NUL character`, argument, value.replaceAll('\u0000', '%00'));
+  return value;
+}
 
 /**
  * The S3 answer of a request the platform could not serve because its database is away (stopped,

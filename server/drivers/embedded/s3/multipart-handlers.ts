@@ -1,26 +1,32 @@
-import { isChecksumAlgorithm } from '../checksums.ts';
-import { assertCompletionKey, encryptionHeaders, partWrapping, writeEncryption } from './encryption.ts';
+import { CHECKSUM_ALGORITHMS, isChecksumAlgorithm } from '../checksums.ts';
+import { hashing } from '../hashing.ts';
+import { assertAclsTaken } from './acl.ts';
+import { assertCompletionKey, copySourceKey, encryptionHeaders, partWrapping, writeEncryption } from './encryption.ts';
 import { S3Error, invalidArgument } from './errors.ts';
-import { attributesOf } from './object-handlers.ts';
+import { assertEarlyWriteCondition, attributesOf, copySourceVersion, taggingOf, writeConditionOf } from './object-handlers.ts';
 import { writeLock } from './object-lock.ts';
 import { uploadBody } from './payload.ts';
-import { sendXml, smallBody, type S3Handler, type S3Request } from './request.ts';
-import { blocks, document, text, type XmlNode } from './xml.ts';
+import { checkedSmallBody, headerOf, sendXml, type S3Handler, type S3Request } from './request.ts';
+import { blocks, document, malformedXml, text, type XmlNode } from './xml.ts';
 
 const OWNER = (request: S3Request) => ({ ID: request.caller.orgId, DisplayName: 'cloud-platform' });
 
 const createUpload: S3Handler = async (request) => {
   const bucket = await request.access.bucket(request.caller, request.bucketName);
+  assertAclsTaken(request, bucket);
   const requested = request.req.headers['x-amz-checksum-algorithm'];
   const algorithm = typeof requested === 'string' ? requested.toLowerCase() : null;
   if (algorithm !== null && !isChecksumAlgorithm(algorithm))
     throw invalidArgument('Checksum algorithm provided is unsupported.', 'x-amz-checksum-algorithm', String(requested));
   const sealing = writeEncryption(request, bucket);
   const lock = writeLock(request.req.headers, bucket);
-  const uploadId = await request.store.multipart.createUpload(bucket.id, request.key, attributesOf(request), algorithm, {
-    encryption: sealing?.record,
-    lock,
-  });
+  const uploadId = await request.store.multipart.createUpload(
+    bucket.id,
+    request.key,
+    { ...attributesOf(request), tags: taggingOf(request) },
+    algorithm,
+    { encryption: sealing?.record, lock },
+  );
   const headers: Record<string, string> = algorithm ? { 'x-amz-checksum-algorithm': algorithm.toUpperCase() } : {};
   Object.assign(headers, encryptionHeaders(sealing?.record));
   sendXml(
@@ -39,21 +45,80 @@ function partNumberOf(request: S3Request): number {
   return value;
 }
 
+/** `x-amz-copy-source-range` (`bytes=first-last`, both given), within the source's size; the whole source when absent. */
+function copyRange(request: S3Request, size: number): { start: number; end: number } {
+  const raw = headerOf(request, 'x-amz-copy-source-range');
+  if (raw === undefined) return { start: 0, end: size - 1 };
+  const match = /^bytes=(\d+)-(\d+)$/.exec(raw.trim());
+  if (!match)
+    throw invalidArgument('The x-amz-copy-source-range value must be of the form bytes=first-last', 'x-amz-copy-source-range', raw);
+  const start = Number(match[1]);
+  const end = Number(match[2]);
+  if (end < start)
+    throw invalidArgument('The x-amz-copy-source-range value must be of the form bytes=first-last', 'x-amz-copy-source-range', raw);
+  if (end >= size)
+    throw new S3Error('InvalidRange', 416, 'The requested range is not satisfiable', {
+      RangeRequested: raw,
+      ActualObjectSize: String(size),
+    });
+  return { start, end };
+}
+
+/**
+ * UploadPartCopy: a part made of (a range of) an existing object, read from the store and written
+ * as any part is (its own file, its ETag the MD5 of its bytes, its space reserved under the quotas).
+ */
+const uploadPartCopy: S3Handler = async (request) => {
+  const { sourceBucket, sourceVersion } = await copySourceVersion(request);
+  const bucket = await request.access.bucket(request.caller, request.bucketName);
+  const uploadId = request.query.get('uploadId')!;
+  const partNumber = partNumberOf(request);
+  // The part is sealed as its upload is (an SSE-C upload's parts each give its key again); an
+  // encrypted source is opened with its own key (x-amz-copy-source-server-side-encryption-customer-*).
+  const upload = await request.store.multipart.upload(bucket.id, request.key, uploadId);
+  const wrapping = partWrapping(request, upload);
+  const sourceKey = copySourceKey(request, sourceVersion);
+  const { start, end } = copyRange(request, sourceVersion.size_bytes);
+  const size = end - start + 1;
+  const hashes = hashing(new Set(['md5'] as const), size);
+  const part = await request.store.multipart.uploadPart({
+    orgId: request.caller.orgId,
+    bucketId: bucket.id,
+    key: request.key,
+    uploadId,
+    partNumber,
+    size,
+    body: request.store.objects.read(sourceVersion, start, end, sourceKey),
+    transforms: [hashes.transform],
+    digests: async () => ({ etag: (await hashes.result()).get('md5')!.toString('hex'), checksums: {} }),
+    wrapping,
+  });
+  sendXml(request.res, 200, document('CopyPartResult', { ETag: `"${part.etag}"`, LastModified: part.last_modified.toISOString() }), {
+    ...encryptionHeaders(upload.encryption),
+    ...(sourceBucket.versioning || sourceBucket.versioning_configured ? { 'x-amz-copy-source-version-id': sourceVersion.version_id } : {}),
+  });
+};
+
 const uploadPart: S3Handler = async (request) => {
-  if (request.req.headers['x-amz-copy-source'] !== undefined)
-    throw new S3Error('NotImplemented', 501, 'UploadPartCopy is not implemented by this endpoint');
+  if (request.req.headers['x-amz-copy-source'] !== undefined) return uploadPartCopy(request);
   const bucket = await request.access.bucket(request.caller, request.bucketName);
   const uploadId = request.query.get('uploadId')!;
   const partNumber = partNumberOf(request);
   // The part is sealed as its upload is: an SSE-C upload's parts each give its key again.
   const upload = await request.store.multipart.upload(bucket.id, request.key, uploadId);
   const wrapping = partWrapping(request, upload);
-  const body = uploadBody(request.req, request.res, request.signed.payloadHash, {
-    key: request.signingKey,
-    amzDate: request.signed.amzDate,
-    scope: request.scope,
-    seedSignature: request.signed.signature,
-  });
+  const body = uploadBody(
+    request.req,
+    request.res,
+    request.signed.payloadHash,
+    {
+      key: request.signingKey,
+      amzDate: request.signed.amzDate,
+      scope: request.scope,
+      seedSignature: request.signed.signature,
+    },
+    request.stallTimeoutMs,
+  );
   const part = await request.store.multipart.uploadPart({
     orgId: request.caller.orgId,
     bucketId: bucket.id,
@@ -75,10 +140,12 @@ const uploadPart: S3Handler = async (request) => {
 const completeUpload: S3Handler = async (request) => {
   const bucket = await request.access.bucket(request.caller, request.bucketName);
   const uploadId = request.query.get('uploadId')!;
-  // The upload must exist before its (small) body is read.
-  const upload = await request.store.multipart.upload(bucket.id, request.key, uploadId);
-  assertCompletionKey(request, upload);
-  const xml = (await smallBody(request.req, request.res)).toString('utf8');
+  // The upload must exist (or have been completed lately: a retry) before its (small) body is read.
+  const completed = await request.store.multipart.completed(bucket.id, request.key, uploadId);
+  if (!completed) assertCompletionKey(request, await request.store.multipart.upload(bucket.id, request.key, uploadId));
+  const condition = writeConditionOf(request);
+  if (!completed) await assertEarlyWriteCondition(request, bucket, condition);
+  const xml = await checkedSmallBody(request);
   const parts = blocks(xml, 'Part').map((block) => {
     const partNumber = Number(text(block, 'PartNumber'));
     const checksums: Record<string, string> = {};
@@ -94,14 +161,20 @@ const completeUpload: S3Handler = async (request) => {
     }
     return { partNumber, etag: text(block, 'ETag') ?? '', checksums };
   });
-  if (parts.length === 0 || parts.some((part) => !Number.isInteger(part.partNumber)))
-    throw new S3Error('MalformedXML', 400, 'The XML you provided was not well-formed or did not validate against our published schema');
+  if (parts.length === 0 || parts.some((part) => !Number.isInteger(part.partNumber))) throw malformedXml();
   const version = await request.store.multipart.complete({
     orgId: request.caller.orgId,
     bucketId: bucket.id,
     key: request.key,
     uploadId,
     parts,
+    condition,
+    checksums: Object.fromEntries(
+      CHECKSUM_ALGORITHMS.flatMap((algorithm) => {
+        const given = headerOf(request, `x-amz-checksum-${algorithm}`);
+        return given === undefined ? [] : [[algorithm, given.trim()]];
+      }),
+    ),
   });
   const headers: Record<string, string> = encryptionHeaders(version.encryption);
   if (bucket.versioning) headers['x-amz-version-id'] = version.version_id;

@@ -1,15 +1,34 @@
 import type { ServerResponse } from 'node:http';
 import { Transform } from 'node:stream';
 import { isChecksumAlgorithm, runningChecksum } from '../checksums.ts';
+import { assertWriteCondition, etagListMatches, type DeleteCondition, type WriteCondition } from '../conditions.ts';
 import { hashing, type NativeDigest } from '../hashing.ts';
-import type { StoredBucket, StoredVersion } from '../rows.ts';
+import type { StoredBucket, StoredVersion, Tag } from '../rows.ts';
+import { assertAclsTaken, assertOwnerOnlyAcl, sendOwnerOnlyAcl } from './acl.ts';
 import { copySourceKey, encryptionHeaders, readKey, writeEncryption } from './encryption.ts';
-import { S3Error, invalidArgument, noSuchKey } from './errors.ts';
+import { S3Error, assertStorable, invalidArgument, noSuchKey, notImplemented } from './errors.ts';
 import { expirationHeader } from './lifecycle.ts';
 import { bypassesGovernance, lockHeaders, writeLock } from './object-lock.ts';
 import { uploadBody } from './payload.ts';
-import { sendXml, type S3Handler, type S3Request } from './request.ts';
-import { document } from './xml.ts';
+import { checkedSmallBody, sendXml, type S3Handler, type S3Request } from './request.ts';
+import { MAX_OBJECT_TAGS, tagSetElement, tagsOfDocument, tagsOfHeader } from './tagging.ts';
+import { OBJECT_SUB_RESOURCES, subResourceOf } from './sub-resources.ts';
+import { S3_NAMESPACE, document, type XmlNode } from './xml.ts';
+
+/**
+ * A header value as the text its client meant: Node reads header bytes as Latin-1, so bytes that
+ * are UTF-8 (what S3 clients send for non-ASCII metadata) are read as the text they encode, and
+ * given back as that text. Other bytes stay the Latin-1 characters they are.
+ */
+function headerText(value: string): string {
+  const bytes = Buffer.from(value, 'latin1');
+  const utf8 = bytes.toString('utf8');
+  return Buffer.from(utf8, 'utf8').equals(bytes) ? utf8 : value;
+}
+
+/** S3's limit of user metadata: the x-amz-meta-* names (without the prefix) and values, in bytes. */
+const MAX_USER_METADATA_BYTES = 2048;
+const USER_METADATA_PREFIX = 'x-amz-meta-';
 
 /** Headers stored with an object and given back as they were sent. */
 const STORED_HEADERS = ['cache-control', 'content-disposition', 'content-encoding', 'content-language', 'expires'];
@@ -28,20 +47,33 @@ const header = (request: S3Request, name: string): string | undefined => {
   return Array.isArray(value) ? value.join(',') : value;
 };
 
-/** The metadata a write stores: x-amz-meta-* and the representation headers. */
+/**
+ * The metadata a write stores: x-amz-meta-* (at most 2 KB, S3's MetadataTooLarge past it) and
+ * the representation headers. Header values arrive one character per byte, so their length is
+ * their size.
+ */
 export function attributesOf(request: S3Request): { contentType: string | null; headers: Record<string, string> } {
   const headers: Record<string, string> = {};
+  let metadataBytes = 0;
   for (const [name, value] of Object.entries(request.req.headers)) {
     if (value === undefined) continue;
-    if (name.startsWith('x-amz-meta-') || STORED_HEADERS.includes(name)) headers[name] = Array.isArray(value) ? value.join(',') : value;
+    const joined = headerText(Array.isArray(value) ? value.join(',') : value);
+    if (name.startsWith(USER_METADATA_PREFIX)) metadataBytes += name.length - USER_METADATA_PREFIX.length + Buffer.byteLength(joined);
+    if (name.startsWith(USER_METADATA_PREFIX) || STORED_HEADERS.includes(name)) headers[name] = joined;
   }
+  if (metadataBytes > MAX_USER_METADATA_BYTES)
+    throw new S3Error('MetadataTooLarge', 400, 'Your metadata headers exceed the maximum allowed metadata size.', {
+      Size: String(metadataBytes),
+      MaxSizeAllowed: String(MAX_USER_METADATA_BYTES),
+    });
   // aws-chunked is how the body travelled, not how the object is stored.
-  if (headers['content-encoding']) {
-    const kept = headers['content-encoding']
+  const encoding = headers['content-encoding'];
+  if (encoding !== undefined && /(^|,)\s*aws-chunked\s*(,|$)/.test(encoding)) {
+    const kept = encoding
       .split(',')
       .map((part) => part.trim())
       .filter((part) => part !== '' && part !== 'aws-chunked');
-    if (kept.length > 0) headers['content-encoding'] = kept.join(',');
+    if (kept.length > 0) headers['content-encoding'] = kept.join(', ');
     else delete headers['content-encoding'];
   }
   return { contentType: header(request, 'content-type') ?? null, headers };
@@ -55,6 +87,15 @@ const versionIdParam = (request: S3Request): string | undefined => {
 const httpDate = (date: Date): string => date.toUTCString();
 const quoted = (etag: string | null): string => `"${etag ?? ''}"`;
 
+/** The tags of an `x-amz-tagging` header (PutObject, CreateMultipartUpload, CopyObject with REPLACE); none when absent. */
+export function taggingOf(request: S3Request): Tag[] {
+  const value = header(request, 'x-amz-tagging');
+  return value === undefined ? [] : tagsOfHeader(value);
+}
+
+/** Whether answers name versions: a bucket whose versioning is on, or suspended (its new versions are `null`). */
+const namesVersions = (bucket: StoredBucket) => bucket.versioning || bucket.versioning_configured;
+
 /** The headers of a version as GetObject and HeadObject give them. */
 function versionHeaders(bucket: StoredBucket, version: StoredVersion, request: S3Request): Record<string, string> {
   const headers: Record<string, string> = {
@@ -63,7 +104,8 @@ function versionHeaders(bucket: StoredBucket, version: StoredVersion, request: S
     'Content-Type': version.content_type ?? 'binary/octet-stream',
     'Accept-Ranges': 'bytes',
   };
-  if (bucket.versioning) headers['x-amz-version-id'] = version.version_id;
+  if (namesVersions(bucket)) headers['x-amz-version-id'] = version.version_id;
+  if (version.tags.length > 0) headers['x-amz-tagging-count'] = String(version.tags.length);
   for (const [name, value] of Object.entries(version.headers)) headers[name] = value;
   Object.assign(
     headers,
@@ -100,7 +142,8 @@ async function readableVersion(request: S3Request, bucket: StoredBucket, looked?
   if (!version) {
     if (versionId !== undefined)
       throw new S3Error('NoSuchVersion', 404, 'The specified version does not exist.', { Key: request.key, VersionId: versionId });
-    throw noSuchKey(request.key);
+    // Said outright, as RGW says it: no delete marker hides the key, there is none.
+    throw noSuchKey(request.key, { 'x-amz-delete-marker': 'false' });
   }
   if (version.delete_marker) {
     const markerHeaders: Record<string, string> = { 'x-amz-delete-marker': 'true', 'x-amz-version-id': version.version_id };
@@ -135,12 +178,7 @@ async function servedVersion(request: S3Request): Promise<{ bucket: StoredBucket
 
 /** S3's conditional reads: 412 for a failed If-Match/If-Unmodified-Since, 304 for If-None-Match/If-Modified-Since. */
 function preconditions(request: S3Request, version: StoredVersion): 'proceed' | 'not-modified' {
-  const etag = version.etag ?? '';
-  const matches = (list: string) =>
-    list
-      .split(',')
-      .map((item) => item.trim().replace(/^W\//, '').replace(/^"|"$/g, ''))
-      .some((item) => item === '*' || item === etag);
+  const matches = (list: string) => etagListMatches(list, version.etag);
   const lastModified = Math.floor(version.last_modified.getTime() / 1000) * 1000;
   const ifMatch = header(request, 'if-match');
   const ifUnmodifiedSince = header(request, 'if-unmodified-since');
@@ -196,18 +234,55 @@ function setHeaders(res: ServerResponse, headers: Record<string, string>): void 
   for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
 }
 
-const getObject: S3Handler = async (request) => {
+/** One part of a version, as GetObject and HeadObject with `partNumber` give it. */
+interface PartOfVersion {
+  start: number;
+  end: number;
+  /** The part's own ETag; a version that was not a multipart upload has only its own. */
+  etag: string | null;
+  /** How many parts the version has (x-amz-mp-parts-count): only for a multipart upload. */
+  partsCount?: number;
+}
+
+/**
+ * The `partNumber` a read asks for: a part of a multipart upload (its bytes and ETag), or, for an
+ * object uploaded whole, part 1 (the whole object). Another number is InvalidPart, as S3 answers.
+ */
+function partOf(request: S3Request, version: StoredVersion): PartOfVersion | undefined {
+  const raw = request.query.get('partNumber');
+  if (raw === null) return undefined;
+  const number = Number(raw);
+  if (!/^\d+$/.test(raw) || number < 1 || number > 10_000)
+    throw invalidArgument('Part number must be an integer between 1 and 10000, inclusive', 'partNumber', raw);
+  if (header(request, 'range') !== undefined)
+    throw new S3Error('InvalidRequest', 400, 'Cannot specify both Range header and partNumber query parameter');
+  const multipart = /-\d+$/.test(version.etag ?? '');
+  const notSatisfiable = () => new S3Error('InvalidPart', 400, 'The requested partnumber is not satisfiable', { PartNumber: raw });
+  if (!multipart) {
+    if (number !== 1) throw notSatisfiable();
+    return { start: 0, end: version.size_bytes - 1, etag: version.etag };
+  }
+  const segment = version.segments[number - 1];
+  if (!segment) throw notSatisfiable();
+  const start = version.segments.slice(0, number - 1).reduce((offset, earlier) => offset + earlier.size, 0);
+  return { start, end: start + segment.size - 1, etag: segment.etag ?? version.etag, partsCount: version.segments.length };
+}
+
+/** GetObject and HeadObject: the whole version, a byte range, or a part (`partNumber`). */
+const readObject: S3Handler = async (request) => {
   const { bucket, version } = await servedVersion(request);
   const customerKey = readKey(request, version);
   const headers = versionHeaders(bucket, version, request);
   const { res } = request;
+  const head = request.req.method === 'HEAD';
   if (preconditions(request, version) === 'not-modified') {
     res.statusCode = 304;
     setHeaders(res, { ETag: headers.ETag!, 'Last-Modified': headers['Last-Modified']! });
     res.end();
     return;
   }
-  const range = rangeOf(request, version.size_bytes);
+  const part = partOf(request, version);
+  const range = part ?? rangeOf(request, version.size_bytes);
   const start = range?.start ?? 0;
   const end = range?.end ?? version.size_bytes - 1;
   if (range) {
@@ -215,10 +290,17 @@ const getObject: S3Handler = async (request) => {
     for (const name of Object.keys(headers)) if (name.startsWith('x-amz-checksum-')) delete headers[name];
     headers['Content-Range'] = `bytes ${start}-${end}/${version.size_bytes}`;
   }
-  res.statusCode = range ? 206 : 200;
+  if (part) {
+    headers.ETag = quoted(part.etag);
+    if (part.partsCount !== undefined) headers['x-amz-mp-parts-count'] = String(part.partsCount);
+  }
+  // A part of an object uploaded whole is the whole object: answered as such, not as a range.
+  const partial = range !== undefined && !(part && part.partsCount === undefined);
+  if (part && !partial) delete headers['Content-Range'];
+  res.statusCode = partial ? 206 : 200;
   setHeaders(res, headers);
   res.setHeader('Content-Length', String(end - start + 1));
-  if (request.req.method === 'HEAD' || end < start) {
+  if (head || end < start) {
     res.end();
     return;
   }
@@ -232,41 +314,24 @@ const getObject: S3Handler = async (request) => {
   }
 };
 
-const headObject: S3Handler = async (request) => {
-  const { bucket, version } = await servedVersion(request);
-  readKey(request, version);
-  const headers = versionHeaders(bucket, version, request);
-  const { res } = request;
-  if (preconditions(request, version) === 'not-modified') {
-    res.statusCode = 304;
-    res.end();
-    return;
-  }
-  const range = rangeOf(request, version.size_bytes);
-  res.statusCode = range ? 206 : 200;
-  setHeaders(res, headers);
-  if (range) res.setHeader('Content-Range', `bytes ${range.start}-${range.end}/${version.size_bytes}`);
-  res.setHeader('Content-Length', String(range ? range.end - range.start + 1 : version.size_bytes));
-  res.end();
-};
-
-/** PutObject's If-None-Match: * (write only when the key has no current object). */
-async function assertPutCondition(request: S3Request, bucket: StoredBucket): Promise<void> {
-  const ifNoneMatch = header(request, 'if-none-match');
+/** If-Match / If-None-Match of a write (PutObject, CompleteMultipartUpload), if it has any. */
+export function writeConditionOf(request: S3Request): WriteCondition | undefined {
   const ifMatch = header(request, 'if-match');
-  if (ifNoneMatch === undefined && ifMatch === undefined) return;
-  const current = await request.store.objects.version(bucket.id, request.key, undefined);
-  const live = current && !current.delete_marker ? current : null;
-  if (ifNoneMatch !== undefined && ifNoneMatch.trim() === '*' && live)
-    throw new S3Error('PreconditionFailed', 412, 'At least one of the pre-conditions you specified did not hold', {
-      Condition: 'If-None-Match',
-    });
-  if (ifMatch !== undefined && (!live || ifMatch.trim().replace(/^"|"$/g, '') !== live.etag)) {
-    if (!live) throw noSuchKey(request.key);
-    throw new S3Error('PreconditionFailed', 412, 'At least one of the pre-conditions you specified did not hold', {
-      Condition: 'If-Match',
-    });
-  }
+  const ifNoneMatch = header(request, 'if-none-match');
+  if (ifMatch === undefined && ifNoneMatch === undefined) return undefined;
+  return { ifMatch, ifNoneMatch };
+}
+
+/**
+ * A write's condition, checked before its body is read (a write bound to fail costs no transfer);
+ * the store checks it again as the write commits, under the bucket's lock.
+ */
+export async function assertEarlyWriteCondition(
+  request: S3Request,
+  bucket: StoredBucket,
+  condition: WriteCondition | undefined,
+): Promise<void> {
+  if (condition) assertWriteCondition(condition, await request.store.objects.version(bucket.id, request.key, undefined));
 }
 
 /** The answer headers of a stored write: its ETag, version, checksums, encryption and expiration. */
@@ -276,6 +341,7 @@ function writeHeaders(request: S3Request, bucket: StoredBucket, version: StoredV
     ...encryptionHeaders(version.encryption),
     ...expirationHeader(bucket, version, request.store.lifecycle.dayMs),
   };
+  // A write names the version it made only while versioning is on (a suspended bucket's is `null`, not said).
   if (bucket.versioning) headers['x-amz-version-id'] = version.version_id;
   for (const [algorithm, value] of Object.entries(version.checksums)) {
     if (isChecksumAlgorithm(algorithm)) headers[`x-amz-checksum-${algorithm}`] = value;
@@ -286,20 +352,32 @@ function writeHeaders(request: S3Request, bucket: StoredBucket, version: StoredV
 const putObject: S3Handler = async (request) => {
   if (header(request, 'x-amz-copy-source') !== undefined) return copyObject(request);
   const bucket = await request.access.bucket(request.caller, request.bucketName);
+  assertAclsTaken(request, bucket);
+  const attributes = attributesOf(request);
+  const tags = taggingOf(request);
   const sealing = writeEncryption(request, bucket);
   const lock = writeLock(request.req.headers, bucket);
-  await assertPutCondition(request, bucket);
-  const upload = uploadBody(request.req, request.res, request.signed.payloadHash, {
-    key: request.signingKey,
-    amzDate: request.signed.amzDate,
-    scope: request.scope,
-    seedSignature: request.signed.signature,
-  });
+  const condition = writeConditionOf(request);
+  await assertEarlyWriteCondition(request, bucket, condition);
+  const upload = uploadBody(
+    request.req,
+    request.res,
+    request.signed.payloadHash,
+    {
+      key: request.signingKey,
+      amzDate: request.signed.amzDate,
+      scope: request.scope,
+      seedSignature: request.signed.signature,
+    },
+    request.stallTimeoutMs,
+  );
   const version = await request.store.objects.putObject({
     orgId: request.caller.orgId,
     bucketId: bucket.id,
     key: validKey(request.key),
-    ...attributesOf(request),
+    ...attributes,
+    tags,
+    condition,
     ...upload,
     sealing,
     lock,
@@ -325,32 +403,55 @@ function copySource(request: S3Request): { bucket: string; key: string; versionI
   } catch {
     throw invalidArgument('Invalid copy source encoding', 'x-amz-copy-source', raw);
   }
+  assertStorable(decoded, 'x-amz-copy-source');
   const slash = decoded.indexOf('/');
   if (slash <= 0 || slash === decoded.length - 1)
     throw invalidArgument('Copy Source must mention the source bucket and key: sourcebucket/sourcekey', 'x-amz-copy-source', raw);
   const versionId = queryPart ? (new URLSearchParams(queryPart).get('versionId') ?? undefined) : undefined;
+  if (versionId !== undefined) assertStorable(versionId, 'x-amz-copy-source');
   return { bucket: decoded.slice(0, slash), key: decoded.slice(slash + 1), versionId };
 }
 
-async function copyObject(request: S3Request): Promise<void> {
+/**
+ * The version `x-amz-copy-source` names (CopyObject, UploadPartCopy), checked against the
+ * x-amz-copy-source-if-* conditions, as S3 checks them: 412 when one does not hold.
+ */
+export async function copySourceVersion(request: S3Request): Promise<{
+  source: { bucket: string; key: string; versionId: string | undefined };
+  sourceBucket: StoredBucket;
+  sourceVersion: StoredVersion;
+}> {
   const source = copySource(request);
   const sourceBucket = await request.access.bucket(request.caller, source.bucket);
   const sourceVersion = await request.store.objects.version(sourceBucket.id, source.key, source.versionId);
   if (!sourceVersion || sourceVersion.delete_marker) {
     if (source.versionId !== undefined && sourceVersion?.delete_marker)
       throw invalidArgument('The source of a copy request may not specifically refer to a delete marker by version id.');
+    if (source.versionId !== undefined)
+      throw new S3Error('NoSuchVersion', 404, 'The specified version does not exist.', { Key: source.key, VersionId: source.versionId });
     throw noSuchKey(source.key);
   }
   const ifMatch = header(request, 'x-amz-copy-source-if-match');
   const ifNoneMatch = header(request, 'x-amz-copy-source-if-none-match');
-  const stripped = (value: string) => value.trim().replace(/^"|"$/g, '');
+  const ifModifiedSince = header(request, 'x-amz-copy-source-if-modified-since');
+  const ifUnmodifiedSince = header(request, 'x-amz-copy-source-if-unmodified-since');
+  const lastModified = Math.floor(sourceVersion.last_modified.getTime() / 1000) * 1000;
+  const since = (value: string) => Date.parse(value);
   if (
-    (ifMatch !== undefined && stripped(ifMatch) !== sourceVersion.etag) ||
-    (ifNoneMatch !== undefined && stripped(ifNoneMatch) === sourceVersion.etag)
+    (ifMatch !== undefined && !etagListMatches(ifMatch, sourceVersion.etag)) ||
+    (ifNoneMatch !== undefined && etagListMatches(ifNoneMatch, sourceVersion.etag)) ||
+    (ifMatch === undefined && ifUnmodifiedSince !== undefined && lastModified > since(ifUnmodifiedSince)) ||
+    (ifNoneMatch === undefined && ifModifiedSince !== undefined && lastModified <= since(ifModifiedSince))
   )
     throw new S3Error('PreconditionFailed', 412, 'At least one of the pre-conditions you specified did not hold');
-  const sourceKey = copySourceKey(request, sourceVersion);
+  return { source, sourceBucket, sourceVersion };
+}
+
+async function copyObject(request: S3Request): Promise<void> {
+  const { source, sourceBucket, sourceVersion } = await copySourceVersion(request);
   const bucket = await request.access.bucket(request.caller, request.bucketName);
+  assertAclsTaken(request, bucket);
+  const sourceKey = copySourceKey(request, sourceVersion);
   const sealing = writeEncryption(request, bucket);
   const lock = writeLock(request.req.headers, bucket);
   const directive = (header(request, 'x-amz-metadata-directive') ?? 'COPY').toUpperCase();
@@ -367,8 +468,13 @@ async function copyObject(request: S3Request): Promise<void> {
       400,
       "This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata, storage class, website redirect location or encryption attributes.",
     );
-  const attributes =
-    directive === 'REPLACE' ? attributesOf(request) : { contentType: sourceVersion.content_type, headers: sourceVersion.headers };
+  const taggingDirective = (header(request, 'x-amz-tagging-directive') ?? 'COPY').toUpperCase();
+  if (taggingDirective !== 'COPY' && taggingDirective !== 'REPLACE')
+    throw invalidArgument('Unknown tagging directive.', 'x-amz-tagging-directive', taggingDirective);
+  const attributes = {
+    ...(directive === 'REPLACE' ? attributesOf(request) : { contentType: sourceVersion.content_type, headers: sourceVersion.headers }),
+    tags: taggingDirective === 'REPLACE' ? taggingOf(request) : sourceVersion.tags,
+  };
   // The copy is hashed again as it is written (ETag and the source's checksums, one pass each).
   const algorithms = Object.keys(sourceVersion.checksums).filter(isChecksumAlgorithm);
   const native = new Set<NativeDigest>(['md5']);
@@ -409,7 +515,7 @@ async function copyObject(request: S3Request): Promise<void> {
   });
   const headers: Record<string, string> = encryptionHeaders(version.encryption);
   if (bucket.versioning) headers['x-amz-version-id'] = version.version_id;
-  if (sourceBucket.versioning) headers['x-amz-copy-source-version-id'] = sourceVersion.version_id;
+  if (namesVersions(sourceBucket)) headers['x-amz-copy-source-version-id'] = sourceVersion.version_id;
   sendXml(
     request.res,
     200,
@@ -418,31 +524,166 @@ async function copyObject(request: S3Request): Promise<void> {
   );
 }
 
+/** DeleteObject's conditions (If-Match, x-amz-if-match-last-modified-time, x-amz-if-match-size), if any. */
+function deleteConditionOf(request: S3Request): DeleteCondition | undefined {
+  const ifMatch = header(request, 'if-match');
+  const lastModified = header(request, 'x-amz-if-match-last-modified-time');
+  const size = header(request, 'x-amz-if-match-size');
+  if (ifMatch === undefined && lastModified === undefined && size === undefined) return undefined;
+  const condition: DeleteCondition = { ifMatch };
+  if (lastModified !== undefined) {
+    const time = Date.parse(lastModified);
+    if (Number.isNaN(time))
+      throw invalidArgument('Invalid x-amz-if-match-last-modified-time', 'x-amz-if-match-last-modified-time', lastModified);
+    condition.lastModified = new Date(time);
+  }
+  if (size !== undefined) {
+    if (!/^\d+$/.test(size.trim())) throw invalidArgument('Invalid x-amz-if-match-size', 'x-amz-if-match-size', size);
+    condition.size = Number(size);
+  }
+  return condition;
+}
+
 const deleteObject: S3Handler = async (request) => {
   const bucket = await request.access.bucket(request.caller, request.bucketName);
   const outcome = await request.store.objects.deleteObject(request.caller.orgId, bucket.id, request.key, versionIdParam(request), {
     bypassGovernance: bypassesGovernance(request),
+    condition: deleteConditionOf(request),
   });
   const { res } = request;
   res.statusCode = 204;
   if (outcome.deleteMarker) res.setHeader('x-amz-delete-marker', 'true');
-  if (bucket.versioning && outcome.versionId !== undefined) res.setHeader('x-amz-version-id', outcome.versionId);
+  if (namesVersions(bucket) && outcome.versionId !== undefined) res.setHeader('x-amz-version-id', outcome.versionId);
   res.end();
+};
+
+const versionIdHeader = (bucket: StoredBucket, version: { version_id: string }): Record<string, string> =>
+  namesVersions(bucket) ? { 'x-amz-version-id': version.version_id } : {};
+
+const getObjectTagging: S3Handler = async (request) => {
+  const { bucket, version } = await servedVersion(request);
+  sendXml(
+    request.res,
+    200,
+    `<?xml version="1.0" encoding="UTF-8"?>\n<Tagging xmlns="${S3_NAMESPACE}">${tagSetElement(version.tags)}</Tagging>`,
+    versionIdHeader(bucket, version),
+  );
+};
+
+/** PutObjectTagging and DeleteObjectTagging: the version's tags replaced (its bytes and metadata untouched). */
+const setObjectTagging =
+  (tagsOf: (request: S3Request) => Promise<Tag[]>, status: number): S3Handler =>
+  async (request) => {
+    const bucket = await request.access.bucket(request.caller, request.bucketName);
+    const tags = await tagsOf(request);
+    const versionId = await request.store.objects.setTags(bucket.id, request.key, versionIdParam(request), tags);
+    const { res } = request;
+    res.statusCode = status;
+    setHeaders(res, versionIdHeader(bucket, { version_id: versionId }));
+    res.setHeader('Content-Length', '0');
+    res.end();
+  };
+
+const putObjectTagging = setObjectTagging(async (request) => tagsOfDocument(await checkedSmallBody(request), MAX_OBJECT_TAGS), 200);
+const deleteObjectTagging = setObjectTagging(async () => [], 204);
+
+const getObjectAcl: S3Handler = async (request) => {
+  const { bucket, version } = await servedVersion(request);
+  sendOwnerOnlyAcl(request, versionIdHeader(bucket, version));
+};
+
+const putObjectAcl: S3Handler = async (request) => {
+  const { bucket, version } = await servedVersion(request);
+  assertAclsTaken(request, bucket, true);
+  await assertOwnerOnlyAcl(request);
+  request.res.statusCode = 200;
+  setHeaders(request.res, versionIdHeader(bucket, version));
+  request.res.setHeader('Content-Length', '0');
+  request.res.end();
+};
+
+/** The attributes GetObjectAttributes can be asked for. */
+const OBJECT_ATTRIBUTES = new Set(['ETag', 'Checksum', 'ObjectParts', 'StorageClass', 'ObjectSize']);
+
+/** `<ChecksumX>` elements of checksums as stored (lower-case algorithm names). */
+const checksumElements = (checksums: Record<string, string> | undefined): XmlNode =>
+  Object.fromEntries(
+    Object.entries(checksums ?? {})
+      .filter(([algorithm]) => isChecksumAlgorithm(algorithm))
+      .map(([algorithm, value]) => [`Checksum${algorithm.toUpperCase()}`, value]),
+  );
+
+/**
+ * GetObjectAttributes: what x-amz-object-attributes asks for of a version, without its bytes; a
+ * multipart upload's parts a page at a time (x-amz-max-parts, x-amz-part-number-marker).
+ */
+const getObjectAttributes: S3Handler = async (request) => {
+  const asked = (header(request, 'x-amz-object-attributes') ?? '')
+    .split(',')
+    .map((name) => name.trim())
+    .filter((name) => name !== '');
+  if (asked.length === 0 || asked.some((name) => !OBJECT_ATTRIBUTES.has(name)))
+    throw invalidArgument('Invalid attribute name specified.', 'x-amz-object-attributes', header(request, 'x-amz-object-attributes') ?? '');
+  const { bucket, version } = await servedVersion(request);
+  const wanted = new Set(asked);
+  const body: XmlNode = {};
+  if (wanted.has('ETag')) body.ETag = version.etag ?? '';
+  const checksums = checksumElements(version.checksums);
+  if (wanted.has('Checksum') && Object.keys(checksums).length > 0)
+    body.Checksum = { ...checksums, ChecksumType: version.checksums.type ?? 'FULL_OBJECT' };
+  const multipart = /-\d+$/.test(version.etag ?? '');
+  if (wanted.has('ObjectParts') && multipart) {
+    const numberOf = (name: string, fallback: number, most: number) => {
+      const raw = header(request, name);
+      if (raw === undefined) return fallback;
+      if (!/^\d+$/.test(raw.trim())) throw invalidArgument(`Invalid ${name}`, name, raw);
+      return Math.min(Number(raw), most);
+    };
+    const maxParts = numberOf('x-amz-max-parts', 1000, 1000);
+    const marker = numberOf('x-amz-part-number-marker', 0, 10_000);
+    const parts = version.segments.map((segment, index) => ({ number: index + 1, segment })).filter((part) => part.number > marker);
+    const shown = parts.slice(0, maxParts);
+    body.ObjectParts = {
+      // The SDKs' TotalPartsCount, whose XML element is PartsCount.
+      PartsCount: version.segments.length,
+      PartNumberMarker: marker,
+      NextPartNumberMarker: shown.length > 0 ? shown[shown.length - 1]!.number : marker,
+      MaxParts: maxParts,
+      IsTruncated: parts.length > shown.length,
+      Part: shown.map(({ number, segment }) => ({ PartNumber: number, Size: segment.size, ...checksumElements(segment.checksums) })),
+    };
+  }
+  if (wanted.has('StorageClass')) body.StorageClass = 'STANDARD';
+  if (wanted.has('ObjectSize')) body.ObjectSize = version.size_bytes;
+  sendXml(request.res, 200, document('GetObjectAttributesResponse', body), {
+    'Last-Modified': httpDate(version.last_modified),
+    ...(namesVersions(bucket) ? { 'x-amz-version-id': version.version_id } : {}),
+  });
+};
+
+type ObjectSubResource = (typeof OBJECT_SUB_RESOURCES)[number];
+
+/**
+ * The object operations offered, by method and sub-resource ('' for none; `partNumber` alone is
+ * a read of one part). Every other pair is 501 NotImplemented and never touches the object.
+ */
+const OBJECT_OPERATIONS: Record<string, Partial<Record<ObjectSubResource | '', S3Handler>>> = {
+  GET: { '': readObject, partNumber: readObject, tagging: getObjectTagging, acl: getObjectAcl, attributes: getObjectAttributes },
+  HEAD: { '': readObject, partNumber: readObject },
+  PUT: { '': putObject, tagging: putObjectTagging, acl: putObjectAcl },
+  DELETE: { '': deleteObject, tagging: deleteObjectTagging },
+  // POST on an object is a sub-resource's (restore, select) or a multipart upload's (routed before this).
+  POST: {},
 };
 
 export const objectRoutes = {
   route(request: S3Request): S3Handler {
-    switch (request.req.method) {
-      case 'GET':
-        return getObject;
-      case 'HEAD':
-        return headObject;
-      case 'PUT':
-        return putObject;
-      case 'DELETE':
-        return deleteObject;
-      default:
-        throw new S3Error('MethodNotAllowed', 405, 'The specified method is not allowed against this resource.');
-    }
+    const operations = OBJECT_OPERATIONS[request.req.method ?? ''];
+    if (!operations) throw new S3Error('MethodNotAllowed', 405, 'The specified method is not allowed against this resource.');
+    const subResource = subResourceOf(request, OBJECT_SUB_RESOURCES) ?? '';
+    const handler = operations[subResource];
+    if (handler) return handler;
+    if (subResource === '') throw new S3Error('MethodNotAllowed', 405, 'The specified method is not allowed against this resource.');
+    throw notImplemented(`The ${subResource} sub-resource of an object with ${request.req.method}`);
   },
 };

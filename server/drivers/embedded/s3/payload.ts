@@ -5,6 +5,7 @@ import { hashing, type NativeDigest } from '../hashing.ts';
 import { AwsChunkedDecoder, type ChunkSigning } from './chunked.ts';
 import { S3Error, invalidArgument } from './errors.ts';
 import { UNSIGNED_PAYLOAD } from './sigv4.ts';
+import { stallGuard } from './stall.ts';
 
 /** An upload's body, ready for the store: its length, its decoded bytes, and what checks them. */
 export interface UploadBody {
@@ -36,6 +37,8 @@ export function uploadBody(
   response: ServerResponse,
   payloadHash: string,
   signing: ChunkSigning | undefined,
+  /** A body that stops coming for this long is ended (RequestTimeout). */
+  stallTimeoutMs: number,
 ): UploadBody {
   const streaming = STREAMING_SIGNED.has(payloadHash) || payloadHash === STREAMING_UNSIGNED;
   let size: number;
@@ -69,6 +72,7 @@ export function uploadBody(
   if (waitsForContinue) body = askedFor(body, response);
 
   const contentMd5 = header(request, 'content-md5');
+  assertContentMd5(contentMd5);
   const trailer = header(request, 'x-amz-trailer')?.trim().toLowerCase();
   // The value the client gave, or { trailer: true } when it comes after the body.
   const expected = new Map<ChecksumAlgorithm, string | { trailer: true }>();
@@ -102,7 +106,8 @@ export function uploadBody(
     else scripted.set(algorithm, runningChecksum(algorithm));
   }
   const hashes = hashing(native, size);
-  const transforms: Transform[] = [hashes.transform];
+  // First in line: it sees the bytes as they come, before anything else can hold them up.
+  const transforms: Transform[] = [stallGuard(stallTimeoutMs), hashes.transform];
   if (scripted.size > 0)
     transforms.push(
       new Transform({
@@ -160,4 +165,12 @@ function askedFor(source: Readable, response: ServerResponse): Readable {
     })(),
     { objectMode: false },
   );
+}
+
+/** A Content-MD5 that cannot be an MD5 (not base64 of 16 bytes) is InvalidDigest, before any byte is read. */
+export function assertContentMd5(value: string | undefined): void {
+  if (value === undefined) return;
+  const trimmed = value.trim();
+  if (!/^[A-Za-z0-9+/]{22}==$/.test(trimmed) || Buffer.from(trimmed, 'base64').length !== 16)
+    throw new S3Error('InvalidDigest', 400, 'The Content-MD5 you specified is not valid.');
 }

@@ -1,7 +1,10 @@
+import { createHash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { EmbeddedObjectStore } from '../store.ts';
 import type { Access, Caller } from './access.ts';
 import { S3Error } from './errors.ts';
+import { assertContentMd5 } from './payload.ts';
+import { requestTimeout } from './stall.ts';
 import type { SignedRequest } from './sigv4.ts';
 
 /** One authenticated S3 request, as the handlers see it. */
@@ -21,6 +24,8 @@ export interface S3Request {
   access: Access;
   region: string;
   requestId: string;
+  /** A body that stops coming for this long is ended with RequestTimeout. */
+  stallTimeoutMs: number;
   /** The request came over TLS (the endpoint's own, or a proxy's it is told to trust): SSE-C needs it. */
   secure: boolean;
 }
@@ -36,15 +41,61 @@ export function sendXml(res: ServerResponse, status: number, xml: string, header
   res.end(xml);
 }
 
-/** Reads a small request body (Delete, CompleteMultipartUpload): at most `limit` bytes. */
-export async function smallBody(req: IncomingMessage, res: ServerResponse, limit = 2 * 1024 * 1024): Promise<Buffer> {
+/**
+ * Reads a small request body (Delete, CompleteMultipartUpload, Tagging…): at most `limit` bytes;
+ * a client that stops sending it for `stallTimeoutMs` is answered RequestTimeout.
+ */
+export function smallBody(request: S3Request, limit = 2 * 1024 * 1024): Promise<Buffer> {
+  const { req, res } = request;
   if (/100-continue/i.test(req.headers.expect ?? '')) res.writeContinue();
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > limit) throw new S3Error('MaxMessageLengthExceeded', 400, 'Your request was too big.');
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks);
+  return new Promise<Buffer>((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let seen = -1;
+    const timer = setInterval(() => {
+      if (size === seen) return fail(requestTimeout());
+      seen = size;
+    }, request.stallTimeoutMs);
+    const fail = (error: Error) => {
+      clearInterval(timer);
+      req.off('data', onData);
+      req.pause();
+      reject(error);
+    };
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) fail(new S3Error('MaxMessageLengthExceeded', 400, 'Your request was too big.'));
+      else chunks.push(chunk);
+    };
+    req.on('data', onData);
+    req.once('end', () => {
+      clearInterval(timer);
+      resolve(Buffer.concat(chunks));
+    });
+    req.once('error', (error) => fail(error));
+    req.once('close', () => {
+      if (!req.complete) fail(Object.assign(new Error('the client went away mid-body'), { code: 'ECONNRESET' }));
+    });
+  });
+}
+
+/**
+ * A small request body (Tagging, ACL, VersioningConfiguration, Delete…), checked against the
+ * Content-MD5 and the signed payload hash when the request carries them.
+ */
+export async function checkedSmallBody(request: S3Request): Promise<string> {
+  assertContentMd5(headerOf(request, 'content-md5'));
+  const raw = await smallBody(request);
+  const md5 = request.req.headers['content-md5'];
+  if (typeof md5 === 'string' && createHash('md5').update(raw).digest('base64') !== md5.trim())
+    throw new S3Error('BadDigest', 400, 'The Content-MD5 you specified did not match what we received.');
+  if (/^[0-9a-f]{64}$/.test(request.signed.payloadHash) && createHash('sha256').update(raw).digest('hex') !== request.signed.payloadHash)
+    throw new S3Error('XAmzContentSHA256Mismatch', 400, 'The provided x-amz-content-sha256 header does not match what was computed.');
+  return raw.toString('utf8');
+}
+
+/** A header's value (several of the same name joined by commas). */
+export function headerOf(request: S3Request, name: string): string | undefined {
+  const value = request.req.headers[name];
+  return Array.isArray(value) ? value.join(',') : value;
 }

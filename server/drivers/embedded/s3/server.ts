@@ -11,8 +11,9 @@ import { createAccess, type Caller } from './access.ts';
 import type { S3Platform } from './platform-port.ts';
 import { bucketRoutes } from './bucket-handlers.ts';
 import { applyCors, preflight } from './cors.ts';
-import { REFUSAL_STATUS, S3Error, accessDenied, notImplemented, unavailableError } from './errors.ts';
+import { REFUSAL_STATUS, S3Error, accessDenied, assertStorable, unavailableError } from './errors.ts';
 import { multipartRoutes } from './multipart-handlers.ts';
+import { assertContentMd5 } from './payload.ts';
 import { objectRoutes } from './object-handlers.ts';
 import { objectLockRoutes } from './object-lock.ts';
 import { postObject } from './post-object.ts';
@@ -41,6 +42,8 @@ export async function startS3Endpoint(options: {
   port: number;
   host: string;
   region: string;
+  /** A request body that stops coming for this long is ended with RequestTimeout (S3_BODY_TIMEOUT_SECONDS). */
+  bodyTimeoutMs: number;
   log: Logger;
   /** Serve https with this certificate chain and key (PEM) rather than http. */
   tls?: { cert: Buffer; key: Buffer };
@@ -65,13 +68,11 @@ export async function startS3Endpoint(options: {
     if (key === '') return bucketRoutes.route(request);
     // A part's upload carries partNumber too: the upload it belongs to decides.
     if (request.query.has('uploads') || request.query.has('uploadId')) return multipartRoutes.route(request);
+    // Object lock's sub-resources are served by its own handlers; every other one by method and
+    // sub-resource in objectRoutes, where what is not offered is refused before it can touch the object.
     const subResource = subResourceOf(request, OBJECT_SUB_RESOURCES);
-    if (subResource !== undefined) {
-      const offered = OBJECT_SUB_RESOURCE_OPERATIONS[subResource]?.[request.req.method ?? ''];
-      if (offered) return offered;
-      // Anything else about the object than its bytes is not offered: refused before it can touch them.
-      throw notImplemented(`The ${subResource} sub-resource of an object`);
-    }
+    const lockOperation = subResource === undefined ? undefined : OBJECT_SUB_RESOURCE_OPERATIONS[subResource]?.[request.req.method ?? ''];
+    if (lockOperation) return lockOperation;
     return objectRoutes.route(request);
   };
 
@@ -93,10 +94,19 @@ export async function startS3Endpoint(options: {
       return postObject(req, res, bucketOf(rawPath), { store, access, secure: isSecure(req) });
     const signed = parseSignature(parts, new Date());
     if (!signed) throw accessDenied('Anonymous access is not allowed: sign requests with an S3 access key of your organization');
+    // A Content-MD5 that cannot be an MD5 is refused as S3 refuses it, whatever the signature.
+    assertContentMd5(typeof req.headers['content-md5'] === 'string' ? req.headers['content-md5'] : undefined);
     const caller = await access.caller(signed.accessKeyId);
     const signingKey = verify(parts, signed, caller.secret);
     const path = decodePath(rawPath.replace(/^\/+/, ''));
     const slash = path.indexOf('/');
+    const bucketName = slash < 0 ? path : path.slice(0, slash);
+    if (bucketName.includes('\u0000'))
+      throw new S3Error('InvalidBucketName', 400, 'The specified bucket is not valid.', {
+        BucketName: bucketName.replaceAll('\u0000', '%00'),
+      });
+    const query = new URLSearchParams(rawQuery);
+    for (const [name, value] of query) assertStorable(value, assertStorable(name, 'query parameter'));
     const request: S3Request = {
       req,
       res,
@@ -104,13 +114,14 @@ export async function startS3Endpoint(options: {
       signed,
       signingKey,
       scope: scopeOf(signed),
-      bucketName: slash < 0 ? path : path.slice(0, slash),
-      key: slash < 0 ? '' : path.slice(slash + 1),
-      query: new URLSearchParams(rawQuery),
+      bucketName,
+      key: slash < 0 ? '' : assertStorable(path.slice(slash + 1), 'key'),
+      query,
       store,
       access,
       region,
       requestId,
+      stallTimeoutMs: options.bodyTimeoutMs,
       secure: isSecure(req),
     };
     const handler = route(request);
@@ -133,7 +144,9 @@ export async function startS3Endpoint(options: {
   // for it, after the signature and the quota reservation passed (payload.ts), so a refused
   // upload costs no transfer.
   server.on('checkContinue', onRequest);
-  // Large objects stream for as long as they take.
+  // Any other Expect is ignored, as S3 ignores it (Node would answer 417 Expectation Failed).
+  server.on('checkExpectation', onRequest);
+  // Large objects stream for as long as they take; a body that stops coming is ended (stall.ts).
   server.requestTimeout = 0;
   server.headersTimeout = 60_000;
   server.keepAliveTimeout = 5_000;
@@ -185,9 +198,16 @@ function answerError(req: IncomingMessage, res: ServerResponse, error: unknown, 
   else {
     const code = (error as NodeJS.ErrnoException | undefined)?.code;
     const unavailable = unavailableError(error);
-    // A reset of the request's own connection cut its body; one of the database's (the same
-    // code) is an outage, answered 503 for the client to retry.
-    if (code === 'ERR_STREAM_PREMATURE_CLOSE' || code === 'ABORTED' || (code === 'ECONNRESET' && !req.complete && req.destroyed)) {
+    // A client gone mid-request (its socket closed under a write: ECANCELED, EPIPE, or a reset of the
+    // request's own connection) is no fault of ours; a reset of the database's (the same code) is an
+    // outage, answered 503 for the client to retry.
+    if (
+      code === 'ERR_STREAM_PREMATURE_CLOSE' ||
+      code === 'ABORTED' ||
+      code === 'ECANCELED' ||
+      code === 'EPIPE' ||
+      (code === 'ECONNRESET' && !req.complete && req.destroyed)
+    ) {
       s3 = new S3Error('IncompleteBody', 400, 'The request body ended before its declared length');
     } else if (unavailable) {
       log.warn({ reason: (error as Error).message, method: req.method }, 'the database is unavailable; answered 503');

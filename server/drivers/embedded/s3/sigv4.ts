@@ -1,6 +1,7 @@
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import { S3Error, accessDenied } from './errors.ts';
+import { parseSignatureV2, verifySignatureV2 } from './sigv2.ts';
 
 /**
  * AWS Signature Version 4 as S3 checks it, in the Authorization header or in a presigned URL's
@@ -26,6 +27,8 @@ export interface SignedRequest {
   /** The payload hash the canonical request carries (hex, UNSIGNED-PAYLOAD, STREAMING-…). */
   payloadHash: string;
   presigned: boolean;
+  /** Signature Version 2 (sigv2.ts): no scope, no signed payload, no chunk signatures. */
+  version?: 2;
 }
 
 export interface RequestParts {
@@ -46,8 +49,7 @@ export function parseSignature(request: RequestParts, now: Date): SignedRequest 
   if (header !== undefined) {
     const match = /^AWS4-HMAC-SHA256\s+(.*)$/.exec(header);
     if (!match) {
-      if (header.startsWith('AWS '))
-        throw new S3Error('InvalidRequest', 400, 'Signature Version 2 is not supported; sign with AWS4-HMAC-SHA256');
+      if (header.startsWith('AWS ')) return parseSignatureV2(request, now);
       throw missing('expected AWS4-HMAC-SHA256');
     }
     const fields = Object.fromEntries(
@@ -59,7 +61,7 @@ export function parseSignature(request: RequestParts, now: Date): SignedRequest 
     const [accessKeyId, date, region, service, terminal] = (fields.Credential ?? '').split('/');
     if (!accessKeyId || !date || !region || service !== 's3' || terminal !== 'aws4_request') throw missing('bad Credential');
     if (!fields.SignedHeaders || !fields.Signature) throw missing('SignedHeaders and Signature are required');
-    const amzDate = headerValue(request.headers, 'x-amz-date') ?? '';
+    const amzDate = headerValue(request.headers, 'x-amz-date') ?? amzDateOf(headerValue(request.headers, 'date'));
     checkDate(amzDate, date, now);
     const payloadHash = headerValue(request.headers, 'x-amz-content-sha256');
     if (!payloadHash) throw new S3Error('InvalidRequest', 400, 'Missing required header for this request: x-amz-content-sha256');
@@ -83,8 +85,9 @@ export function parseSignature(request: RequestParts, now: Date): SignedRequest 
     const signedHeaders = query.get('X-Amz-SignedHeaders');
     const signature = query.get('X-Amz-Signature');
     if (!signedHeaders || !signature) throw invalidQuery('X-Amz-SignedHeaders and X-Amz-Signature are required');
-    if (!Number.isInteger(expires) || expires < 1 || expires > MAX_PRESIGN_SECONDS)
-      throw invalidQuery('X-Amz-Expires must be from 1 to 604800 seconds');
+    if (!Number.isInteger(expires) || expires > MAX_PRESIGN_SECONDS) throw invalidQuery('X-Amz-Expires must be at most 604800 seconds');
+    // Signed to expire before it was made (0 or less): expired, as S3 and RGW answer it.
+    if (expires < 1) throw accessDenied('Request has expired');
     const signedAt = parseAmzDate(amzDate);
     if (!signedAt || amzDate.slice(0, 8) !== date) throw invalidQuery('bad X-Amz-Date');
     if (signedAt.getTime() - MAX_SKEW_MS > now.getTime()) throw accessDenied('Request is not valid yet');
@@ -100,7 +103,7 @@ export function parseSignature(request: RequestParts, now: Date): SignedRequest 
       presigned: true,
     };
   }
-  return undefined;
+  return parseSignatureV2(request, now);
 }
 
 const invalidQuery = (message: string) => new S3Error('AuthorizationQueryParametersError', 400, message);
@@ -111,6 +114,19 @@ function checkDate(amzDate: string, scopeDate: string, now: Date): void {
   if (amzDate.slice(0, 8) !== scopeDate) throw missing('the credential date does not match x-amz-date');
   if (Math.abs(signedAt.getTime() - now.getTime()) > MAX_SKEW_MS)
     throw new S3Error('RequestTimeTooSkewed', 403, 'The difference between the request time and the current time is too large.');
+}
+
+/**
+ * Without x-amz-date, SigV4 takes the Date header (an HTTP date), signing the same instant in its
+ * own form (the SDKs do so when a request carries a Date header).
+ */
+function amzDateOf(httpDate: string | undefined): string {
+  const time = httpDate === undefined ? NaN : Date.parse(httpDate);
+  if (Number.isNaN(time)) return '';
+  return new Date(time)
+    .toISOString()
+    .replace(/[-:]/g, '')
+    .replace(/\.\d{3}/, '');
 }
 
 function parseAmzDate(value: string): Date | undefined {
@@ -162,9 +178,20 @@ function canonicalHeaders(headers: IncomingHttpHeaders, signed: string[]): strin
     .map((name) => {
       const value = headerValue(headers, name);
       if (value === undefined) throw new S3Error('SignatureDoesNotMatch', 403, `The signed header ${name} is missing from the request`);
-      return `${name}:${value.trim().replace(/\s+/g, ' ')}\n`;
+      return `${name}:${signedText(value).trim().replace(/\s+/g, ' ')}\n`;
     })
     .join('');
+}
+
+/**
+ * A header value as its client signed it: Node reads header bytes as Latin-1, so bytes that are
+ * UTF-8 (what most clients send for non-ASCII text) are read back as the text they encode; any
+ * other bytes are the Latin-1 characters they are (what clients encoding headers as Latin-1 sign).
+ */
+function signedText(value: string): string {
+  const bytes = Buffer.from(value, 'latin1');
+  const utf8 = bytes.toString('utf8');
+  return Buffer.from(utf8, 'utf8').equals(bytes) ? utf8 : value;
 }
 
 export function signingKey(secret: string, date: string, region: string): Buffer {
@@ -184,6 +211,7 @@ export const scopeOf = (signed: SignedRequest): string => `${signed.date}/${sign
 
 /** Checks the request's signature with the key's secret; returns the signing key (for chunk signatures). */
 export function verify(request: RequestParts, signed: SignedRequest, secret: string): Buffer {
+  if (signed.version === 2) return verifySignatureV2(request, signed, secret);
   if (!signed.signedHeaders.includes('host')) throw new S3Error('AccessDenied', 403, 'The host header must be signed');
   const canonicalPath = request.rawPath
     .split('/')

@@ -68,6 +68,18 @@ const header = (request: S3Request, name: string): string | undefined => {
   return Array.isArray(value) ? value.join(',') : value;
 };
 
+/** S3's canned ACLs: another value is no ACL at all (400), where one of these that is not offered is 501. */
+const CANNED_ACLS = new Set([
+  'private',
+  'public-read',
+  'public-read-write',
+  'aws-exec-read',
+  'authenticated-read',
+  'bucket-owner-read',
+  'bucket-owner-full-control',
+  'log-delivery-write',
+]);
+
 /** Canned ACLs that give nobody but the owner any access: what every object here already has. */
 const OWNER_ONLY_ACLS = new Set(['private', 'bucket-owner-full-control']);
 
@@ -85,9 +97,10 @@ export function refuseUnofferedGuarantees(request: S3Request): void {
   for (const name of Object.keys(request.req.headers)) {
     if (name.startsWith('x-amz-grant-')) throw notImplemented('Access grants');
   }
-  const acl = header(request, 'x-amz-acl');
-  if (acl !== undefined && !OWNER_ONLY_ACLS.has(acl.trim())) throw notImplemented(`The canned ACL ${acl.trim()}`);
-  if (header(request, 'x-amz-tagging') !== undefined) throw notImplemented('Object tagging');
+  const acl = header(request, 'x-amz-acl')?.trim();
+  if (acl !== undefined && !CANNED_ACLS.has(acl))
+    throw new S3Error('InvalidArgument', 400, `${acl} is not a canned ACL`, { ArgumentName: 'x-amz-acl', ArgumentValue: acl });
+  if (acl !== undefined && !OWNER_ONLY_ACLS.has(acl)) throw notImplemented(`The canned ACL ${acl}`);
   if (header(request, 'x-amz-website-redirect-location') !== undefined) throw notImplemented('Website redirects');
   const storageClass = header(request, 'x-amz-storage-class');
   if (storageClass !== undefined && storageClass.trim() !== 'STANDARD')

@@ -1,18 +1,46 @@
 // The XML of S3's answers and of the few request bodies S3 clients send (Delete,
-// CompleteMultipartUpload): small, fixed shapes, read and written without a general XML library.
+// CompleteMultipartUpload, Tagging, VersioningConfiguration…): small, fixed shapes, read and
+// written without a general XML library.
+import { S3Error } from './errors.ts';
 
 export const S3_NAMESPACE = 'http://s3.amazonaws.com/doc/2006-03-01/';
 
+/** Escapes text for an element; line ends and tabs as character references, which parsers keep (a bare one may be trimmed away). */
 export function escapeXml(text: string): string {
-  return text.replace(/[<>&'"\r]/g, (c) => ({ '<': '&lt;', '>': '&gt;', '&': '&amp;', "'": '&apos;', '"': '&quot;', '\r': '&#13;' })[c]!);
+  return text.replace(
+    /[<>&'"\r\n\t]/g,
+    (c) => ({ '<': '&lt;', '>': '&gt;', '&': '&amp;', "'": '&apos;', '"': '&quot;', '\r': '&#13;', '\n': '&#10;', '\t': '&#9;' })[c]!,
+  );
 }
 
+export const malformedXml = () =>
+  new S3Error('MalformedXML', 400, 'The XML you provided was not well-formed or did not validate against our published schema');
+
+/**
+ * Whether a code point may appear in an XML 1.0 document (its `Char` production): not NUL or the
+ * other C0 controls but tab and line ends, not a lone surrogate, not U+FFFE/U+FFFF. Nothing else
+ * can reach the store either (PostgreSQL's text holds no NUL).
+ */
+const isXmlChar = (code: number): boolean =>
+  code === 0x9 ||
+  code === 0xa ||
+  code === 0xd ||
+  (code >= 0x20 && code <= 0xd7ff) ||
+  (code >= 0xe000 && code <= 0xfffd) ||
+  (code >= 0x10000 && code <= 0x10ffff);
+
+/** The text of an element, its references resolved; MalformedXML for a character XML 1.0 does not allow. */
 export function unescapeXml(text: string): string {
-  return text.replace(/&(lt|gt|amp|apos|quot|#(\d+)|#x([0-9a-fA-F]+));/g, (_match, name: string, dec?: string, hex?: string) => {
-    if (dec) return String.fromCodePoint(Number(dec));
-    if (hex) return String.fromCodePoint(parseInt(hex, 16));
+  const resolved = text.replace(/&(lt|gt|amp|apos|quot|#(\d+)|#x([0-9a-fA-F]+));/g, (_match, name: string, dec?: string, hex?: string) => {
+    if (dec !== undefined || hex !== undefined) {
+      const code = dec !== undefined ? Number(dec) : parseInt(hex!, 16);
+      if (!isXmlChar(code)) throw malformedXml();
+      return String.fromCodePoint(code);
+    }
     return { lt: '<', gt: '>', amp: '&', apos: "'", quot: '"' }[name]!;
   });
+  for (const char of resolved) if (!isXmlChar(char.codePointAt(0)!)) throw malformedXml();
+  return resolved;
 }
 
 /** A value of an element: text, a nested element list, or omitted (undefined/null). */
