@@ -32,8 +32,8 @@ import { startIdleCollection } from './idle-collection.ts';
 import type { Logger } from './logging.ts';
 import { Metrics } from './metrics.ts';
 
-/** Connections the embedded object store adds to the backends' pool (S3 requests use them). */
-const EMBEDDED_STORE_CONNECTIONS = 12;
+/** Connections the embedded object store adds to the backends' pool: its driver calls and sweeps (S3 requests have the S3 thread's own). */
+const EMBEDDED_STORE_CONNECTIONS = 2;
 
 export interface Platform {
   /** Where the API listens, such as http://127.0.0.1:8080. */
@@ -164,7 +164,7 @@ export async function startPlatform(
   // The simulated backends stand for systems outside the platform: they have connections of
   // their own, so that a backend call never waits for one of the API's, and the transaction
   // guard refuses a backend call made inside a transaction.
-  // The embedded object store serves S3 requests on these connections too: a few more of them.
+  // The embedded object store's driver calls use these connections too: a few more of them.
   // None is kept while idle: a backend at rest needs no connection (each is a PostgreSQL process
   // of 15 to 25 MiB), and the first call after a quiet second opens one in a few milliseconds.
   const backendPoolSize = config.simulators.poolSize + (config.drivers.objectStore === 'embedded' ? EMBEDDED_STORE_CONNECTIONS : 0);
