@@ -9,7 +9,7 @@ import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { request as httpRequest } from 'node:http';
 import pg from 'pg';
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { INSTANCE_LOCK_NAMESPACE } from '../../../server/drivers/embedded/store.ts';
+import { INSTANCE_LOCK_NAMESPACE } from '../../../../../server/drivers/embedded/store.ts';
 import { createAccessKey, createBucket, MiB, s3Client, s3ErrorOf, settles, startS3Server } from './support.ts';
 
 let server: Awaited<ReturnType<typeof startS3Server>>;
