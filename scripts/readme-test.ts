@@ -199,7 +199,17 @@ class ShellSession {
     };
     this.child.stdout!.on('data', collect);
     this.child.stderr!.on('data', (chunk: Buffer) => (this.output += chunk.toString()));
-    this.child.on('exit', () => this.waiting?.('exited'));
+    // A session ended by `set -e` may have its last words (bash's "unbound variable") still in the
+    // pipes when 'exit' comes: they are read first ('close'), unless a job the page left running
+    // in the background holds the pipes open, which a short wait bounds.
+    this.child.on('exit', () => {
+      const ended = () => this.waiting?.('exited');
+      const grace = setTimeout(ended, 2_000);
+      this.child.once('close', () => {
+        clearTimeout(grace);
+        ended();
+      });
+    });
     // -u as well: a block that uses a variable no block of its page set (a `$BASE` never defined)
     // prints something else than the page promises, and must fail rather than print it.
     this.child.stdin!.write('set -euo pipefail\n');
@@ -245,7 +255,8 @@ function runProcess(command: string, args: string[], env: NodeJS.ProcessEnv, tim
     child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
     child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
     const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-    child.on('exit', (code, signal) => {
+    // 'close': once the output is read to its end (at 'exit' its last lines may still be in the pipes).
+    child.on('close', (code, signal) => {
       clearTimeout(timer);
       if (code === 0) resolve({ ok: true, output });
       else resolve({ ok: false, reason: signal ? `killed after ${timeoutMs / 1000} s` : `exit status ${code}`, output });

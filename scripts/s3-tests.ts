@@ -36,15 +36,10 @@ const { values: options } = parseArgs({
     python: { type: 'string', default: '/usr/bin/python3' },
     'keep-data': { type: 'boolean', default: false },
     rgw: { type: 'boolean', default: false },
+    help: { type: 'boolean', default: false },
   },
 });
-if (!options.suite) {
-  console.error('usage: npx tsx scripts/s3-tests.ts --suite /path/to/ceph/s3-tests [--out DIR] [--compare results.json] [-k EXPR]');
-  process.exit(2);
-}
-const suite = path.resolve(options.suite);
-const out = path.resolve(options.out ?? mkdtempSync(path.join(tmpdir(), 's3-tests-out-')));
-mkdirSync(out, { recursive: true });
+const USAGE = 'usage: npx tsx scripts/s3-tests.ts --suite /path/to/ceph/s3-tests [--out DIR] [--compare results.json] [-k EXPR] [--rgw]';
 
 /** The tests left out: the lifecycle-expiry ones wait for objects to expire (minutes each). */
 const MARKERS = 'not lifecycle_expiration';
@@ -76,6 +71,19 @@ const GROUPS: Array<[string, RegExp]> = [
     /auth|signature|anonymous|headers|_raw_|_bad_|_invalid_|_empty_|_none_|_unreadable|_date_|content_length|expect|md5|useragent|amz_date/,
   ],
 ];
+if (options.help) {
+  console.log(`${USAGE}\n\nThe tests are counted by group, the first pattern a test's name matches:`);
+  for (const [group, pattern] of GROUPS) console.log(`  ${group.padEnd(34)} ${pattern.source}`);
+  process.exit(0);
+}
+if (!options.suite) {
+  console.error(USAGE);
+  process.exit(2);
+}
+const suite = path.resolve(options.suite);
+const out = path.resolve(options.out ?? mkdtempSync(path.join(tmpdir(), 's3-tests-out-')));
+mkdirSync(out, { recursive: true });
+
 const groupOf = (name: string, file: string): string => {
   const found = GROUPS.find(([, pattern]) => pattern.test(name));
   if (found) return found[0];
