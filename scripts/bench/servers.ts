@@ -4,6 +4,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Api } from './api.ts';
 import { readBootstrap } from '../lib/bootstrap-file.ts';
+import { repoRoot } from '../lib/run.ts';
 import { startRealServer, type Child } from './processes.ts';
 
 /**
@@ -21,11 +22,13 @@ export interface RunningServer {
   dataDir: string;
   /** From spawning to the first answer. */
   startMs: number;
+  /** The checkout it runs from: the project's, or a baseline's (BENCH_BASELINE). */
+  root: string;
 }
 
-export async function startWithDataDir(dataDir: string, env: Record<string, string> = {}): Promise<RunningServer> {
+export async function startWithDataDir(dataDir: string, env: Record<string, string> = {}, root = repoRoot): Promise<RunningServer> {
   const started = performance.now();
-  const child = await startRealServer({ ...SERVER_ENV, ...env, DATA_DIR: dataDir });
+  const child = await startRealServer({ ...SERVER_ENV, ...env, DATA_DIR: dataDir }, root);
   const startMs = performance.now() - started;
   const bootstrap = await readBootstrap(dataDir, child).catch(async (error: unknown) => {
     await child.stop();
@@ -37,6 +40,7 @@ export async function startWithDataDir(dataDir: string, env: Record<string, stri
     databaseUrl: embeddedDatabaseUrl(dataDir),
     dataDir,
     startMs,
+    root,
   };
 }
 
