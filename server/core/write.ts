@@ -1,5 +1,5 @@
 import { withTransaction, type Pool, type PoolClient } from '../db/pool.ts';
-import { eventsStatement, type NewEvent } from './events.ts';
+import type { NewEvent } from './events.ts';
 import { storedBody } from './idempotency.ts';
 import { runGrouped } from './write-groups.ts';
 import type { AuditedChange } from './request-audit.ts';
@@ -47,10 +47,10 @@ export async function performWrite<Response extends { status: number; body?: unk
   work: (tx: PoolClient) => Promise<WriteOutcome<Response>>,
   options: WriteOptions = {},
 ): Promise<Response> {
-  // The audit event and the key's stored response are one statement, sent with the COMMIT (and
-  // the announced events with them, in the same round trip).
-  const finalStatements = (result: WriteOutcome<Response>) => {
-    const audit = context.audit.successStatement(
+  // The audit event, the key's stored response and the announced events are one statement, sent
+  // with the COMMIT.
+  const finalStatements = (result: WriteOutcome<Response>) => [
+    context.audit.successStatement(
       result.audit,
       context.idempotency
         ? {
@@ -60,10 +60,9 @@ export async function performWrite<Response extends { status: number; body?: unk
             body: storedBody(replayBodyOf(result)),
           }
         : undefined,
-    );
-    const events = eventsStatement(result.events ?? []);
-    return events ? [events, audit] : [audit];
-  };
+      result.events ?? [],
+    ),
+  ];
   const outcome = options.grouped ? await runGrouped(pool, { work, finalStatements }) : await withTransaction(pool, work, finalStatements);
   context.audit.committed();
   if (outcome.afterCommit) {
