@@ -27,7 +27,7 @@ import { isConcurrencyConflict, isDatabaseUnavailable } from '../db/unavailable.
  */
 
 /** Transactions of one group under way at once: the others' requests wait for the next. */
-const MAX_LEADERS = 2;
+export const MAX_LEADERS = 3;
 /**
  * Requests in one transaction at most. Each savepoint that writes takes a subtransaction id, and
  * PostgreSQL keeps 64 of them per transaction in shared memory; past that, every other session's
@@ -100,30 +100,67 @@ class WriteGroup {
     }
   }
 
-  /** One transaction for the group: each change in its savepoint. Throws if the transaction fails as a whole. */
+  /**
+   * One transaction for the group: each change in its savepoint. A change's final statements and
+   * release are not waited for: they leave with the next change's savepoint and first statements,
+   * one round trip per change. Should they fail, the transaction stops there (what follows fails
+   * too): it goes back to that change's savepoint, which its failed release left in place, and the
+   * next change runs again. Throws if the transaction fails as a whole.
+   */
   private commit(group: Waiting[]): Promise<Outcome[]> {
     return withTransaction(this.pool, async (tx) => {
       const outcomes: Outcome[] = [];
-      for (const { change } of group) {
+      const rollBack = () => Promise.all([tx.query('ROLLBACK TO SAVEPOINT grouped_write'), tx.query('RELEASE SAVEPOINT grouped_write')]);
+      /** The last change whose work succeeded, its final statements sent: their error, or undefined once they succeeded. */
+      let ending: { index: number; result: unknown; failure: Promise<unknown> } | undefined;
+      const ended = async (): Promise<void> => {
+        if (!ending) return;
+        const { index, result, failure } = ending;
+        ending = undefined;
+        const error = await failure;
+        if (error === undefined) {
+          outcomes[index] = { ok: true, result };
+          return;
+        }
+        if (isDatabaseUnavailable(error)) throw error as Error;
+        await rollBack();
+        outcomes[index] = { ok: false, error };
+      };
+      for (let index = 0; index < group.length; index++) {
+        const { change } = group[index]!;
         // Sent with the change's first statement: no round trip of its own.
         const savepoint = tx.query('SAVEPOINT grouped_write');
         savepoint.catch(() => {});
+        let result: unknown;
         try {
-          const result = await change.work(tx);
+          result = await change.work(tx);
+          // Answered after everything sent before it: the previous change's final statements succeeded.
           await savepoint;
-          // The final statements and the release leave together, one round trip.
-          await Promise.all([
-            ...change.finalStatements(result).map((statement) => tx.query(statement)),
-            tx.query('RELEASE SAVEPOINT grouped_write'),
-          ]);
-          outcomes.push({ ok: true, result });
         } catch (error) {
+          const previous = ending?.index;
+          await ended();
+          if (previous !== undefined && outcomes[previous]?.ok === false) {
+            // The previous change's end failed, and this change with it: run this one again.
+            index--;
+            continue;
+          }
           // The connection is gone: the transaction, every change of it, fails.
           if (isDatabaseUnavailable(error)) throw error;
-          await Promise.all([tx.query('ROLLBACK TO SAVEPOINT grouped_write'), tx.query('RELEASE SAVEPOINT grouped_write')]);
-          outcomes.push({ ok: false, error });
+          await rollBack();
+          outcomes[index] = { ok: false, error };
+          continue;
         }
+        await ended();
+        const failure = Promise.all([
+          ...change.finalStatements(result).map((statement) => tx.query(statement)),
+          tx.query('RELEASE SAVEPOINT grouped_write'),
+        ]).then(
+          () => undefined,
+          (error: unknown) => error,
+        );
+        ending = { index, result, failure };
       }
+      await ended();
       return outcomes;
     });
   }

@@ -5,6 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { monthOf } from '../../../server/areas/billing/metering/usage-ledger.ts';
+import { MAX_LEADERS } from '../../../server/core/write-groups.ts';
 import { eventually } from '../../support/eventually.ts';
 import { startTestServer, type ApiResponse, type TestOrg, type TestServer } from '../../support/server.ts';
 import { uniqueName, vmRequest } from '../areas/compute/fixtures.ts';
@@ -28,7 +29,7 @@ async function overBudget(): Promise<TestOrg> {
 
 /**
  * Runs `send` while the creations' transactions cannot write their audit events: the first ones
- * wait on the lock, and the requests sent meanwhile queue behind them, to go as one group once it
+ * (as many as a group runs transactions at once) wait on the lock, and the requests sent meanwhile queue behind them, to go as one group once it
  * is released. `keys`: the Idempotency-Keys of the queued requests, claimed before they queue.
  */
 async function whileAuditBlocked<T>(keys: string[], firstOnes: () => Promise<unknown>, send: () => Promise<T>): Promise<T> {
@@ -42,7 +43,7 @@ async function whileAuditBlocked<T>(keys: string[], firstOnes: () => Promise<unk
         `SELECT count(*)::int AS n FROM pg_stat_activity
          WHERE wait_event_type = 'Lock' AND datname = current_database() AND query LIKE 'INSERT INTO audit_events%'`,
       );
-      return rows[0]!.n >= 2 ? true : undefined;
+      return rows[0]!.n >= MAX_LEADERS ? true : undefined;
     }, 'the first transactions to wait on the lock');
     const sent = send();
     await eventually(async () => {
@@ -75,7 +76,7 @@ describe('creations accepted together', () => {
       request.org.call('POST', '/compute/vms', { body: vmRequest({ name: request.name }), headers: { 'Idempotency-Key': request.key } });
     const answers: ApiResponse[] = await whileAuditBlocked(
       requests.map((request) => request.key),
-      () => Promise.all([0, 1].map(() => org.call('POST', '/compute/vms', { body: vmRequest() }))),
+      () => Promise.all(Array.from({ length: MAX_LEADERS }, () => org.call('POST', '/compute/vms', { body: vmRequest() }))),
       () => Promise.all(requests.map(create)),
     );
 
@@ -127,6 +128,44 @@ describe('creations accepted together', () => {
       expect(replay.status).toBe(answers[index]!.status);
       if (replay.status === 202) expect(replay.body).toEqual({ ...answers[index]!.body, operation: replay.body.operation });
       else expect(replay.body.code).toBe(answers[index]!.body.code);
+    }
+  });
+
+  test('one whose final statement fails (its audit event refused) keeps nothing, and the next in the group runs again and is kept', async () => {
+    const org = await server.createOrg('Refused audit');
+    await server.pool.query(`CREATE FUNCTION refuse_audit() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF NEW.after->>'name' = 'audit-refused' THEN RAISE EXCEPTION 'audit refused by the test'; END IF;
+        RETURN NEW;
+      END $$`);
+    await server.pool.query('CREATE TRIGGER refuse_audit BEFORE INSERT ON audit_events FOR EACH ROW EXECUTE FUNCTION refuse_audit()');
+    try {
+      const requests = ['before-refused', 'audit-refused', 'after-refused', 'last'].map((name) => ({
+        name: `${name}-${uniqueName()}`,
+        key: randomUUID(),
+      }));
+      requests[1]!.name = 'audit-refused';
+      const answers = await whileAuditBlocked(
+        requests.map((request) => request.key),
+        () => Promise.all(Array.from({ length: MAX_LEADERS }, () => org.call('POST', '/compute/vms', { body: vmRequest() }))),
+        () =>
+          Promise.all(
+            requests.map((request) =>
+              org.call('POST', '/compute/vms', { body: vmRequest({ name: request.name }), headers: { 'Idempotency-Key': request.key } }),
+            ),
+          ),
+      );
+      expect(answers.map((answer) => answer.status)).toEqual([202, 500, 202, 202]);
+      const { rows } = await server.pool.query<{ name: string; created_at: Date }>(
+        'SELECT name, created_at FROM vms WHERE org_id = $1 AND name = ANY($2::text[]) ORDER BY name',
+        [org.orgId, requests.map((request) => request.name)],
+      );
+      expect(rows.map((row) => row.name).sort()).toEqual([requests[0]!.name, requests[2]!.name, requests[3]!.name].sort());
+      // Still one group, the refused one taken out of it.
+      expect(new Set(rows.map((row) => row.created_at.getTime())).size).toBe(1);
+    } finally {
+      await server.pool.query('DROP TRIGGER refuse_audit ON audit_events');
+      await server.pool.query('DROP FUNCTION refuse_audit()');
     }
   });
 
