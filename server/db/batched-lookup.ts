@@ -32,3 +32,28 @@ export function batchedLookup<Key, Value>(load: (keys: Key[]) => Promise<Map<Key
       else pending.set(key, [{ resolve, reject }]);
     });
 }
+
+/**
+ * A call whose calls made in one turn of the event loop are made as one (`run` answers each input's
+ * output, in their order): the simulated hypervisor's servers of the attempts one claim started,
+ * made by one statement.
+ */
+export function batchedCall<Input, Output>(run: (inputs: Input[]) => Promise<Output[]>): (input: Input) => Promise<Output> {
+  type Call = { input: Input; resolve: (output: Output) => void; reject: (error: unknown) => void };
+  let pending: Call[] | undefined;
+  return (input) =>
+    new Promise((resolve, reject) => {
+      if (!pending) {
+        const batch: Call[] = [];
+        pending = batch;
+        setImmediate(() => {
+          pending = undefined;
+          run(batch.map((call) => call.input)).then(
+            (outputs) => batch.forEach((call, index) => call.resolve(outputs[index]!)),
+            (error: unknown) => batch.forEach((call) => call.reject(error)),
+          );
+        });
+      }
+      pending.push({ input, resolve, reject });
+    });
+}

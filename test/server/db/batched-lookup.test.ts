@@ -1,7 +1,7 @@
 // A lookup whose calls of one turn are answered by one query (server/db/batched-lookup.ts): what
 // the engine reads for the attempts one claim starts together.
 import { describe, expect, test } from 'vitest';
-import { batchedLookup } from '../../../server/db/batched-lookup.ts';
+import { batchedCall, batchedLookup } from '../../../server/db/batched-lookup.ts';
 
 describe('batchedLookup', () => {
   test('calls made in one turn are answered by one load, each with its own row (or undefined)', async () => {
@@ -28,5 +28,18 @@ describe('batchedLookup', () => {
     expect(failed.map((outcome) => outcome.status)).toEqual(['rejected', 'rejected']);
     fail = false;
     expect(await lookup('a')).toBe('a');
+  });
+});
+
+describe('batchedCall', () => {
+  test('calls made in one turn are made as one, each answered with its own output', async () => {
+    const runs: number[][] = [];
+    const double = batchedCall(async (inputs: number[]) => {
+      runs.push(inputs);
+      return inputs.map((input) => input * 2);
+    });
+    expect(await Promise.all([1, 2, 3].map((input) => double(input)))).toEqual([2, 4, 6]);
+    expect(await double(5)).toBe(10);
+    expect(runs).toEqual([[1, 2, 3], [5]]);
   });
 });
