@@ -132,10 +132,12 @@ class WriteGroup {
         const savepoint = tx.query('SAVEPOINT grouped_write');
         savepoint.catch(() => {});
         let result: unknown;
+        let finals: readonly pg.QueryConfig[];
         try {
           result = await change.work(tx);
           // Answered after everything sent before it: the previous change's final statements succeeded.
           await savepoint;
+          finals = change.finalStatements(result);
         } catch (error) {
           const previous = ending?.index;
           await ended();
@@ -151,10 +153,7 @@ class WriteGroup {
           continue;
         }
         await ended();
-        const failure = Promise.all([
-          ...change.finalStatements(result).map((statement) => tx.query(statement)),
-          tx.query('RELEASE SAVEPOINT grouped_write'),
-        ]).then(
+        const failure = Promise.all([...finals.map((statement) => tx.query(statement)), tx.query('RELEASE SAVEPOINT grouped_write')]).then(
           () => undefined,
           (error: unknown) => error,
         );
