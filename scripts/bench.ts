@@ -18,13 +18,21 @@ import { IDLE_COLLECTION_DEFAULTS } from '../server/idle-collection.ts';
 import { runS3Bench } from './bench-s3.ts';
 import { cliSection } from './bench/cli.ts';
 import { mib } from './bench/api.ts';
-import { acceptOnlySection, driveOnlySection, ENGINE_ENV, engineSection } from './bench/engine.ts';
+import {
+  acceptOnlySection,
+  compareEngines,
+  driveOnlySection,
+  ENGINE_ENV,
+  engineSection,
+  engineTitle,
+  type EngineFigures,
+} from './bench/engine.ts';
 import { eventsSection } from './bench/events.ts';
 import { listsSection } from './bench/lists.ts';
 import { meteringSection } from './bench/metering.ts';
 import { memoryOf } from './bench/processes.ts';
 import { QEMU_ENV, qemuMissing, qemuSection } from './bench/qemu.ts';
-import { printTable, record, section } from './bench/report.ts';
+import { printTable, ratio, record, section } from './bench/report.ts';
 import { requestsSection } from './bench/requests.ts';
 import { startWithDataDir, type RunningServer } from './bench/servers.ts';
 
@@ -43,9 +51,16 @@ const workDir = mkdtempSync(path.join(tmpdir(), 'cloud-platform-bench-'));
 chmodSync(workDir, 0o711);
 const dataDir = (name: string) => path.join(workDir, name);
 
+/**
+ * Another checkout of the project (BENCH_BASELINE, its dependencies installed), whose server the
+ * engine, events and start-up sections measure in the same run, in turn with this one's: a change
+ * is read as a ratio measured under the same load, on a machine whose load others set.
+ */
+const baselineRoot = process.env.BENCH_BASELINE ? path.resolve(process.env.BENCH_BASELINE) : undefined;
+
 const running: RunningServer[] = [];
-async function start(name: string, env: Record<string, string> = {}): Promise<RunningServer> {
-  const server = await startWithDataDir(dataDir(name), env);
+async function start(name: string, env: Record<string, string> = {}, root?: string): Promise<RunningServer> {
+  const server = await startWithDataDir(dataDir(name), env, root);
   running.push(server);
   return server;
 }
@@ -78,12 +93,19 @@ try {
 
   if (runs('startup')) {
     section('start-up');
-    const cold = await start('startup');
-    record({ figure: 'cold start (empty DATA_DIR, initdb included)', real: `${(cold.startMs / 1000).toFixed(2)} s`, goal: '< 3 s' });
-    await stop(cold);
-    const again = await start('startup');
-    record({ figure: 'restart (same DATA_DIR)', real: `${(again.startMs / 1000).toFixed(2)} s`, goal: '< 1.5 s' });
-    await stop(again);
+    // With a baseline, each start of this checkout is followed by the same start of the baseline's.
+    const seconds = (server: RunningServer) =>
+      `${(server.startMs / 1000).toFixed(2)} s (Node CPU ${(server.startCpuMs / 1000).toFixed(2)} s)`;
+    const startTwice = async (name: string, figure: string, goal: string) => {
+      const ours = await start(name);
+      await stop(ours);
+      if (!baselineRoot) return record({ figure, real: seconds(ours), goal });
+      const theirs = await start(`baseline-${name}`, {}, baselineRoot);
+      await stop(theirs);
+      record({ figure, real: `${seconds(ours)}; the baseline ${seconds(theirs)}`, ratio: ratio(ours.startMs / theirs.startMs), goal });
+    };
+    await startTwice('startup', 'cold start (empty DATA_DIR, initdb included)', '< 2 s');
+    await startTwice('startup', 'restart (same DATA_DIR)', '< 1 s');
   }
 
   if (runs('requests') || runs('lists')) {
@@ -117,17 +139,24 @@ try {
   }
 
   if (runs('engine')) {
-    const engine = await start('engine', ENGINE_ENV);
     const engineSettings = quick ? { seconds: 1, warmupSeconds: 1 } : { seconds: 4, warmupSeconds: 2 };
-    await engineSection(engine, engineSettings);
-    await stop(engine);
-    const acceptOnly = await start('engine-accept', { ...ENGINE_ENV, WORKER_CONCURRENCY: '0' });
-    await acceptOnlySection(acceptOnly, engineSettings);
-    await stop(acceptOnly);
-    // The same data directory with the workers on: what it accepted is driven with nothing else to do.
-    const driveOnly = await start('engine-accept', ENGINE_ENV);
-    await driveOnlySection(driveOnly);
-    await stop(driveOnly);
+    engineTitle(engineSettings);
+    const measureEngine = async (label: string, root?: string): Promise<EngineFigures> => {
+      const name = root ? 'baseline-engine' : 'engine';
+      const engine = await start(name, ENGINE_ENV, root);
+      const figures = await engineSection(engine, engineSettings, label);
+      await stop(engine);
+      const acceptOnly = await start(`${name}-accept`, { ...ENGINE_ENV, WORKER_CONCURRENCY: '0' }, root);
+      figures.acceptingAlone = await acceptOnlySection(acceptOnly, engineSettings, label);
+      await stop(acceptOnly);
+      // The same data directory with the workers on: what it accepted is driven with nothing else to do.
+      const driveOnly = await start(`${name}-accept`, ENGINE_ENV, root);
+      figures.drivingAlone = await driveOnlySection(driveOnly, label);
+      await stop(driveOnly);
+      return figures;
+    };
+    const current = await measureEngine('');
+    if (baselineRoot) compareEngines(current, await measureEngine(' (baseline)', baselineRoot));
   }
 
   if (runs('metering')) {

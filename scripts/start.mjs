@@ -2,6 +2,7 @@
 // production. Node 22.18+ and 24 strip the types themselves (the sources use erasable syntax only,
 // `erasableSyntaxOnly` in tsconfig.json): no compiler, no loader. An older Node is refused with a
 // line that says which to use (package.json's engines).
+import module from 'node:module';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 
@@ -16,6 +17,15 @@ if (!process.features.typescript) {
   );
   process.exit(1);
 }
+// Node's compile cache: the modules' stripped types and V8's compiled code are kept on disk
+// (NODE_COMPILE_CACHE, or node-compile-cache in the OS's temporary directory), keyed by each
+// file's content, and a later start reuses them. Loading the server's modules took half as much
+// CPU with it (about a second without, on a busy 2-core machine): most of a restart's time.
+// Where the directory cannot be written, Node runs without it.
+module.enableCompileCache?.();
 // The entry point sees its own arguments, as if it had been started directly.
 process.argv.splice(1, 2, path.resolve(entry));
 await import(pathToFileURL(path.resolve(entry)).href);
+// The entry point has started (main.ts resolves once it listens): what it loaded is written now,
+// rather than at exit, which a killed process never reaches.
+module.flushCompileCache?.();

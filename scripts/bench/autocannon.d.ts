@@ -11,6 +11,7 @@ declare module 'autocannon' {
     average: number;
     p50: number;
     p99: number;
+    p99_9: number;
   }
   interface AutocannonResult {
     requests: Histogram & { total: number };

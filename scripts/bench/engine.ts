@@ -8,7 +8,7 @@ import type { Api } from './api.ts';
 import { vmRequest } from './api.ts';
 import { load, loadGenerator, NUMBER_MARK, type LoadFigures } from './load.ts';
 import { cpuOf, startRealServer } from './processes.ts';
-import { cpuMs, perSecond, record, section } from './report.ts';
+import { cpuMs, perSecond, ratio, record, section } from './report.ts';
 import { SERVER_ENV, type RunningServer } from './servers.ts';
 
 export const ENGINE_ENV = { SIM_LATENCY_MS: '1' };
@@ -22,23 +22,71 @@ export interface EngineSettings {
 /** Creations in flight at once, over all the servers of a run (the requests section's 32). */
 const CONNECTIONS = 32;
 
-export async function engineSection(server: RunningServer, settings: EngineSettings): Promise<void> {
+/** What a phase of the section measured: operations per second, and CPU (Node and PostgreSQL) per operation. */
+export interface EngineFigure {
+  perSecond: number;
+  cpuPerOperation: number;
+}
+
+/** The section's figures, compared side by side with a baseline's (BENCH_BASELINE) by `compareEngines`. */
+export interface EngineFigures {
+  oneProcess: EngineFigure;
+  twoProcesses: EngineFigure;
+  acceptingAlone?: EngineFigure;
+  drivingAlone?: EngineFigure;
+}
+
+export function engineTitle(settings: EngineSettings): void {
   section(`operations engine (instance creations for ${settings.seconds} s, SIM_LATENCY_MS=1, ${loadGenerator()})`);
+}
+
+/** `label` names the checkout measured (empty for this one, " (baseline)" for BENCH_BASELINE's). */
+export async function engineSection(server: RunningServer, settings: EngineSettings, label = ''): Promise<EngineFigures> {
   const postgresDir = path.join(server.dataDir, 'postgres');
-  await drive('one process', [server.api], server.databaseUrl, settings, { pids: [server.child.pid], postgresDir });
-  const second = await startRealServer({
-    ...SERVER_ENV,
-    ...ENGINE_ENV,
-    DATA_DIR: `${server.dataDir}-second`,
-    DATABASE_URL: server.databaseUrl,
+  const oneProcess = await drive(`one process${label}`, [server.api], server.databaseUrl, settings, {
+    pids: [server.child.pid],
+    postgresDir,
   });
+  const second = await startRealServer(
+    {
+      ...SERVER_ENV,
+      ...ENGINE_ENV,
+      DATA_DIR: `${server.dataDir}-second`,
+      DATABASE_URL: server.databaseUrl,
+    },
+    server.root,
+  );
   try {
-    await drive('two processes, one DATABASE_URL', [server.api, { ...server.api, base: second.url }], server.databaseUrl, settings, {
-      pids: [server.child.pid, second.pid],
-      postgresDir,
-    });
+    const twoProcesses = await drive(
+      `two processes, one DATABASE_URL${label}`,
+      [server.api, { ...server.api, base: second.url }],
+      server.databaseUrl,
+      settings,
+      { pids: [server.child.pid, second.pid], postgresDir },
+    );
+    return { oneProcess, twoProcesses };
   } finally {
     await second.stop();
+  }
+}
+
+/** This checkout's figures against the baseline's, measured in the same run: ratios of throughput and of CPU per operation. */
+export function compareEngines(current: EngineFigures, baseline: EngineFigures): void {
+  const names: Record<keyof EngineFigures, string> = {
+    oneProcess: 'one process, driven to a terminal state',
+    twoProcesses: 'two processes, driven to a terminal state',
+    acceptingAlone: 'accepting alone',
+    drivingAlone: 'driving alone',
+  };
+  for (const key of Object.keys(names) as Array<keyof EngineFigures>) {
+    const now = current[key];
+    const before = baseline[key];
+    if (!now || !before) continue;
+    record({
+      figure: `engine, ${names[key]}: against the baseline`,
+      real: `${perSecond(now.perSecond)} against ${perSecond(before.perSecond)}; CPU per operation ${cpuMs(now.cpuPerOperation)} against ${cpuMs(before.cpuPerOperation)}`,
+      ratio: `throughput ${ratio(now.perSecond / before.perSecond)}, CPU ${ratio(now.cpuPerOperation / before.cpuPerOperation)}`,
+    });
   }
 }
 
@@ -59,6 +107,9 @@ function cpuNow({ pids, postgresDir }: Measured): Cpu {
 function cpuPerOperation(before: Cpu, after: Cpu, count: number): string {
   return `Node ${cpuMs((after.node - before.node) / count)}, PostgreSQL ${cpuMs((after.postgres - before.postgres) / count)}`;
 }
+
+/** The same in all, in ms. */
+const cpuSum = (before: Cpu, after: Cpu, count: number): number => (after.node - before.node + after.postgres - before.postgres) / count;
 
 /** Creations sent for `seconds`, the connections shared out over `apis`: how many were accepted (202), how many not. */
 async function postCreations(apis: Api[], seconds: number): Promise<{ accepted: number; refused: number }> {
@@ -92,7 +143,7 @@ async function untilAllFinished(db: pg.Client): Promise<number> {
   }
 }
 
-async function drive(name: string, apis: Api[], databaseUrl: string, settings: EngineSettings, measured: Measured): Promise<void> {
+async function drive(name: string, apis: Api[], databaseUrl: string, settings: EngineSettings, measured: Measured): Promise<EngineFigure> {
   const db = new pg.Client({ connectionString: databaseUrl });
   await db.connect();
   try {
@@ -123,6 +174,7 @@ async function drive(name: string, apis: Api[], databaseUrl: string, settings: E
       real: cpuPerOperation(cpuBefore, cpuAfter, accepted),
       goal: 'what 1,000/s needs: well under 2 ms in all on 2 cores',
     });
+    return { perSecond: (accepted / finishedMs) * 1000, cpuPerOperation: cpuSum(cpuBefore, cpuAfter, accepted) };
   } finally {
     await db.end();
   }
@@ -132,7 +184,7 @@ async function drive(name: string, apis: Api[], databaseUrl: string, settings: E
  * What accepting a creation costs alone, on a server whose workers are off
  * (WORKER_CONCURRENCY=0): the engine's figures above are this and the driving together.
  */
-export async function acceptOnlySection(server: RunningServer, settings: EngineSettings): Promise<void> {
+export async function acceptOnlySection(server: RunningServer, settings: EngineSettings, label = ''): Promise<EngineFigure> {
   const measured: Measured = { pids: [server.child.pid], postgresDir: path.join(server.dataDir, 'postgres') };
   await postCreations([server.api], settings.warmupSeconds);
   const cpuBefore = cpuNow(measured);
@@ -141,10 +193,11 @@ export async function acceptOnlySection(server: RunningServer, settings: EngineS
   const acceptedMs = performance.now() - started;
   const cpuAfter = cpuNow(measured);
   record({
-    figure: 'engine, accepting alone (workers off)',
+    figure: `engine, accepting alone (workers off)${label}`,
     real: `${perSecond((accepted / acceptedMs) * 1000)} accepted${refused ? ` (${refused} refused)` : ''}; CPU per creation: ${cpuPerOperation(cpuBefore, cpuAfter, accepted)}`,
     goal: 'the part of the engine figure that is the API',
   });
+  return { perSecond: (accepted / acceptedMs) * 1000, cpuPerOperation: cpuSum(cpuBefore, cpuAfter, accepted) };
 }
 
 /**
@@ -152,7 +205,7 @@ export async function acceptOnlySection(server: RunningServer, settings: EngineS
  * data directory of `acceptOnlySection`, whose accepted creations it now drives with no request to
  * serve. The engine's figures above are this and the accepting together, on the same cores.
  */
-export async function driveOnlySection(server: RunningServer): Promise<void> {
+export async function driveOnlySection(server: RunningServer, label = ''): Promise<EngineFigure> {
   const measured: Measured = { pids: [server.child.pid], postgresDir: path.join(server.dataDir, 'postgres') };
   const db = new pg.Client({ connectionString: server.databaseUrl });
   await db.connect();
@@ -169,10 +222,11 @@ export async function driveOnlySection(server: RunningServer): Promise<void> {
     const cpuAfter = cpuNow(measured);
     const driven = unfinishedAtStart - left;
     record({
-      figure: 'engine, driving alone (a backlog of creations, no requests)',
+      figure: `engine, driving alone (a backlog of creations, no requests)${label}`,
       real: `${perSecond((driven / drivenMs) * 1000)} driven to a terminal state (${driven} of ${rows[0]!.total}); CPU per operation: ${cpuPerOperation(cpuBefore, cpuAfter, driven)}`,
       goal: 'the other part of the engine figure',
     });
+    return { perSecond: (driven / drivenMs) * 1000, cpuPerOperation: cpuSum(cpuBefore, cpuAfter, driven) };
   } finally {
     await db.end();
   }

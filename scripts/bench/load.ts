@@ -31,6 +31,7 @@ export interface LoadFigures {
   rps: number;
   p50: number;
   p99: number;
+  p999: number;
   /** Requests that failed or were not answered with a 2xx. */
   failures: number;
   /** Requests sent in all, the warm-up's included. */
@@ -98,6 +99,7 @@ async function autocannonRun(request: LoadRequest, connections: number, seconds:
     rps: result.requests.total / seconds,
     p50: result.latency.p50,
     p99: result.latency.p99,
+    p999: result.latency.p99_9,
     failures: result.errors + result.timeouts + result.non2xx,
     sent: result.requests.total,
   };
@@ -130,11 +132,13 @@ async function wrkRun(request: LoadRequest, connections: number, seconds: number
       failures: number;
       p50_us: number;
       p99_us: number;
+      p999_us: number;
     };
     return {
       rps: summary.requests / (summary.duration_us / 1e6),
       p50: summary.p50_us / 1000,
       p99: summary.p99_us / 1000,
+      p999: summary.p999_us / 1000,
       failures: summary.failures,
       sent: summary.requests,
     };
@@ -176,8 +180,8 @@ function wrkScript(request: LoadRequest): string {
     'done = function(summary, latency, requests)',
     '  local e = summary.errors',
     '  local failures = e.connect + e.read + e.write + e.status + e.timeout',
-    `  io.write(string.format(${luaString(SUMMARY_MARK)} .. '{"requests":%d,"duration_us":%d,"failures":%d,"p50_us":%d,"p99_us":%d}\\n',`,
-    '    summary.requests, summary.duration, failures, latency:percentile(50), latency:percentile(99)))',
+    `  io.write(string.format(${luaString(SUMMARY_MARK)} .. '{"requests":%d,"duration_us":%d,"failures":%d,"p50_us":%d,"p99_us":%d,"p999_us":%d}\\n',`,
+    '    summary.requests, summary.duration, failures, latency:percentile(50), latency:percentile(99), latency:percentile(99.9)))',
     'end',
   );
   return `${lines.join('\n')}\n`;

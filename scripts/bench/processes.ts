@@ -12,9 +12,9 @@ export interface Child extends Started {
   pid: number;
 }
 
-/** Node (the one running the bench) running `args` from the repository, with `env`, to serve on `url`. */
-function spawnChild(args: string[], env: Record<string, string>, url: string): Child {
-  const started = startProcess(process.execPath, args, env, { cwd: repoRoot, keepLastChars: 20_000 });
+/** Node (the one running the bench) running `args` from the repository (or `root`), with `env`, to serve on `url`. */
+function spawnChild(args: string[], env: Record<string, string>, url: string, root = repoRoot): Child {
+  const started = startProcess(process.execPath, args, env, { cwd: root, keepLastChars: 20_000 });
   return { ...started, url, pid: started.child.pid! };
 }
 
@@ -23,10 +23,13 @@ function answers(child: Child, probePath: string, timeoutMs = 60_000): Promise<v
   return waitForHttp(`${child.url}${probePath}`, child, timeoutMs, 10);
 }
 
-/** The real server as `npm start` runs it (its command line from package.json), with `env`. */
-export async function startRealServer(env: Record<string, string>): Promise<Child> {
+/**
+ * The real server as `npm start` runs it (its command line from package.json), with `env`;
+ * `root`: another checkout of the project (a baseline measured in the same run).
+ */
+export async function startRealServer(env: Record<string, string>, root = repoRoot): Promise<Child> {
   const port = await freePort();
-  const start = npmStartCommand();
+  const start = npmStartCommand(root);
   const child = spawnChild(
     [...start.nodeArgs, ...extraNodeArgs('BENCH_SERVER_NODE_ARGS'), ...start.args],
     {
@@ -38,6 +41,7 @@ export async function startRealServer(env: Record<string, string>): Promise<Chil
       ...env,
     },
     `http://127.0.0.1:${port}`,
+    root,
   );
   await answers(child, '/healthz');
   return child;

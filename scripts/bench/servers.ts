@@ -4,7 +4,8 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Api } from './api.ts';
 import { readBootstrap } from '../lib/bootstrap-file.ts';
-import { startRealServer, type Child } from './processes.ts';
+import { repoRoot } from '../lib/run.ts';
+import { cpuOf, startRealServer, type Child } from './processes.ts';
 
 /**
  * What every real server of the benchmark runs with: `npm start`'s defaults, unthrottled, and its
@@ -21,12 +22,17 @@ export interface RunningServer {
   dataDir: string;
   /** From spawning to the first answer. */
   startMs: number;
+  /** The CPU time the server's Node process had used by then (a figure the machine's load changes less). */
+  startCpuMs: number;
+  /** The checkout it runs from: the project's, or a baseline's (BENCH_BASELINE). */
+  root: string;
 }
 
-export async function startWithDataDir(dataDir: string, env: Record<string, string> = {}): Promise<RunningServer> {
+export async function startWithDataDir(dataDir: string, env: Record<string, string> = {}, root = repoRoot): Promise<RunningServer> {
   const started = performance.now();
-  const child = await startRealServer({ ...SERVER_ENV, ...env, DATA_DIR: dataDir });
+  const child = await startRealServer({ ...SERVER_ENV, ...env, DATA_DIR: dataDir }, root);
   const startMs = performance.now() - started;
+  const startCpuMs = cpuOf(child.pid).node;
   const bootstrap = await readBootstrap(dataDir, child).catch(async (error: unknown) => {
     await child.stop();
     throw error;
@@ -37,6 +43,8 @@ export async function startWithDataDir(dataDir: string, env: Record<string, stri
     databaseUrl: embeddedDatabaseUrl(dataDir),
     dataDir,
     startMs,
+    startCpuMs,
+    root,
   };
 }
 

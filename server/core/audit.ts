@@ -4,6 +4,7 @@ import { stringify } from 'lossless-json';
 import type { QueryConfig } from 'pg';
 import type { Queryable } from '../db/pool.ts';
 import type { components } from '../../generated/openapi.ts';
+import { eventsInsert, eventsValues, type NewEvent } from './events.ts';
 import type { Actor } from './principal.ts';
 
 export type AuditResourceType = components['schemas']['AuditEventOut']['resource_type'];
@@ -61,7 +62,7 @@ const AUDIT_INSERT_COMPLETING_KEY = `WITH completed AS (SELECT complete_idempote
  * adds would change a prepared statement's result type, which fails it in every process still
  * running.)
  */
-export function auditStatement(record: AuditRecord, completing?: KeyCompletion): QueryConfig {
+export function auditStatement(record: AuditRecord, completing?: KeyCompletion, events: readonly NewEvent[] = []): QueryConfig {
   const values: unknown[] = [
     randomUUID(),
     record.orgId,
@@ -78,13 +79,28 @@ export function auditStatement(record: AuditRecord, completing?: KeyCompletion):
     reasonOf(record.reason),
     record.requestId ?? null,
   ];
-  return completing
+  const statement: QueryConfig = completing
     ? {
         name: 'audit-insert-completing-claimed-key',
         text: AUDIT_INSERT_COMPLETING_KEY,
         values: [...values, completing.key, completing.status, completing.body, completing.claim],
       }
     : { name: 'audit-insert', text: AUDIT_INSERT, values };
+  return withEvents(statement, events);
+}
+
+/**
+ * The statement with the change's events written by it too (a data-modifying WITH runs whether or
+ * not it is read): one statement per change rather than two, which PostgreSQL and this process
+ * each handle for every write.
+ */
+function withEvents(statement: QueryConfig, events: readonly NewEvent[]): QueryConfig {
+  const eventValues = eventsValues(events);
+  if (!eventValues) return statement;
+  const values: unknown[] = statement.values ?? [];
+  const recorded = `recorded_events AS (${eventsInsert(values.length + 1)})`;
+  const text = statement.text.startsWith('WITH ') ? `WITH ${recorded}, ${statement.text.slice(5)}` : `WITH ${recorded} ${statement.text}`;
+  return { name: `${statement.name}-with-events`, text, values: [...values, ...eventValues] };
 }
 
 /** Writes an audit event (and completes an Idempotency-Key with it): `auditStatement`, run. */

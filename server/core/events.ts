@@ -73,24 +73,33 @@ export function setEventLogRecording(on: boolean): void {
 }
 
 /**
- * The statement that writes events (undefined for none): one INSERT for them all, which the
- * fan-out trigger turns into deliveries to the organization's webhook endpoints (migration 1000).
+ * The INSERT that writes events, its parameters numbered from `$${first}`: one statement for them
+ * all, which the fan-out trigger turns into deliveries to the organization's webhook endpoints
+ * (migration 1000). Also a part of another statement (the audit event's: core/audit.ts).
  */
-export function eventsStatement(events: readonly NewEvent[]): QueryConfig | undefined {
+export function eventsInsert(first: number): string {
+  const [ids, orgs, types, resourceTypes, resourceIds, data] = [0, 1, 2, 3, 4, 5].map((offset) => `$${first + offset}`);
+  return `INSERT INTO events (id, org_id, type, resource_type, resource_id, data)
+          SELECT * FROM unnest(${ids}::text[], ${orgs}::uuid[], ${types}::text[], ${resourceTypes}::text[], ${resourceIds}::text[], ${data}::jsonb[])`;
+}
+
+/** The parameters of `eventsInsert` (undefined for none to write). */
+export function eventsValues(events: readonly NewEvent[]): unknown[] | undefined {
   if (events.length === 0 || !recording) return undefined;
-  return {
-    name: 'events-insert',
-    text: `INSERT INTO events (id, org_id, type, resource_type, resource_id, data)
-           SELECT * FROM unnest($1::text[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::jsonb[])`,
-    values: [
-      events.map((event) => event.id ?? newEventId()),
-      events.map((event) => event.orgId),
-      events.map((event) => event.type),
-      events.map((event) => RESOURCE_TYPES[event.type]),
-      events.map((event) => event.resourceId),
-      events.map((event) => stringify(event.data)),
-    ],
-  };
+  return [
+    events.map((event) => event.id ?? newEventId()),
+    events.map((event) => event.orgId),
+    events.map((event) => event.type),
+    events.map((event) => RESOURCE_TYPES[event.type]),
+    events.map((event) => event.resourceId),
+    events.map((event) => stringify(event.data)),
+  ];
+}
+
+/** The statement that writes events (undefined for none). */
+export function eventsStatement(events: readonly NewEvent[]): QueryConfig | undefined {
+  const values = eventsValues(events);
+  return values && { name: 'events-insert', text: eventsInsert(1), values };
 }
 
 /**

@@ -2,6 +2,7 @@ import type { QueryConfig } from 'pg';
 import type { Queryable } from '../db/pool.ts';
 import { auditStatement, recordAudit, type KeyCompletion } from './audit.ts';
 import type { AuditName } from './audit-names.ts';
+import type { NewEvent } from './events.ts';
 import { actorOf, type Principal } from './principal.ts';
 
 /** What a successful change records beside its names: the resource, before and after, its operation. */
@@ -55,13 +56,14 @@ export class RequestAudit {
     await tx.query(this.successStatement(change, completing));
   }
 
-  /** The statement `succeeded` runs, for a transaction that sends it with its COMMIT. */
-  successStatement(change: AuditedChange, completing?: KeyCompletion): QueryConfig {
+  /** The statement `succeeded` runs, for a transaction that sends it with its COMMIT; it also writes `events`. */
+  successStatement(change: AuditedChange, completing?: KeyCompletion, events: readonly NewEvent[] = []): QueryConfig {
     const names = this.names;
     if (!names) throw new Error(`operation ${this.operationId} has no audit names (its area's auditNames)`);
     return auditStatement(
       { action: names.action, resourceType: names.resourceType, ...change, ...this.who(), result: 'succeeded' },
       completing,
+      events,
     );
   }
 

@@ -1,6 +1,7 @@
 import { withTransaction, type Pool, type PoolClient } from '../db/pool.ts';
-import { eventsStatement, type NewEvent } from './events.ts';
+import type { NewEvent } from './events.ts';
 import { storedBody } from './idempotency.ts';
+import { runGrouped } from './write-groups.ts';
 import type { AuditedChange } from './request-audit.ts';
 import type { RequestContext } from './request-context.ts';
 
@@ -28,20 +29,28 @@ function replayBodyOf(outcome: WriteOutcome<{ status: number; body?: unknown }>)
   return 'replayBody' in outcome ? outcome.replayBody : outcome.response.body;
 }
 
+/** How a write is run: in a transaction of its own, or grouped with the creations arriving with it (core/write-groups.ts). */
+export interface WriteOptions {
+  /** Only for changes that lock nothing but what they create (see write-groups.ts). */
+  grouped?: boolean;
+}
+
 /**
  * Runs a change of an API request as one transaction with everything that goes with it: the
  * audit event, the events it announces, the operation record (queued by `work`), and the
- * completion of the request's Idempotency-Key.
+ * completion of the request's Idempotency-Key. Grouped, the transaction may be shared with other
+ * requests' changes, each in a savepoint of its own.
  */
 export async function performWrite<Response extends { status: number; body?: unknown }>(
   pool: Pool,
   context: RequestContext,
   work: (tx: PoolClient) => Promise<WriteOutcome<Response>>,
+  options: WriteOptions = {},
 ): Promise<Response> {
-  // The audit event and the key's stored response are one statement, sent with the COMMIT (and
-  // the announced events with them, in the same round trip).
-  const outcome = await withTransaction(pool, work, (result) => {
-    const audit = context.audit.successStatement(
+  // The audit event, the key's stored response and the announced events are one statement, sent
+  // with the COMMIT.
+  const finalStatements = (result: WriteOutcome<Response>) => [
+    context.audit.successStatement(
       result.audit,
       context.idempotency
         ? {
@@ -51,10 +60,10 @@ export async function performWrite<Response extends { status: number; body?: unk
             body: storedBody(replayBodyOf(result)),
           }
         : undefined,
-    );
-    const events = eventsStatement(result.events ?? []);
-    return events ? [events, audit] : audit;
-  });
+      result.events ?? [],
+    ),
+  ];
+  const outcome = options.grouped ? await runGrouped(pool, { work, finalStatements }) : await withTransaction(pool, work, finalStatements);
   context.audit.committed();
   if (outcome.afterCommit) {
     await outcome

@@ -436,7 +436,10 @@ export class OperationEngine {
     // pipelines) and is awaited last, so that it costs no round trip of its own.
     const announced = recordEvents(tx, operationEndEvents(rows));
     announced.catch(() => {});
-    await this.lockResources(tx, rows);
+    // The locks are taken before anything else the batch sends (the connection pipelines, in
+    // order): the statements that follow need not wait for their answer, and go with them.
+    const locked = this.lockResources(tx, rows);
+    locked.catch(() => {});
     const inOrder = [...batch].sort((a, b) => a.operation.seq - b.operation.seq);
     const record = async (success: PendingSuccess): Promise<void> => {
       const operation = finished.get(success.operation.id);
@@ -445,7 +448,7 @@ export class OperationEngine {
       if (result) await tx.query('UPDATE operations SET result = $2 WHERE id = $1', [operation.id, JSON.stringify(result)]);
     };
     const inOneStatement = (success: PendingSuccess) => this.executorFor(success.operation).succeedsInOneStatement === true;
-    await Promise.all(inOrder.filter(inOneStatement).map(record));
+    await Promise.all([locked, ...inOrder.filter(inOneStatement).map(record)]);
     for (const success of inOrder.filter((success) => !inOneStatement(success))) await record(success);
     await announced;
   }
@@ -455,6 +458,7 @@ export class OperationEngine {
    * by id (see `lockingRows`). Their own locks are then taken again, at no cost and no wait.
    */
   private async lockResources(tx: PoolClient, operations: OperationRow[]): Promise<void> {
+    // Every statement is sent before the first is answered: sent in one turn, they leave together.
     const idsByTable = new Map<string, string[]>();
     for (const operation of operations) {
       const table = this.executorFor(operation).lockedTable;
@@ -463,9 +467,11 @@ export class OperationEngine {
       if (ids) ids.push(operation.resource_id);
       else idsByTable.set(table, [operation.resource_id]);
     }
-    for (const table of [...idsByTable.keys()].sort()) {
-      await tx.query(`SELECT 1 FROM ${table} WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE`, [idsByTable.get(table)]);
-    }
+    await Promise.all(
+      [...idsByTable.keys()]
+        .sort()
+        .map((table) => tx.query(`SELECT 1 FROM ${table} WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE`, [idsByTable.get(table)])),
+    );
   }
 
   private async fail(operation: OperationRow, failure: OperationFailure, log: Logger): Promise<void> {

@@ -104,7 +104,7 @@ const ENQUEUE = prepared(
      SELECT $1, $2, $3, $4, $5, 'queued', 0, $6, $7
      FROM (SELECT pg_advisory_xact_lock(hashtextextended($8, 0)) OFFSET 0) AS resource_lock
      RETURNING ${OPERATION_COLUMNS})
-   SELECT ${columnsOf<OperationRow>(OPERATION_FIELDS, 'queued')} FROM queued, pg_notify($9, queued.id::text)`,
+   SELECT ${columnsOf<OperationRow>(OPERATION_FIELDS, 'queued')} FROM queued, pg_notify($9, '')`,
 );
 
 /**
@@ -112,7 +112,9 @@ const ENQUEUE = prepared(
  * through which work is queued. The operations of one resource take their place in line (`seq`)
  * one transaction at a time, until commit: an operation never becomes visible behind a later one
  * of the same resource. The workers are woken when the transaction commits (NOTIFY is delivered
- * at commit, and not at all on rollback).
+ * at commit, and not at all on rollback). The announcement says only that work is queued: the
+ * same one, made by every operation a transaction queues (a group of creations, core/write-groups.ts),
+ * is delivered once.
  */
 export async function enqueueOperation(db: Queryable, operation: NewOperation): Promise<OperationRow> {
   // One statement, in this order: the resource's lock (the subquery runs first, and OFFSET 0 keeps

@@ -1,7 +1,8 @@
+import { batchedCall } from '../../db/batched-lookup.ts';
 import type { Pool, Queryable } from '../../db/pool.ts';
 import { columnsOf, prepared, runPrepared } from '../../db/statements.ts';
 import { PermanentBackendError } from '../errors.ts';
-import type { ConsoleAttachment, ConsoleSink, HypervisorDriver, PowerStatus, ServerRef, ServerReport } from '../hypervisor.ts';
+import type { ConsoleAttachment, ConsoleSink, HypervisorDriver, PowerStatus, ServerRef, ServerReport, ServerSpec } from '../hypervisor.ts';
 import { createSerialConsole } from './serial-console.ts';
 import type { SimulatorDependencies } from './dependencies.ts';
 import { simulatedLatency } from './latency.ts';
@@ -40,6 +41,32 @@ export function createHypervisorSimulator({ pool, latencyMs, faults }: Simulator
   };
 
   const refused = (reason: string) => new PermanentBackendError('compute backend', reason);
+
+  /**
+   * The servers asked for in one turn (the attempts one claim started, whose simulated latency
+   * ends together) made by one INSERT: one statement and one commit rather than one each. Each
+   * caller gets its row, or undefined when its server existed already.
+   */
+  const createTogether = batchedCall(async (specs: ServerSpec[]): Promise<Array<ServerRow | undefined>> => {
+    const column = <T>(of: (spec: ServerSpec) => T) => specs.map(of);
+    const { rows } = await runPrepared<ServerRow>(pool, CREATE_SERVERS, [
+      column((spec) => spec.serverId),
+      column((spec) => spec.name),
+      column((spec) => spec.regionId),
+      column((spec) => spec.storagePoolId),
+      column((spec) => spec.networkProfileId),
+      column((spec) => spec.consoleType),
+      column((spec) => spec.imageId),
+      column((spec) => spec.vcpus),
+      column((spec) => spec.memoryMb),
+      column((spec) => spec.diskGb),
+      column((spec) => JSON.stringify(spec.sshKeys)),
+      column((spec) => JSON.stringify(spec.firewall)),
+      column((spec) => spec.publicNetwork),
+    ]);
+    const made = new Map(rows.map((row) => [row.server_id, row]));
+    return specs.map((spec) => made.get(spec.serverId));
+  });
 
   async function serverRow(db: Queryable, serverId: string): Promise<ServerRow | undefined> {
     const { rows } = await runPrepared<ServerRow>(db, SERVER_BY_ID, [serverId]);
@@ -94,23 +121,9 @@ export function createHypervisorSimulator({ pool, latencyMs, faults }: Simulator
       const observedAt = new Date();
       // A repeated create (after a crashed attempt) finds the server the first one made. The host
       // number and the addresses made of it (as \`ipv4\` below makes them) come with the INSERT.
-      const { rows: created } = await runPrepared<ServerRow>(pool, CREATE_SERVER, [
-        spec.serverId,
-        spec.name,
-        spec.regionId,
-        spec.storagePoolId,
-        spec.networkProfileId,
-        spec.consoleType,
-        spec.imageId,
-        spec.vcpus,
-        spec.memoryMb,
-        spec.diskGb,
-        JSON.stringify(spec.sshKeys),
-        JSON.stringify(spec.firewall),
-        spec.publicNetwork,
-      ]);
+      const created = await createTogether(spec);
       // A server made just now has no addresses attached yet: it is reported as inserted.
-      if (created[0]) return report(created[0], observedAt, []);
+      if (created) return report(created, observedAt, []);
       return (await describe(spec.serverId))!;
     },
 
@@ -348,16 +361,25 @@ const SERVER_COLUMNS = columnsOf<ServerRow>({
   disk_gb: true,
 });
 const SERVER_BY_ID = prepared('sim_server_by_id', `SELECT ${SERVER_COLUMNS} FROM sim_servers WHERE server_id = $1`);
-const CREATE_SERVER = prepared(
-  'sim_server_create',
+/**
+ * New servers, one per element of the arrays, each with a host number of its own: the subquery
+ * names the row, so it runs (and nextval with it) once per row rather than once per statement.
+ */
+const CREATE_SERVERS = prepared(
+  'sim_servers_create',
   `INSERT INTO sim_servers (server_id, name, region_id, storage_pool_id, network_profile_id, console_type, image_id,
        vcpus, memory_mb, disk_gb, power, ssh_keys, firewall, private_ipv4, public_ipv4, ipv6)
-     SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'running', $11, $12,
+     SELECT s.server_id, s.name, s.region_id, s.storage_pool_id, s.network_profile_id, s.console_type, s.image_id,
+            s.vcpus, s.memory_mb, s.disk_gb, 'running', s.ssh_keys, s.firewall,
             host('10.0.0.0'::inet + host.offset),
-            CASE WHEN $13 THEN host('198.18.0.0'::inet + host.offset) END,
-            CASE WHEN $13 THEN format('2001:db8:%s:%s::1', to_hex(host.n >> 16), to_hex(host.n & 65535)) END
-     FROM (SELECT n, ((n - 1) / ${PER_BLOCK}) * 256 + ((n - 1) % ${PER_BLOCK}) + 1 AS offset
-           FROM (SELECT nextval('sim_server_host_seq') AS n OFFSET 0) AS next) AS host
+            CASE WHEN s.public_network THEN host('198.18.0.0'::inet + host.offset) END,
+            CASE WHEN s.public_network THEN format('2001:db8:%s:%s::1', to_hex(host.n >> 16), to_hex(host.n & 65535)) END
+     FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::integer[], $9::integer[],
+                 $10::integer[], $11::jsonb[], $12::jsonb[], $13::boolean[])
+            AS s (server_id, name, region_id, storage_pool_id, network_profile_id, console_type, image_id, vcpus, memory_mb,
+                  disk_gb, ssh_keys, firewall, public_network)
+     CROSS JOIN LATERAL (SELECT n, ((n - 1) / ${PER_BLOCK}) * 256 + ((n - 1) % ${PER_BLOCK}) + 1 AS offset
+           FROM (SELECT nextval('sim_server_host_seq') AS n WHERE s.server_id IS NOT NULL OFFSET 0) AS next) AS host
      ON CONFLICT (server_id) DO NOTHING
      RETURNING ${SERVER_COLUMNS}`,
 );

@@ -1,7 +1,8 @@
 // Versioned migrations run at start under an advisory lock: several processes starting at once
 // apply each migration once. The simulated backends' tables come with the simulators only.
 import { randomBytes } from 'node:crypto';
-import { readdirSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { expect, test } from 'vitest';
@@ -77,5 +78,33 @@ test('a database owner who is not a superuser can apply every migration (an oper
     expect(await migrate(pool, simulators)).toEqual([...platformFiles, ...simulatorFiles].sort());
   } finally {
     await pool.end();
+  }
+});
+
+test('a migration that fails is named, nothing of it is kept, and those before it are applied; mended, it is applied', async () => {
+  const databaseUrl = await createTestDatabase();
+  const pool = createPool(databaseUrl, 2);
+  const folder = mkdtempSync(path.join(tmpdir(), 'migrations-'));
+  try {
+    // Applied together with the platform's (a new database), after them by name.
+    writeFileSync(path.join(folder, '9990_first.sql'), 'CREATE TABLE first_extra (id integer);\n-- a last line that is a comment');
+    writeFileSync(path.join(folder, '9991_broken.sql'), 'CREATE TABLE broken_extra (id integer);\nSELECT no_such_column FROM first_extra;');
+    writeFileSync(path.join(folder, '9992_after.sql'), 'CREATE TABLE after_extra (id integer)');
+    await expect(migrate(pool, [folder])).rejects.toThrow(/migration 9991_broken\.sql failed: column "no_such_column" does not exist/);
+    const { rows } = await pool.query<{ version: string }>('SELECT version FROM schema_migrations ORDER BY version DESC LIMIT 2');
+    expect(rows.map((row) => row.version)).toEqual(['9990_first.sql', platformFiles.sort().at(-1)]);
+    const { rows: tables } = await pool.query<{ name: string }>(
+      `SELECT relname AS name FROM pg_class WHERE relname IN ('first_extra', 'broken_extra', 'after_extra') ORDER BY relname`,
+    );
+    expect(tables.map((table) => table.name)).toEqual(['first_extra']);
+
+    // Mended, it is applied with the one after it (whose last line is a comment), together.
+    writeFileSync(path.join(folder, '9991_broken.sql'), 'CREATE TABLE broken_extra (id integer)');
+    writeFileSync(path.join(folder, '9992_after.sql'), 'CREATE TABLE after_extra (id integer);\n-- the end');
+    expect(await migrate(pool, [folder])).toEqual(['9991_broken.sql', '9992_after.sql']);
+    expect(await pendingMigrations(pool, [folder])).toEqual([]);
+  } finally {
+    await pool.end();
+    rmSync(folder, { recursive: true, force: true });
   }
 });

@@ -6,7 +6,8 @@ import { lockingRows, type Executor, type Executors, type OperationFailure } fro
 import type { OperationRow } from '../../../engine/operation-record.ts';
 import type { Catalogue } from '../catalogue/catalogue.ts';
 import type { VmState } from './vm-policy.ts';
-import { failureFields, markCreated, NO_FAILURE, recordObservation, updateVm, vmById, type VmRow } from './vm-rows.ts';
+import { batchedLookup } from '../../../db/batched-lookup.ts';
+import { failureFields, markCreated, NO_FAILURE, recordObservation, updateVm, vmsByIds, type VmRow } from './vm-rows.ts';
 
 const serverOf = (vm: VmRow): ServerRef => ({ serverId: vm.id, name: vm.name });
 
@@ -17,8 +18,16 @@ async function lockVm(tx: PoolClient, operation: OperationRow): Promise<VmRow> {
   return rows[0];
 }
 
+/** Per pool: the instances of the attempts a claim starts together are read in one query. */
+const vmLookups = new WeakMap<Pool, (vmId: string) => Promise<VmRow | undefined>>();
+
 async function loadVm(pool: Pool, operation: OperationRow): Promise<VmRow> {
-  const vm = await vmById(pool, operation.resource_id);
+  let lookup = vmLookups.get(pool);
+  if (!lookup) {
+    lookup = batchedLookup((vmIds: string[]) => vmsByIds(pool, vmIds));
+    vmLookups.set(pool, lookup);
+  }
+  const vm = await lookup(operation.resource_id);
   if (!vm) throw new Error(`operation ${operation.id} names instance ${operation.resource_id}, which does not exist`);
   return vm;
 }

@@ -83,8 +83,9 @@ export function vmHandlers({
   const answers = new VmAnswers();
 
   return {
+    // Grouped: creations arriving together share a transaction (core/write-groups.ts).
     createVm: (request, context) =>
-      performWrite(pool, context, async (tx) => accepted(await createVm(vms, tx, orgOf(context), request.body))),
+      performWrite(pool, context, async (tx) => accepted(await createVm(vms, tx, orgOf(context), request.body)), { grouped: true }),
 
     async listVms(request, context) {
       const { region, state, label, limit, cursor } = request.query;

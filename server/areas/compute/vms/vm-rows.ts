@@ -138,6 +138,14 @@ export async function findAnyVm(db: Queryable, orgId: string, vmId: string): Pro
   return rows[0];
 }
 
+const VMS_BY_IDS = prepared('vms_by_ids', `SELECT ${VM_COLUMNS} FROM vms WHERE id = ANY($1::uuid[])`);
+
+/** Instances by id, in one query (`vmById` of many). */
+export async function vmsByIds(db: Queryable, vmIds: string[]): Promise<Map<string, VmRow>> {
+  const { rows } = await runPrepared<VmRow>(db, VMS_BY_IDS, [vmIds]);
+  return new Map(rows.map((row) => [row.id, row]));
+}
+
 /** An instance by id only: executors work on the instance their operation names. */
 export async function vmById(db: Queryable, vmId: string): Promise<VmRow | undefined> {
   const { rows } = await runPrepared<VmRow>(db, VM_BY_ID, [vmId]);

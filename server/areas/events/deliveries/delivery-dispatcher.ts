@@ -58,18 +58,21 @@ export function deliveryDispatcher(deps: {
         [config.endpointConcurrency, config.maxInFlight],
       );
       if (rows.length === 0) return 0;
-      await tx.query('UPDATE webhook_deliveries SET next_attempt_at = NULL, in_flight = true WHERE id = ANY ($1::uuid[])', [
-        rows.map((row) => row.id),
+      // Sent together, one round trip: the connection pipelines them, in this order.
+      await Promise.all([
+        tx.query('UPDATE webhook_deliveries SET next_attempt_at = NULL, in_flight = true WHERE id = ANY ($1::uuid[])', [
+          rows.map((row) => row.id),
+        ]),
+        ...rows.map((row) =>
+          enqueueOperation(tx, {
+            orgId: row.org_id,
+            type: 'webhook.deliver',
+            resourceType: 'webhook_delivery',
+            resourceId: row.id,
+            maxAttempts,
+          }),
+        ),
       ]);
-      for (const row of rows) {
-        await enqueueOperation(tx, {
-          orgId: row.org_id,
-          type: 'webhook.deliver',
-          resourceType: 'webhook_delivery',
-          resourceId: row.id,
-          maxAttempts,
-        });
-      }
       return rows.length;
     });
   }

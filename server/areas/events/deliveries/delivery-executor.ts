@@ -3,6 +3,7 @@ import type { EventsConfig } from '../../../config.ts';
 import { iso } from '../../../core/clock.ts';
 import { DomainError } from '../../../core/errors.ts';
 import { recordEvents } from '../../../core/events.ts';
+import { batchedLookup } from '../../../db/batched-lookup.ts';
 import type { Pool, PoolClient } from '../../../db/pool.ts';
 import type { SecretBox } from '../../../drivers/embedded/secret-box.ts';
 import type { Executor } from '../../../engine/executor.ts';
@@ -42,14 +43,19 @@ export function deliveryExecutor(deps: {
 }): Executor<AttemptOutcome> {
   const { pool, config, secrets, resolveHost } = deps;
 
-  async function load(deliveryId: string): Promise<DueDelivery | undefined> {
+  /** The deliveries of the attempts one claim starts together, read in one query. */
+  const dueDeliveries = batchedLookup(async (deliveryIds: string[]) => {
     const { rows } = await pool.query<DueDelivery>(
       `SELECT d.id AS delivery_id, d.status, to_jsonb(e) AS event, to_jsonb(w) AS endpoint
        FROM webhook_deliveries d JOIN events e ON e.id = d.event_id JOIN webhook_endpoints w ON w.id = d.endpoint_id
-       WHERE d.id = $1`,
-      [deliveryId],
+       WHERE d.id = ANY($1::uuid[])`,
+      [deliveryIds],
     );
-    const row = rows[0];
+    return new Map(rows.map((row) => [row.delivery_id, row]));
+  });
+
+  async function load(deliveryId: string): Promise<DueDelivery | undefined> {
+    const row = await dueDeliveries(deliveryId);
     if (!row) return undefined;
     // Read through jsonb: the timestamps come back as text.
     const endpoint = row.endpoint as unknown as Record<string, unknown>;
@@ -114,10 +120,11 @@ export function deliveryExecutor(deps: {
 
     async succeeded(tx, job, outcome) {
       // The job leaves no row behind: the delivery's attempts are its record, and an
-      // organization's operations stay its own.
-      await tx.query('DELETE FROM operations WHERE id = $1', [job.id]);
-      if (outcome.kind === 'gone') return;
-      await recordAttempt(tx, job.resource_id, outcome.endpointId, outcome.attempt);
+      // organization's operations stay its own. Sent with the attempt's record, one round trip.
+      const removed = tx.query('DELETE FROM operations WHERE id = $1', [job.id]);
+      removed.catch(() => {});
+      if (outcome.kind !== 'gone') await recordAttempt(tx, job.resource_id, outcome.endpointId, outcome.attempt);
+      await removed;
     },
 
     async failed(tx, job) {
@@ -146,7 +153,7 @@ export function deliveryExecutor(deps: {
   async function recordAttempt(tx: PoolClient, deliveryId: string, endpointId: string, attempt: DeliveryAttempt): Promise<void> {
     const succeeded = attempt.outcome === 'succeeded';
     const final = attempt.outcome === 'endpoint_disabled';
-    const { rows } = await tx.query<{ status: string; first_attempt_at: Date }>(
+    const recorded = tx.query<{ status: string; first_attempt_at: Date }>(
       `UPDATE webhook_deliveries SET attempts = attempts || $2::jsonb, attempt_count = attempt_count + 1, in_flight = false,
          status = CASE WHEN $3 THEN 'succeeded' WHEN $4 OR attempt_count >= cardinality($5::bigint[]) THEN 'failed' ELSE 'pending' END,
          next_attempt_at = CASE WHEN $3 OR $4 OR attempt_count >= cardinality($5::bigint[]) THEN NULL
@@ -156,8 +163,12 @@ export function deliveryExecutor(deps: {
        RETURNING status, (attempts -> 0 ->> 'attempted_at')::timestamptz AS first_attempt_at`,
       [deliveryId, JSON.stringify([attempt]), succeeded, final, config.retryScheduleMs],
     );
-    // A slot of the endpoint is free again (and a retry may be due): the dispatchers look.
-    await tx.query(`SELECT pg_notify($1, '')`, [DELIVERIES_DUE_CHANNEL]);
+    // A slot of the endpoint is free again (and a retry may be due): the dispatchers look. Sent
+    // with the record, and answered after it.
+    const announced = tx.query(`SELECT pg_notify($1, '')`, [DELIVERIES_DUE_CHANNEL]);
+    announced.catch(() => {});
+    const { rows } = await recorded;
+    await announced;
     const delivery = rows[0];
     if (!delivery || final) return;
     if (succeeded) {
