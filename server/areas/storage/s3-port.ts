@@ -187,14 +187,15 @@ export function s3Port({
       for (let applied: boolean | undefined; ;) {
         const desired = await findBucketByName(pool, actor.orgId, name);
         if (!desired || desired.id !== bucket.id || desired.versioning === applied) break;
-        const observedAt = clock.now();
         const report = await objectStore.setBucketVersioning({
           orgId: actor.orgId,
           bucketId: bucket.id,
           name,
           versioning: desired.versioning,
         });
-        await recordBucketObservation(pool, bucket.id, report, observedAt);
+        // Stamped once the store answered, as the executors stamp theirs: a reconciler pass that read
+        // the store before the change, and stamped its reading after this call began, must not win.
+        await recordBucketObservation(pool, bucket.id, report, clock.now());
         applied = desired.versioning;
       }
       return changed;

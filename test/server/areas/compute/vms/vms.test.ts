@@ -518,15 +518,6 @@ describe('the life of an instance', () => {
     expect((await org.call('GET', `/compute/vms/${vm.id}`)).body.state).toBe('stopped');
   });
 
-  test('one change at a time: a second change while one is in flight is refused', async () => {
-    const vm = await runningVm(server, org);
-    const stop = await org.call('POST', `/compute/vms/${vm.id}/stop`);
-    const conflicts = await Promise.all(['start', 'reboot', 'rescue'].map((action) => org.call('POST', `/compute/vms/${vm.id}/${action}`)));
-    // Each is refused, whether the stop is still in flight (wait for it) or done (wrong state).
-    for (const response of conflicts) expect(response.body.code).toBe('vm_state_conflict');
-    await server.waitForOperation(org, stop.body.operation.id);
-  });
-
   test('the reconciler records what the hypervisor sees, without touching the desired state', async () => {
     const vm = await runningVm(server, org);
     await server.pool.query(`UPDATE sim_servers SET power = 'crashed' WHERE server_id = $1`, [vm.id]);
