@@ -195,6 +195,15 @@ export function objectOperations(context: StoreContext) {
       return rows.map(bucketOf);
     },
 
+    /** The buckets of that name, of any organization, that have a policy (one may share the bucket with other organizations). */
+    async bucketsNamedWithPolicy(name: string): Promise<StoredBucket[]> {
+      const { rows } = await pool.query<StoredBucket>(
+        'SELECT * FROM store_buckets WHERE name = $1 AND policy IS NOT NULL AND NOT suspended',
+        [name],
+      );
+      return rows.map(bucketOf);
+    },
+
     async bucketsOf(orgId: string): Promise<StoredBucket[]> {
       const { rows } = await pool.query<StoredBucket>('SELECT * FROM store_buckets WHERE org_id = $1 AND NOT suspended ORDER BY name', [
         orgId,

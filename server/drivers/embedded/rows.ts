@@ -49,6 +49,17 @@ export interface StoredBucket {
   lifecycle: unknown;
   object_lock_enabled: boolean;
   object_lock_default: { mode: Retention['mode']; days?: number; years?: number } | null;
+  /** The bucket policy as given (PutBucketPolicy); null when it has none. */
+  policy: string | null;
+  public_access_block: PublicAccessBlock | null;
+}
+
+/** S3's PublicAccessBlockConfiguration of a bucket. */
+export interface PublicAccessBlock {
+  blockPublicAcls: boolean;
+  ignorePublicAcls: boolean;
+  blockPublicPolicy: boolean;
+  restrictPublicBuckets: boolean;
 }
 
 export interface StoredVersion {

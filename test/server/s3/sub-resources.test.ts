@@ -49,6 +49,8 @@ const OFFERED_ON_BUCKET = new Set([
   'DELETE cors',
   'DELETE encryption',
   'DELETE lifecycle',
+  'DELETE policy',
+  'DELETE publicAccessBlock',
 ]);
 
 beforeAll(async () => {

@@ -15,8 +15,8 @@ export const OWNER_DISPLAY = 'cloud-platform';
  * FULL_CONTROL and no one anything), and refuse any other grant with 501 until bucket policies
  * and public access are designed (docs/s3-compatibility.md).
  */
-export function sendOwnerOnlyAcl(request: S3Request, headers: Record<string, string> = {}): void {
-  const owner = `<ID>${escapeXml(request.caller.orgId)}</ID><DisplayName>${OWNER_DISPLAY}</DisplayName>`;
+export function sendOwnerOnlyAcl(request: S3Request, bucket: StoredBucket, headers: Record<string, string> = {}): void {
+  const owner = `<ID>${escapeXml(bucket.org_id)}</ID><DisplayName>${OWNER_DISPLAY}</DisplayName>`;
   sendXml(
     request.res,
     200,

@@ -5,6 +5,8 @@ import { OBJECT_OWNERSHIPS, OWNER_DISPLAY, assertAclsTaken, assertOwnerOnlyAcl, 
 import { S3Error, invalidArgument, noSuchBucket, notImplemented } from './errors.ts';
 import { BUCKET_SUB_RESOURCES, subResourceOf, type BucketSubResource } from './sub-resources.ts';
 import { multipartRoutes } from './multipart-handlers.ts';
+import { useOf } from './policy-actions.ts';
+import { bucketPolicyRoutes } from './policy-handlers.ts';
 import { bucketCorsRoutes } from './cors.ts';
 import { bucketEncryptionRoutes } from './encryption.ts';
 import { bucketLifecycleRoutes } from './lifecycle.ts';
@@ -196,7 +198,7 @@ const listObjects: S3Handler = async (request) => {
     Prefix: v2 ? encode(prefix) : prefix,
   };
   // V1 names each object's owner; V2 only when asked (fetch-owner=true).
-  const owner = !v2 || request.query.get('fetch-owner') === 'true' ? { ID: request.caller.orgId, DisplayName: OWNER_DISPLAY } : undefined;
+  const owner = !v2 || request.query.get('fetch-owner') === 'true' ? { ID: bucket.org_id, DisplayName: OWNER_DISPLAY } : undefined;
   const contents = page.items.map((item) => objectEntry(item, encode, owner));
   const commonPrefixes = page.prefixes.map((value) => ({ Prefix: encode(value) }));
   const body = v2
@@ -272,12 +274,12 @@ const listObjectVersions: S3Handler = async (request) => {
     IsLatest: version.is_latest ?? false,
     LastModified: version.last_modified.toISOString(),
     ...(version.delete_marker
-      ? { Owner: { ID: request.caller.orgId, DisplayName: OWNER_DISPLAY } }
+      ? { Owner: { ID: bucket.org_id, DisplayName: OWNER_DISPLAY } }
       : {
           ETag: `"${version.etag ?? ''}"`,
           Size: version.size_bytes,
           StorageClass: 'STANDARD',
-          Owner: { ID: request.caller.orgId, DisplayName: OWNER_DISPLAY },
+          Owner: { ID: bucket.org_id, DisplayName: OWNER_DISPLAY },
         }),
   });
   // Versions and delete markers keep their order in the listing (S3 interleaves them the same way).
@@ -313,8 +315,16 @@ const deleteObjects: S3Handler = async (request) => {
   const errors: XmlNode[] = [];
   for (const object of objects) {
     try {
-      const outcome = await request.store.objects.deleteObject(request.caller.orgId, bucket.id, object.key, object.versionId || undefined, {
-        bypassGovernance: bypassesGovernance(request),
+      // The policy judges each key's delete (a Deny may name some keys only).
+      if (
+        !(await request.access.allows(
+          bucket,
+          useOf(request, object.versionId ? 's3:DeleteObjectVersion' : 's3:DeleteObject', object.key, object.versionId || undefined),
+        ))
+      )
+        throw new S3Error('AccessDenied', 403, 'Access Denied');
+      const outcome = await request.store.objects.deleteObject(bucket.org_id, bucket.id, object.key, object.versionId || undefined, {
+        bypassGovernance: bypassesGovernance(request) && bucket.org_id === request.caller.orgId,
       });
       if (quiet) continue;
       deleted.push({
@@ -574,8 +584,7 @@ const deleteBucketTagging: S3Handler = async (request) => {
 };
 
 const getBucketAcl: S3Handler = async (request) => {
-  await request.access.bucket(request.caller, request.bucketName);
-  sendOwnerOnlyAcl(request);
+  sendOwnerOnlyAcl(request, await request.access.bucket(request.caller, request.bucketName));
 };
 
 const putBucketAcl: S3Handler = async (request) => {
@@ -614,21 +623,28 @@ const deleteBucketOwnership: S3Handler = async (request) => {
   request.res.end();
 };
 
-/** Bucket settings with modules of their own: encryption, CORS, lifecycle and object lock. */
+/** Bucket settings with modules of their own: encryption, CORS, lifecycle, object lock, policy and public access block. */
 const BUCKET_SETTINGS = {
   GET: {
     encryption: bucketEncryptionRoutes.GET,
     cors: bucketCorsRoutes.GET,
     lifecycle: bucketLifecycleRoutes.GET,
     'object-lock': objectLockRoutes.bucket.GET,
+    ...bucketPolicyRoutes.GET,
   },
   PUT: {
     encryption: bucketEncryptionRoutes.PUT,
     cors: bucketCorsRoutes.PUT,
     lifecycle: bucketLifecycleRoutes.PUT,
     'object-lock': objectLockRoutes.bucket.PUT,
+    ...bucketPolicyRoutes.PUT,
   },
-  DELETE: { encryption: bucketEncryptionRoutes.DELETE, cors: bucketCorsRoutes.DELETE, lifecycle: bucketLifecycleRoutes.DELETE },
+  DELETE: {
+    encryption: bucketEncryptionRoutes.DELETE,
+    cors: bucketCorsRoutes.DELETE,
+    lifecycle: bucketLifecycleRoutes.DELETE,
+    ...bucketPolicyRoutes.DELETE,
+  },
 } satisfies Record<string, Partial<Record<BucketSubResource, S3Handler>>>;
 
 /** The bucket operations offered, by method and sub-resource ('' for none); every other pair is 501. */

@@ -109,3 +109,14 @@ export function refuseUnofferedGuarantees(request: S3Request): void {
   const expectedOwner = header(request, 'x-amz-expected-bucket-owner');
   if (expectedOwner !== undefined && expectedOwner !== request.caller.orgId) throw new S3Error('AccessDenied', 403, 'Access Denied');
 }
+
+/**
+ * BlockPublicAcls: on a bucket that blocks them, a public canned ACL (which this endpoint does not
+ * offer anyway) is AccessDenied, as S3 answers it, rather than NotImplemented.
+ */
+export async function refuseBlockedPublicAcl(request: S3Request): Promise<void> {
+  const acl = header(request, 'x-amz-acl')?.trim();
+  if (acl === undefined || !CANNED_ACLS.has(acl) || OWNER_ONLY_ACLS.has(acl) || request.bucketName === '') return;
+  const bucket = await request.store.objects.bucketNamed(request.caller.orgId, request.bucketName);
+  if (bucket?.public_access_block?.blockPublicAcls) throw new S3Error('AccessDenied', 403, 'Access Denied');
+}
