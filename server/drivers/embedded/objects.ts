@@ -5,7 +5,17 @@ import { StoreRefusal } from './refusals.ts';
 import { assertDeleteCondition, assertWriteCondition, type DeleteCondition, type WriteCondition } from './conditions.ts';
 import { assertMayDelete, type VersionLock } from './object-lock.ts';
 import { addUsage, lockForWrite } from './quota.ts';
-import { bucketOf, num, versionOf, type Segment, type StoredBucket, type StoredVersion, type Tag, type VersionEncryption } from './rows.ts';
+import {
+  bucketOf,
+  num,
+  versionOf,
+  type Segment,
+  type StoredBucket,
+  type StoredVersion,
+  type Tag,
+  type VersionEncryption,
+  type AclGrant,
+} from './rows.ts';
 import { openRange, sealingTransform, type WrappingKey } from './sealing.ts';
 import { assertCommitFits, dropGarbage, markGarbage, streamedWrite, type StoreContext } from './write-path.ts';
 
@@ -16,6 +26,8 @@ export interface VersionAttributes {
   headers: Record<string, string>;
   /** The object's tags (x-amz-tagging), in key order. */
   tags?: Tag[];
+  /** ACL grants besides the owner's (x-amz-acl, x-amz-grant-*). */
+  acl?: AclGrant[] | null;
 }
 
 /** How a write seals its bytes at rest: whose key wraps the data key, and what the version records. */
@@ -113,8 +125,8 @@ export async function commitVersion(
     `WITH org AS (UPDATE store_orgs SET usage_bytes = usage_bytes + $10, usage_objects = usage_objects + $11 WHERE org_id = $12),
           bucket AS (UPDATE store_buckets SET usage_bytes = usage_bytes + $10, usage_objects = usage_objects + $11 WHERE id = $1)
      INSERT INTO store_versions (bucket_id, key, version_id, delete_marker, size_bytes, etag, content_type, headers, checksums, segments, tags,
-       encryption, lock_mode, lock_until, legal_hold)
-     VALUES ($1, $2, $3, false, $4, $5, $6, $7, $8, $9, $13, $14, $15, $16, $17) RETURNING *`,
+       encryption, lock_mode, lock_until, legal_hold, acl)
+     VALUES ($1, $2, $3, false, $4, $5, $6, $7, $8, $9, $13, $14, $15, $16, $17, $18) RETURNING *`,
     [
       locked.bucket.id,
       key,
@@ -133,6 +145,7 @@ export async function commitVersion(
       version.lock?.retention?.mode ?? null,
       version.lock?.retention?.until ?? null,
       version.lock?.legalHold ?? false,
+      version.attributes.acl && version.attributes.acl.length > 0 ? JSON.stringify(version.attributes.acl) : null,
     ],
   );
   return { version: versionOf(rows[0]!), freed };
@@ -195,12 +208,12 @@ export function objectOperations(context: StoreContext) {
       return rows.map(bucketOf);
     },
 
-    /** The buckets of that name, of any organization, that have a policy (one may share the bucket with other organizations). */
-    async bucketsNamedWithPolicy(name: string): Promise<StoredBucket[]> {
-      const { rows } = await pool.query<StoredBucket>(
-        'SELECT * FROM store_buckets WHERE name = $1 AND policy IS NOT NULL AND NOT suspended',
-        [name],
-      );
+    /** Other organizations' served buckets of that name (one may share itself, by its policy or ACLs, with the caller's). */
+    async bucketsNamedElsewhere(orgId: string, name: string): Promise<StoredBucket[]> {
+      const { rows } = await pool.query<StoredBucket>('SELECT * FROM store_buckets WHERE name = $1 AND org_id <> $2 AND NOT suspended', [
+        name,
+        orgId,
+      ]);
       return rows.map(bucketOf);
     },
 
@@ -392,6 +405,24 @@ export function objectOperations(context: StoreContext) {
       ]);
       if (rowCount === 0) return missingVersion(key, versionId, null);
       return target.version_id;
+    },
+
+    /** Replaces the ACL grants of a version (the key's latest when no id is given); the version id they were set on. */
+    async setAcl(bucketId: string, key: string, versionId: string | undefined, acl: AclGrant[]): Promise<string> {
+      const target = await versionIn(pool, bucketId, key, versionId);
+      if (!target || target.delete_marker) return missingVersion(key, versionId, target);
+      await pool.query('UPDATE store_versions SET acl = $4 WHERE bucket_id = $1 AND key = $2 AND version_id = $3', [
+        bucketId,
+        key,
+        target.version_id,
+        acl.length > 0 ? JSON.stringify(acl) : null,
+      ]);
+      return target.version_id;
+    },
+
+    /** Replaces a bucket's ACL grants. */
+    async setBucketAcl(bucketId: string, acl: AclGrant[]): Promise<void> {
+      await pool.query('UPDATE store_buckets SET acl = $2 WHERE id = $1', [bucketId, acl.length > 0 ? JSON.stringify(acl) : null]);
     },
 
     /** Sets a bucket's ObjectOwnership (null: removes it). */

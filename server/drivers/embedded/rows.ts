@@ -52,6 +52,14 @@ export interface StoredBucket {
   /** The bucket policy as given (PutBucketPolicy); null when it has none. */
   policy: string | null;
   public_access_block: PublicAccessBlock | null;
+  /** ACL grants besides the owner's; null when the owner alone has access. */
+  acl: AclGrant[] | null;
+}
+
+/** An ACL grant to someone other than the owner: an organization (`org:<id>`) or every organization's keys (`group:authenticated`). */
+export interface AclGrant {
+  grantee: string;
+  permission: 'READ' | 'WRITE' | 'READ_ACP' | 'WRITE_ACP' | 'FULL_CONTROL';
 }
 
 /** S3's PublicAccessBlockConfiguration of a bucket. */
@@ -83,6 +91,8 @@ export interface StoredVersion {
   lock_mode: Retention['mode'] | null;
   lock_until: Date | null;
   legal_hold: boolean;
+  /** ACL grants besides the owner's; null when the owner alone has access. */
+  acl?: AclGrant[] | null;
 }
 
 export interface StoredUpload {
@@ -97,6 +107,7 @@ export interface StoredUpload {
   initiated: Date;
   encryption: VersionEncryption | null;
   lock: { mode: Retention['mode'] | null; until: string | null; legalHold: boolean } | null;
+  acl: AclGrant[] | null;
 }
 
 export interface StoredPart {

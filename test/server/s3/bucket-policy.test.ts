@@ -1,5 +1,5 @@
-// Bucket policies through S3: kept as given, checked when put (S3's MalformedPolicy), and applied
-// to every request. A Deny takes from the bucket's own organization what its keys could do; an
+// Bucket policies and ACL grants through S3: kept as given, checked when put (S3's MalformedPolicy),
+// and applied to every request. A Deny takes from the bucket's own organization what its keys could do; an
 // Allow gives another organization's keys the object operations and listings it names, and
 // nothing of the bucket's configuration. A name whose bucket shares nothing with the caller stays
 // NoSuchBucket. The public access block is kept and obeyed.
@@ -11,11 +11,14 @@ import {
   DeletePublicAccessBlockCommand,
   GetBucketPolicyCommand,
   GetBucketPolicyStatusCommand,
+  GetObjectAclCommand,
   GetObjectCommand,
   GetPublicAccessBlockCommand,
   ListObjectsV2Command,
+  PutBucketAclCommand,
   PutBucketPolicyCommand,
   PutBucketVersioningCommand,
+  PutObjectAclCommand,
   PutObjectCommand,
   PutObjectTaggingCommand,
   PutPublicAccessBlockCommand,
@@ -295,5 +298,75 @@ describe('public access block', () => {
     );
     expect(await s3ErrorOf(other.send(new GetObjectCommand({ Bucket: 'restricted', Key: 'k' })))).toMatchObject({ code: 'AccessDenied' });
     expect(await body(owner, 'restricted', 'k')).toBe('v');
+  });
+});
+
+describe('ACL grants to other organizations', () => {
+  // An organization of its own: the first one's bucket slots are taken by the tests above.
+  let granter: S3Client;
+  let granterOrg: TestOrg;
+  beforeAll(async () => {
+    granterOrg = await server.createOrg('Granting Org');
+    granter = s3Client(server, await createAccessKey(server, granterOrg));
+  });
+
+  test("an object's READ grant lets that organization read that object, and nothing else of the bucket", async () => {
+    await granter.send(new CreateBucketCommand({ Bucket: 'one-shared-object' }));
+    for (const Key of ['shared', 'kept']) await granter.send(new PutObjectCommand({ Bucket: 'one-shared-object', Key, Body: Key }));
+    expect(await s3ErrorOf(other.send(new GetObjectCommand({ Bucket: 'one-shared-object', Key: 'shared' })))).toMatchObject({
+      status: 404,
+    });
+    await granter.send(new PutObjectAclCommand({ Bucket: 'one-shared-object', Key: 'shared', GrantRead: `id="${otherOrg.orgId}"` }));
+    expect(await body(other, 'one-shared-object', 'shared')).toBe('shared');
+    const acl = await granter.send(new GetObjectAclCommand({ Bucket: 'one-shared-object', Key: 'shared' }));
+    expect(acl.Grants?.map((grant) => [grant.Grantee?.ID, grant.Permission])).toEqual([
+      [granterOrg.orgId, 'FULL_CONTROL'],
+      [otherOrg.orgId, 'READ'],
+    ]);
+    expect(await s3ErrorOf(other.send(new GetObjectCommand({ Bucket: 'one-shared-object', Key: 'kept' })))).toMatchObject({ status: 404 });
+    // The object's ACL names that organization: overwriting it is AccessDenied (READ gives no WRITE).
+    expect(await s3ErrorOf(other.send(new PutObjectCommand({ Bucket: 'one-shared-object', Key: 'shared', Body: 'x' })))).toMatchObject({
+      status: 403,
+    });
+    expect(await body(granter, 'one-shared-object', 'shared')).toBe('shared');
+  });
+
+  test('authenticated-read on a bucket lets every organization list it, not write it; IgnorePublicAcls takes that back', async () => {
+    await granter.send(new CreateBucketCommand({ Bucket: 'listed-to-all', ACL: 'authenticated-read' }));
+    await granter.send(new PutObjectCommand({ Bucket: 'listed-to-all', Key: 'k', Body: 'v' }));
+    expect((await other.send(new ListObjectsV2Command({ Bucket: 'listed-to-all' }))).Contents?.map((entry) => entry.Key)).toEqual(['k']);
+    expect(await s3ErrorOf(other.send(new PutObjectCommand({ Bucket: 'listed-to-all', Key: 'x', Body: 'x' })))).toEqual({
+      code: 'AccessDenied',
+      status: 403,
+    });
+    await granter.send(
+      new PutPublicAccessBlockCommand({
+        Bucket: 'listed-to-all',
+        PublicAccessBlockConfiguration: {
+          BlockPublicAcls: true,
+          IgnorePublicAcls: true,
+          BlockPublicPolicy: false,
+          RestrictPublicBuckets: false,
+        },
+      }),
+    );
+    expect(await s3ErrorOf(other.send(new ListObjectsV2Command({ Bucket: 'listed-to-all' })))).toMatchObject({ status: 404 });
+    expect(await s3ErrorOf(granter.send(new PutBucketAclCommand({ Bucket: 'listed-to-all', ACL: 'authenticated-read' })))).toEqual({
+      code: 'AccessDenied',
+      status: 403,
+    });
+  });
+
+  test("a bucket's WRITE grant lets that organization write into it, counted as the bucket's", async () => {
+    await granter.send(new CreateBucketCommand({ Bucket: 'write-grant' }));
+    await granter.send(new PutBucketAclCommand({ Bucket: 'write-grant', GrantWrite: `id="${otherOrg.orgId}"` }));
+    await other.send(new PutObjectCommand({ Bucket: 'write-grant', Key: 'in', Body: 'delivered' }));
+    expect(await body(granter, 'write-grant', 'in')).toBe('delivered');
+    // WRITE gives no READ: the other organization cannot list or read back.
+    expect(await s3ErrorOf(other.send(new ListObjectsV2Command({ Bucket: 'write-grant' })))).toMatchObject({ code: 'AccessDenied' });
+    expect(await s3ErrorOf(other.send(new GetObjectCommand({ Bucket: 'write-grant', Key: 'in' })))).toMatchObject({ code: 'AccessDenied' });
+    expect(await s3ErrorOf(granter.send(new PutBucketAclCommand({ Bucket: 'write-grant', ACL: 'public-read' })))).toMatchObject({
+      code: 'NotImplemented',
+    });
   });
 });

@@ -1,4 +1,4 @@
--- Bucket policies and public access blocks through S3 (issue 28). A policy may deny a bucket's
+-- Bucket policies, ACL grants and public access blocks through S3 (issue 28). A policy may deny a bucket's
 -- own organization what its keys could otherwise do, and allow other organizations' keys the
 -- object operations and listings it names (never the bucket's configuration); no request is
 -- anonymous here, so nothing is public whatever a policy says.
@@ -6,8 +6,14 @@ ALTER TABLE store_buckets
   -- The policy document as the client gave it (GetBucketPolicy answers it byte for byte); null: none.
   ADD COLUMN policy text,
   -- {"blockPublicAcls", "ignorePublicAcls", "blockPublicPolicy", "restrictPublicBuckets"}; null: none set.
-  ADD COLUMN public_access_block jsonb;
+  ADD COLUMN public_access_block jsonb,
+  -- ACL grants besides the owner's FULL_CONTROL: [{"grantee": "org:<id>" | "group:authenticated", "permission"}]; null: owner only.
+  ADD COLUMN acl jsonb;
 
--- A key of another organization reaching a bucket by its name looks among the buckets of that
--- name that have a policy (bucket names are per organization).
-CREATE INDEX store_buckets_named_with_policy ON store_buckets (name) WHERE policy IS NOT NULL;
+-- A version's ACL grants, and those an unfinished multipart upload will give its version (as the bucket's).
+ALTER TABLE store_versions ADD COLUMN acl jsonb;
+ALTER TABLE store_uploads ADD COLUMN acl jsonb;
+
+-- A key of another organization reaching a bucket by its name looks among every organization's
+-- buckets of that name (bucket names are per organization) for one that shares itself with it.
+CREATE INDEX store_buckets_by_name ON store_buckets (name);

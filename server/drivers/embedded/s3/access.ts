@@ -1,5 +1,6 @@
 import type { CacheSection } from '../../../db/announced-cache.ts';
-import type { StoredBucket } from '../rows.ts';
+import type { AclGrant, StoredBucket } from '../rows.ts';
+import { aclAllows, aclSharesWith, effectiveGrants } from './acl.ts';
 import type { EmbeddedObjectStore } from '../store.ts';
 import { S3Error, accessDenied, noSuchBucket } from './errors.ts';
 import type { S3Platform } from './platform-port.ts';
@@ -18,6 +19,8 @@ export interface BucketUse {
   action: string;
   /** The object's key, for an action on an object. */
   key: string | undefined;
+  /** The object's version, when the request names one. */
+  versionId?: string;
   principal: PolicyPrincipal;
   /** A condition key's value for this request (lower-case name); undefined when absent. */
   value(name: string, bucket: StoredBucket): Promise<string | undefined>;
@@ -69,9 +72,9 @@ export function createAccess(platform: S3Platform, store: EmbeddedObjectStore, k
      * The bucket of that name a request uses, served. Names are the organization's own (as RGW's
      * tenants keep them): the caller's bucket of that name, if it has one, whose policy may deny
      * the use (AccessDenied). Otherwise another organization's bucket of that name whose policy
-     * allows the use to the caller's organization (object operations and listings only); a name
-     * whose bucket shares nothing with the caller is NoSuchBucket, as any name the caller has not
-     * made, so that no organization learns another's names.
+     * (object operations and listings only) or ACLs (the bucket's, the object's) allow the use to
+     * the caller's organization; a name whose bucket shares nothing with the caller is NoSuchBucket,
+     * as any name the caller has not made, so that no organization learns another's names.
      */
     async bucket(caller: Caller, name: string, use?: BucketUse): Promise<StoredBucket> {
       const [activeId, stored] = await Promise.all([
@@ -84,26 +87,46 @@ export function createAccess(platform: S3Platform, store: EmbeddedObjectStore, k
         return stored;
       }
       if (!use || stored) throw noSuchBucket(name);
-      const shared = [];
-      for (const candidate of await store.objects.bucketsNamedWithPolicy(name)) {
-        if (candidate.org_id === caller.orgId || !sharesWith(storedPolicy(candidate.policy!, name), use.principal)) continue;
-        if ((await platform.activeBucketId(candidate.org_id, name)) !== candidate.id) continue;
-        shared.push(candidate);
+      // Another organization's bucket of that name that shares itself with the caller's (its policy or its ACLs).
+      const orgId = use.principal.orgId;
+      const objectAcl = async (candidate: StoredBucket) =>
+        use.key === undefined ? null : ((await store.objects.version(candidate.id, use.key, use.versionId))?.acl ?? null);
+      const shared: Array<{ bucket: StoredBucket; objectGrants: AclGrant[] | null }> = [];
+      for (const candidate of await store.objects.bucketsNamedElsewhere(caller.orgId, name)) {
+        const objectGrants = await objectAcl(candidate);
+        const sharing =
+          (candidate.policy !== null && sharesWith(storedPolicy(candidate.policy, name), use.principal)) ||
+          aclSharesWith(effectiveGrants(candidate.acl, candidate), orgId) ||
+          aclSharesWith(effectiveGrants(objectGrants, candidate), orgId);
+        if (!sharing || (await platform.activeBucketId(candidate.org_id, name)) !== candidate.id) continue;
+        shared.push({ bucket: candidate, objectGrants });
       }
       if (shared.length === 0) throw noSuchBucket(name);
       const allowed = [];
-      if (grantableToOthers(use.action))
-        for (const candidate of shared) if ((await judged(candidate, use)) === 'allow') allowed.push(candidate);
-      // Shared with the caller, so its name is no secret; what the policy does not allow is denied.
+      for (const { bucket, objectGrants } of shared) {
+        const verdict = await judged(bucket, use);
+        if (verdict === 'deny') continue;
+        if (
+          (verdict === 'allow' && grantableToOthers(use.action)) ||
+          aclAllows(effectiveGrants(bucket.acl, bucket), orgId, use.action, 'bucket') ||
+          aclAllows(effectiveGrants(objectGrants, bucket), orgId, use.action, 'object')
+        )
+          allowed.push(bucket);
+      }
+      // Shared with the caller, so its name is no secret; what is not allowed is denied.
       if (allowed.length !== 1) throw accessDenied();
       return allowed[0]!;
     },
 
-    /** Whether the bucket's policy lets this use through (DeleteObjects asks for each key). */
+    /** Whether the bucket's policy and ACL let this use through (DeleteObjects asks for each key). */
     async allows(bucket: StoredBucket, use: BucketUse): Promise<boolean> {
       const verdict = await judged(bucket, use);
       if (verdict === 'deny') return false;
-      return bucket.org_id === use.principal.orgId || (verdict === 'allow' && grantableToOthers(use.action));
+      return (
+        bucket.org_id === use.principal.orgId ||
+        (verdict === 'allow' && grantableToOthers(use.action)) ||
+        aclAllows(effectiveGrants(bucket.acl, bucket), use.principal.orgId, use.action, 'bucket')
+      );
     },
 
     /** What the platform says of buckets (their lifecycle goes through it). */

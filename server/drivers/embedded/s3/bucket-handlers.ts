@@ -1,7 +1,7 @@
 import { DomainError } from '../../../core/errors.ts';
 import { StoreRefusal } from '../refusals.ts';
 import type { StoredVersion } from '../rows.ts';
-import { OBJECT_OWNERSHIPS, OWNER_DISPLAY, assertAclsTaken, assertOwnerOnlyAcl, sendOwnerOnlyAcl } from './acl.ts';
+import { OBJECT_OWNERSHIPS, OWNER_DISPLAY, aclOfHeaders, aclOfRequest, assertAclsTaken, assertNotBlocked, sendAcl } from './acl.ts';
 import { S3Error, invalidArgument, noSuchBucket, notImplemented } from './errors.ts';
 import { BUCKET_SUB_RESOURCES, subResourceOf, type BucketSubResource } from './sub-resources.ts';
 import { multipartRoutes } from './multipart-handlers.ts';
@@ -480,6 +480,8 @@ const createBucket: S3Handler = async (request) => {
   const ownership = headerOf(request, 'x-amz-object-ownership')?.trim();
   if (ownership !== undefined && !OBJECT_OWNERSHIPS.includes(ownership))
     throw invalidArgument('Invalid x-amz-object-ownership header', 'x-amz-object-ownership', ownership);
+  // Its ACL is checked before anything is made.
+  const acl = aclOfHeaders(request, request.caller.orgId);
   await assertLocation(request);
   const name = request.bucketName;
   const existing = await request.access.platform.bucketNamed(request.caller.orgId, name);
@@ -510,6 +512,7 @@ const createBucket: S3Handler = async (request) => {
         },
       );
     if (ownership !== undefined) await request.store.objects.setBucketOwnership(change.bucket.id, ownership);
+    if (acl !== undefined && acl.length > 0) await request.store.objects.setBucketAcl(change.bucket.id, acl);
   }
   request.res.statusCode = 200;
   request.res.setHeader('Location', `/${name}`);
@@ -584,13 +587,16 @@ const deleteBucketTagging: S3Handler = async (request) => {
 };
 
 const getBucketAcl: S3Handler = async (request) => {
-  sendOwnerOnlyAcl(request, await request.access.bucket(request.caller, request.bucketName));
+  const bucket = await request.access.bucket(request.caller, request.bucketName);
+  sendAcl(request, bucket, bucket.acl);
 };
 
 const putBucketAcl: S3Handler = async (request) => {
   const bucket = await request.access.bucket(request.caller, request.bucketName);
   assertAclsTaken(request, bucket, true);
-  await assertOwnerOnlyAcl(request);
+  const acl = await aclOfRequest(request, bucket.org_id);
+  assertNotBlocked(acl, bucket);
+  await request.store.objects.setBucketAcl(bucket.id, acl);
   request.res.statusCode = 200;
   request.res.setHeader('Content-Length', '0');
   request.res.end();

@@ -1,7 +1,7 @@
 import type { StoredBucket } from '../rows.ts';
 import { CHECKSUM_ALGORITHMS, isChecksumAlgorithm } from '../checksums.ts';
 import { hashing } from '../hashing.ts';
-import { assertAclsTaken } from './acl.ts';
+import { aclOfHeaders, assertAclsTaken } from './acl.ts';
 import { assertCompletionKey, copySourceKey, encryptionHeaders, partWrapping, writeEncryption } from './encryption.ts';
 import { S3Error, invalidArgument } from './errors.ts';
 import { assertEarlyWriteCondition, attributesOf, copySourceVersion, taggingOf, writeConditionOf } from './object-handlers.ts';
@@ -24,7 +24,7 @@ const createUpload: S3Handler = async (request) => {
   const uploadId = await request.store.multipart.createUpload(
     bucket.id,
     request.key,
-    { ...attributesOf(request), tags: taggingOf(request) },
+    { ...attributesOf(request), tags: taggingOf(request), acl: aclOfHeaders(request, bucket.org_id) },
     algorithm,
     { encryption: sealing?.record, lock },
   );

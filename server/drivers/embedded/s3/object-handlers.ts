@@ -4,7 +4,7 @@ import { isChecksumAlgorithm, runningChecksum } from '../checksums.ts';
 import { assertWriteCondition, etagListMatches, type DeleteCondition, type WriteCondition } from '../conditions.ts';
 import { hashing, type NativeDigest } from '../hashing.ts';
 import type { StoredBucket, StoredVersion, Tag } from '../rows.ts';
-import { assertAclsTaken, assertOwnerOnlyAcl, sendOwnerOnlyAcl } from './acl.ts';
+import { aclOfHeaders, aclOfRequest, assertAclsTaken, assertNotBlocked, sendAcl } from './acl.ts';
 import { copySourceKey, encryptionHeaders, readKey, writeEncryption } from './encryption.ts';
 import { S3Error, assertStorable, invalidArgument, noSuchKey, notImplemented } from './errors.ts';
 import { expirationHeader } from './lifecycle.ts';
@@ -357,7 +357,8 @@ const putObject: S3Handler = async (request) => {
   if (header(request, 'x-amz-copy-source') !== undefined) return copyObject(request);
   const bucket = await request.access.bucket(request.caller, request.bucketName);
   assertAclsTaken(request, bucket);
-  const attributes = attributesOf(request);
+  const attributes = { ...attributesOf(request), acl: aclOfHeaders(request, bucket.org_id) };
+  assertNotBlocked(attributes.acl, bucket);
   const tags = taggingOf(request);
   const sealing = writeEncryption(request, bucket);
   const lock = writeLock(request.req.headers, bucket);
@@ -483,6 +484,8 @@ async function copyObject(request: S3Request): Promise<void> {
   const attributes = {
     ...(directive === 'REPLACE' ? attributesOf(request) : { contentType: sourceVersion.content_type, headers: sourceVersion.headers }),
     tags: taggingDirective === 'REPLACE' ? taggingOf(request) : sourceVersion.tags,
+    // A copy is a new object: its ACL is what the request asks for, not the source's.
+    acl: aclOfHeaders(request, bucket.org_id),
   };
   // The copy is hashed again as it is written (ETag and the source's checksums, one pass each).
   const algorithms = Object.keys(sourceVersion.checksums).filter(isChecksumAlgorithm);
@@ -599,13 +602,15 @@ const deleteObjectTagging = setObjectTagging(async () => [], 204);
 
 const getObjectAcl: S3Handler = async (request) => {
   const { bucket, version } = await servedVersion(request);
-  sendOwnerOnlyAcl(request, bucket, versionIdHeader(bucket, version));
+  sendAcl(request, bucket, version.acl, versionIdHeader(bucket, version));
 };
 
 const putObjectAcl: S3Handler = async (request) => {
   const { bucket, version } = await servedVersion(request);
   assertAclsTaken(request, bucket, true);
-  await assertOwnerOnlyAcl(request);
+  const acl = await aclOfRequest(request, bucket.org_id);
+  assertNotBlocked(acl, bucket);
+  await request.store.objects.setAcl(bucket.id, request.key, version.version_id, acl);
   request.res.statusCode = 200;
   setHeaders(request.res, versionIdHeader(bucket, version));
   request.res.setHeader('Content-Length', '0');

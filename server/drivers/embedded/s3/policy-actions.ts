@@ -128,6 +128,7 @@ export function useOf(request: S3Request, action: string, key: string | undefine
   return {
     action,
     key,
+    versionId,
     principal: { orgId: request.caller.orgId, accessKeyId: request.signed.accessKeyId },
     value: async (name: string, bucket: StoredBucket) => {
       if (name.startsWith('s3:x-amz-')) return header(request, name.slice(3));
