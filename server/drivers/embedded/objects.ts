@@ -208,12 +208,21 @@ export function objectOperations(context: StoreContext) {
       return rows.map(bucketOf);
     },
 
-    /** Other organizations' served buckets of that name (one may share itself, by its policy or ACLs, with the caller's). */
-    async bucketsNamedElsewhere(orgId: string, name: string): Promise<StoredBucket[]> {
-      const { rows } = await pool.query<StoredBucket>('SELECT * FROM store_buckets WHERE name = $1 AND org_id <> $2 AND NOT suspended', [
-        name,
-        orgId,
-      ]);
+    /**
+     * Other organizations' served buckets of that name that may share themselves with the caller's:
+     * those with a policy or ACL grants, or whose `key` has ACL grants (at most 20: a request is
+     * served only when exactly one of them allows it). One query, by the buckets' name index and
+     * the versions' key index, however many organizations hold the name.
+     */
+    async bucketsSharedElsewhere(orgId: string, name: string, key: string | undefined): Promise<StoredBucket[]> {
+      const { rows } = await pool.query<StoredBucket>(
+        `SELECT b.* FROM store_buckets b
+         WHERE b.name = $1 AND b.org_id <> $2 AND NOT b.suspended
+           AND (b.policy IS NOT NULL OR b.acl IS NOT NULL
+                OR ($3::text IS NOT NULL AND EXISTS (SELECT 1 FROM store_versions v WHERE v.bucket_id = b.id AND v.key COLLATE "C" = $3 AND v.acl IS NOT NULL)))
+         ORDER BY b.id LIMIT 20`,
+        [name, orgId, key ?? null],
+      );
       return rows.map(bucketOf);
     },
 

@@ -14,6 +14,5 @@ ALTER TABLE store_buckets
 ALTER TABLE store_versions ADD COLUMN acl jsonb;
 ALTER TABLE store_uploads ADD COLUMN acl jsonb;
 
--- A key of another organization reaching a bucket by its name looks among every organization's
--- buckets of that name (bucket names are per organization) for one that shares itself with it.
-CREATE INDEX store_buckets_by_name ON store_buckets (name);
+-- A key of another organization reaching a bucket by its name finds the buckets of that name by
+-- 0980's store_buckets_name index (bucket names are per organization).

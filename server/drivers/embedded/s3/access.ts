@@ -92,7 +92,7 @@ export function createAccess(platform: S3Platform, store: EmbeddedObjectStore, k
       const objectAcl = async (candidate: StoredBucket) =>
         use.key === undefined ? null : ((await store.objects.version(candidate.id, use.key, use.versionId))?.acl ?? null);
       const shared: Array<{ bucket: StoredBucket; objectGrants: AclGrant[] | null }> = [];
-      for (const candidate of await store.objects.bucketsNamedElsewhere(caller.orgId, name)) {
+      for (const candidate of await store.objects.bucketsSharedElsewhere(caller.orgId, name, use.key)) {
         const objectGrants = await objectAcl(candidate);
         const sharing =
           (candidate.policy !== null && sharesWith(storedPolicy(candidate.policy, name), use.principal)) ||
