@@ -429,6 +429,11 @@ export function objectOperations(context: StoreContext) {
       return target.version_id;
     },
 
+    /** Keeps the LocationConstraint a bucket was created naming (GetBucketLocation answers it). */
+    async setBucketLocation(bucketId: string, location: string): Promise<void> {
+      await pool.query('UPDATE store_buckets SET location = $2 WHERE id = $1', [bucketId, location]);
+    },
+
     /** Replaces a bucket's ACL grants. */
     async setBucketAcl(bucketId: string, acl: AclGrant[]): Promise<void> {
       await pool.query('UPDATE store_buckets SET acl = $2 WHERE id = $1', [bucketId, acl.length > 0 ? JSON.stringify(acl) : null]);

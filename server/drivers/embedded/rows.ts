@@ -54,6 +54,8 @@ export interface StoredBucket {
   public_access_block: PublicAccessBlock | null;
   /** ACL grants besides the owner's; null when the owner alone has access. */
   acl: AclGrant[] | null;
+  /** The LocationConstraint the bucket was created naming; null when none was named. */
+  location: string | null;
 }
 
 /** An ACL grant to someone other than the owner: an organization (`org:<id>`) or every organization's keys (`group:authenticated`). */

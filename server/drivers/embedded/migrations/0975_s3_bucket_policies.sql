@@ -8,7 +8,9 @@ ALTER TABLE store_buckets
   -- {"blockPublicAcls", "ignorePublicAcls", "blockPublicPolicy", "restrictPublicBuckets"}; null: none set.
   ADD COLUMN public_access_block jsonb,
   -- ACL grants besides the owner's FULL_CONTROL: [{"grantee": "org:<id>" | "group:authenticated", "permission"}]; null: owner only.
-  ADD COLUMN acl jsonb;
+  ADD COLUMN acl jsonb,
+  -- The LocationConstraint S3's CreateBucket named (always this endpoint's region); null: none named.
+  ADD COLUMN location text;
 
 -- A version's ACL grants, and those an unfinished multipart upload will give its version (as the bucket's).
 ALTER TABLE store_versions ADD COLUMN acl jsonb;

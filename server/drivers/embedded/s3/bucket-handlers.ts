@@ -14,7 +14,7 @@ import { bypassesGovernance, objectLockRoutes } from './object-lock.ts';
 import type { PlatformBucket, S3Actor } from './platform-port.ts';
 import { checkedSmallBody, headerOf, sendXml, type S3Handler, type S3Request } from './request.ts';
 import { MAX_BUCKET_TAGS, tagSetElement, tagsOfDocument } from './tagging.ts';
-import { S3_NAMESPACE, blocks, document, element, malformedXml, text, type XmlNode } from './xml.ts';
+import { S3_NAMESPACE, blocks, document, element, escapeXml, malformedXml, text, type XmlNode } from './xml.ts';
 
 /** The last code point: a marker past every key that starts with a given prefix. */
 const PAST_PREFIX = '\u{10FFFF}';
@@ -60,15 +60,13 @@ const headBucket: S3Handler = async (request) => {
 };
 
 const getBucketLocation: S3Handler = async (request) => {
-  await request.access.bucket(request.caller, request.bucketName);
-  // S3 reports us-east-1 as an empty constraint.
+  const bucket = await request.access.bucket(request.caller, request.bucketName);
+  // S3 reports us-east-1 as an empty constraint, unless the bucket was created naming it (as RGW answers).
+  const location = bucket.location ?? (request.region === 'us-east-1' ? '' : request.region);
   sendXml(
     request.res,
     200,
-    document('LocationConstraint', {}).replace(
-      '</LocationConstraint>',
-      `${request.region === 'us-east-1' ? '' : request.region}</LocationConstraint>`,
-    ),
+    document('LocationConstraint', {}).replace('</LocationConstraint>', `${escapeXml(location)}</LocationConstraint>`),
   );
 };
 
@@ -421,14 +419,15 @@ async function waitForOperation(request: S3Request, operationId: string | null, 
   );
 }
 
-/** CreateBucket's body, when it has one: its LocationConstraint must be this endpoint's region. */
-async function assertLocation(request: S3Request): Promise<void> {
+/** CreateBucket's body, when it has one: its LocationConstraint must be this endpoint's region; the one it names, if any. */
+async function assertLocation(request: S3Request): Promise<string | undefined> {
   const body = (await checkedSmallBody(request)).trim();
-  if (body === '') return;
+  if (body === '') return undefined;
   const configuration = blocks(body, 'CreateBucketConfiguration')[0];
   if (configuration === undefined) throw malformedXml();
   const location = text(configuration, 'LocationConstraint');
-  if (location === undefined || location === '' || location === request.region) return;
+  if (location === undefined || location === '') return undefined;
+  if (location === request.region) return location;
   throw new S3Error(
     'InvalidLocationConstraint',
     400,
@@ -482,7 +481,7 @@ const createBucket: S3Handler = async (request) => {
     throw invalidArgument('Invalid x-amz-object-ownership header', 'x-amz-object-ownership', ownership);
   // Its ACL is checked before anything is made.
   const acl = aclOfHeaders(request, request.caller.orgId);
-  await assertLocation(request);
+  const location = await assertLocation(request);
   const name = request.bucketName;
   const existing = await request.access.platform.bucketNamed(request.caller.orgId, name);
   if (existing) {
@@ -513,6 +512,7 @@ const createBucket: S3Handler = async (request) => {
       );
     if (ownership !== undefined) await request.store.objects.setBucketOwnership(change.bucket.id, ownership);
     if (acl !== undefined && acl.length > 0) await request.store.objects.setBucketAcl(change.bucket.id, acl);
+    if (location !== undefined) await request.store.objects.setBucketLocation(change.bucket.id, location);
   }
   request.res.statusCode = 200;
   request.res.setHeader('Location', `/${name}`);
