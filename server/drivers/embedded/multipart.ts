@@ -71,7 +71,7 @@ export function multipartOperations(context: StoreContext) {
           JSON.stringify(attributes.tags ?? []),
           options.encryption ? JSON.stringify(options.encryption) : null,
           lock ? JSON.stringify(lock) : null,
-          attributes.acl && attributes.acl.length > 0 ? JSON.stringify(attributes.acl) : null,
+          attributes.acl ? JSON.stringify(attributes.acl) : null,
         ],
       );
       return uploadId;

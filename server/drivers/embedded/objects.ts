@@ -26,7 +26,7 @@ export interface VersionAttributes {
   headers: Record<string, string>;
   /** The object's tags (x-amz-tagging), in key order. */
   tags?: Tag[];
-  /** ACL grants besides the owner's (x-amz-acl, x-amz-grant-*). */
+  /** The ACL the write gives (x-amz-acl, x-amz-grant-*); none: the owner's FULL_CONTROL. */
   acl?: AclGrant[] | null;
 }
 
@@ -145,7 +145,7 @@ export async function commitVersion(
       version.lock?.retention?.mode ?? null,
       version.lock?.retention?.until ?? null,
       version.lock?.legalHold ?? false,
-      version.attributes.acl && version.attributes.acl.length > 0 ? JSON.stringify(version.attributes.acl) : null,
+      version.attributes.acl ? JSON.stringify(version.attributes.acl) : null,
     ],
   );
   return { version: versionOf(rows[0]!), freed };
@@ -424,7 +424,7 @@ export function objectOperations(context: StoreContext) {
         bucketId,
         key,
         target.version_id,
-        acl.length > 0 ? JSON.stringify(acl) : null,
+        JSON.stringify(acl),
       ]);
       return target.version_id;
     },
@@ -436,7 +436,7 @@ export function objectOperations(context: StoreContext) {
 
     /** Replaces a bucket's ACL grants. */
     async setBucketAcl(bucketId: string, acl: AclGrant[]): Promise<void> {
-      await pool.query('UPDATE store_buckets SET acl = $2 WHERE id = $1', [bucketId, acl.length > 0 ? JSON.stringify(acl) : null]);
+      await pool.query('UPDATE store_buckets SET acl = $2 WHERE id = $1', [bucketId, JSON.stringify(acl)]);
     },
 
     /** Sets a bucket's ObjectOwnership (null: removes it). */

@@ -52,13 +52,13 @@ export interface StoredBucket {
   /** The bucket policy as given (PutBucketPolicy); null when it has none. */
   policy: string | null;
   public_access_block: PublicAccessBlock | null;
-  /** ACL grants besides the owner's; null when the owner alone has access. */
+  /** The ACL as given (the owner's own grants included); null: the owner's FULL_CONTROL alone, as every resource starts. */
   acl: AclGrant[] | null;
   /** The LocationConstraint the bucket was created naming; null when none was named. */
   location: string | null;
 }
 
-/** An ACL grant to someone other than the owner: an organization (`org:<id>`) or every organization's keys (`group:authenticated`). */
+/** An ACL grant: to an organization (`org:<id>`, the owner's included) or to every organization's keys (`group:authenticated`). */
 export interface AclGrant {
   grantee: string;
   permission: 'READ' | 'WRITE' | 'READ_ACP' | 'WRITE_ACP' | 'FULL_CONTROL';
@@ -93,7 +93,7 @@ export interface StoredVersion {
   lock_mode: Retention['mode'] | null;
   lock_until: Date | null;
   legal_hold: boolean;
-  /** ACL grants besides the owner's; null when the owner alone has access. */
+  /** The ACL as given (the owner's own grants included); null: the owner's FULL_CONTROL alone, as every resource starts. */
   acl?: AclGrant[] | null;
 }
 

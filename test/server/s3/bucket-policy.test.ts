@@ -9,6 +9,7 @@ import {
   DeleteBucketPolicyCommand,
   DeleteObjectsCommand,
   DeletePublicAccessBlockCommand,
+  GetBucketAclCommand,
   GetBucketPolicyCommand,
   GetBucketPolicyStatusCommand,
   GetObjectAclCommand,
@@ -316,12 +317,21 @@ describe('ACL grants to other organizations', () => {
     expect(await s3ErrorOf(other.send(new GetObjectCommand({ Bucket: 'one-shared-object', Key: 'shared' })))).toMatchObject({
       status: 404,
     });
-    await granter.send(new PutObjectAclCommand({ Bucket: 'one-shared-object', Key: 'shared', GrantRead: `id="${otherOrg.orgId}"` }));
+    // Grant headers are the whole ACL, as S3 takes them: the owner names itself too.
+    await granter.send(
+      new PutObjectAclCommand({
+        Bucket: 'one-shared-object',
+        Key: 'shared',
+        GrantRead: `id="${otherOrg.orgId}"`,
+        GrantFullControl: `id="${granterOrg.orgId}"`,
+      }),
+    );
     expect(await body(other, 'one-shared-object', 'shared')).toBe('shared');
     const acl = await granter.send(new GetObjectAclCommand({ Bucket: 'one-shared-object', Key: 'shared' }));
+    // Other grantees first, then the owner's own grants, as RGW lists them.
     expect(acl.Grants?.map((grant) => [grant.Grantee?.ID, grant.Permission])).toEqual([
-      [granterOrg.orgId, 'FULL_CONTROL'],
       [otherOrg.orgId, 'READ'],
+      [granterOrg.orgId, 'FULL_CONTROL'],
     ]);
     expect(await s3ErrorOf(other.send(new GetObjectCommand({ Bucket: 'one-shared-object', Key: 'kept' })))).toMatchObject({ status: 404 });
     // The object's ACL names that organization: overwriting it is AccessDenied (READ gives no WRITE).
@@ -355,6 +365,16 @@ describe('ACL grants to other organizations', () => {
       code: 'AccessDenied',
       status: 403,
     });
+  });
+
+  test('an ACL is kept as given, even one without the owner; the owner keeps control of its bucket all the same', async () => {
+    await granter.send(new CreateBucketCommand({ Bucket: 'bare-acl' }));
+    const owner = (await granter.send(new GetBucketAclCommand({ Bucket: 'bare-acl' }))).Owner;
+    await granter.send(new PutBucketAclCommand({ Bucket: 'bare-acl', AccessControlPolicy: { Owner: owner, Grants: [] } }));
+    expect((await granter.send(new GetBucketAclCommand({ Bucket: 'bare-acl' }))).Grants ?? []).toEqual([]);
+    await granter.send(new PutObjectCommand({ Bucket: 'bare-acl', Key: 'k', Body: 'v' }));
+    expect(await body(granter, 'bare-acl', 'k')).toBe('v');
+    expect(await s3ErrorOf(other.send(new GetObjectCommand({ Bucket: 'bare-acl', Key: 'k' })))).toMatchObject({ status: 404 });
   });
 
   test("a bucket's WRITE grant lets that organization write into it, counted as the bucket's", async () => {

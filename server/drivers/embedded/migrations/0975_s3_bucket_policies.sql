@@ -7,7 +7,7 @@ ALTER TABLE store_buckets
   ADD COLUMN policy text,
   -- {"blockPublicAcls", "ignorePublicAcls", "blockPublicPolicy", "restrictPublicBuckets"}; null: none set.
   ADD COLUMN public_access_block jsonb,
-  -- ACL grants besides the owner's FULL_CONTROL: [{"grantee": "org:<id>" | "group:authenticated", "permission"}]; null: owner only.
+  -- The ACL as given: [{"grantee": "org:<id>" | "group:authenticated", "permission"}] (the owner's own included); null: the owner's FULL_CONTROL.
   ADD COLUMN acl jsonb,
   -- The LocationConstraint S3's CreateBucket named (always this endpoint's region); null: none named.
   ADD COLUMN location text;

@@ -15,7 +15,7 @@ const XSI = 'xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"';
 
 /**
  * ACLs as this endpoint has them: every bucket and object belongs to its bucket's organization,
- * which has FULL_CONTROL; grants give other organizations (a CanonicalUser whose ID is an
+ * which keeps full control whatever its ACL says (an ACL is kept and shown as given); grants give other organizations (a CanonicalUser whose ID is an
  * organization id) or every organization's keys (the AuthenticatedUsers group) what S3's
  * permissions give (aclAllows). No request is anonymous here: grants to everyone (AllUsers,
  * `public-read`, `public-read-write`) are refused with 501 rather than stored and not honoured.
@@ -26,22 +26,32 @@ export function sendAcl(
   grants: AclGrant[] | null | undefined,
   headers: Record<string, string> = {},
 ): void {
-  const owner = `<ID>${escapeXml(bucket.org_id)}</ID><DisplayName>${OWNER_DISPLAY}</DisplayName>`;
+  const ownerId = bucket.org_id;
+  const owner = `<ID>${escapeXml(ownerId)}</ID><DisplayName>${OWNER_DISPLAY}</DisplayName>`;
   const grantee = (grant: AclGrant) =>
     grant.grantee === 'group:authenticated'
       ? `<Grantee ${XSI} xsi:type="Group"><URI>${AUTHENTICATED_USERS}</URI></Grantee>`
       : `<Grantee ${XSI} xsi:type="CanonicalUser"><ID>${escapeXml(grant.grantee.slice(4))}</ID><DisplayName>${OWNER_DISPLAY}</DisplayName></Grantee>`;
-  const others = (grants ?? []).map((grant) => `<Grant>${grantee(grant)}<Permission>${grant.permission}</Permission></Grant>`).join('');
+  // As given, the owner's own grants last (RGW lists other grantees first); none given: the owner's FULL_CONTROL.
+  const given = grants ?? ownerOnly(ownerId);
+  const ordered = [
+    ...given.filter((grant) => grant.grantee !== `org:${ownerId}`),
+    ...given.filter((grant) => grant.grantee === `org:${ownerId}`),
+  ];
+  const list = ordered.map((grant) => `<Grant>${grantee(grant)}<Permission>${grant.permission}</Permission></Grant>`).join('');
   sendXml(
     request.res,
     200,
     `<?xml version="1.0" encoding="UTF-8"?>\n<AccessControlPolicy xmlns="${S3_NAMESPACE}"><Owner>${owner}</Owner><AccessControlList>` +
-      `<Grant><Grantee ${XSI} xsi:type="CanonicalUser">${owner}</Grantee><Permission>FULL_CONTROL</Permission></Grant>${others}` +
-      `</AccessControlList></AccessControlPolicy>`,
+      `${list}</AccessControlList></AccessControlPolicy>`,
     headers,
   );
 }
 
+/** The ACL every bucket and object has until one is given: its owner's FULL_CONTROL. */
+const ownerOnly = (ownerId: string): AclGrant[] => [{ grantee: `org:${ownerId}`, permission: 'FULL_CONTROL' }];
+
+/** The grants of each canned ACL besides the owner's FULL_CONTROL; 'public' for those that grant everyone. */
 const CANNED: Record<string, AclGrant[] | 'public'> = {
   private: [],
   'bucket-owner-read': [],
@@ -55,8 +65,8 @@ const CANNED: Record<string, AclGrant[] | 'public'> = {
 
 const publicRefused = () => notImplemented('Public access (a grant to AllUsers)');
 
-/** One grantee of an ACL, checked: an organization, or every organization's keys; the owner itself needs no grant. */
-function granteeOf(kind: 'id' | 'uri' | 'emailAddress', value: string, ownerId: string): string | undefined {
+/** One grantee of an ACL, checked: an organization (the owner's included), or every organization's keys. */
+function granteeOf(kind: 'id' | 'uri' | 'emailAddress', value: string): string {
   if (kind === 'emailAddress')
     throw new S3Error('UnresolvableGrantByEmailAddress', 400, 'The e-mail address you provided does not match any account on record.');
   if (kind === 'uri') {
@@ -67,7 +77,7 @@ function granteeOf(kind: 'id' | 'uri' | 'emailAddress', value: string, ownerId: 
   // An owner's id is an organization's uuid (saying so tells nothing of who exists).
   if (!UUID.test(value))
     throw new S3Error('InvalidArgument', 400, 'Invalid id', { ArgumentName: 'CanonicalUser/ID', ArgumentValue: value });
-  return value.toLowerCase() === ownerId ? undefined : `org:${value.toLowerCase()}`;
+  return `org:${value.toLowerCase()}`;
 }
 
 const GRANT_HEADERS: Array<[string, AclGrant['permission']]> = [
@@ -79,8 +89,9 @@ const GRANT_HEADERS: Array<[string, AclGrant['permission']]> = [
 ];
 
 /**
- * The ACL a write asks for with its headers (a canned `x-amz-acl`, or `x-amz-grant-*`), checked;
- * undefined when it asks for none. `ownerId`: the bucket's organization.
+ * The ACL a write asks for with its headers (a canned `x-amz-acl`, or `x-amz-grant-*`, which are
+ * then the whole ACL, as S3 takes them), checked; undefined when it asks for none. `ownerId`: the
+ * bucket's organization.
  */
 export function aclOfHeaders(request: S3Request, ownerId: string): AclGrant[] | undefined {
   const canned = headerOf(request, 'x-amz-acl')?.trim();
@@ -92,7 +103,7 @@ export function aclOfHeaders(request: S3Request, ownerId: string): AclGrant[] | 
     if (grants === undefined)
       throw new S3Error('InvalidArgument', 400, `${canned} is not a canned ACL`, { ArgumentName: 'x-amz-acl', ArgumentValue: canned });
     if (grants === 'public') throw publicRefused();
-    return grants;
+    return [...grants, ...ownerOnly(ownerId)];
   }
   if (granted.length === 0) return undefined;
   const grants: AclGrant[] = [];
@@ -101,8 +112,7 @@ export function aclOfHeaders(request: S3Request, ownerId: string): AclGrant[] | 
       const match = /^\s*(id|uri|emailAddress)\s*=\s*"?([^"]*)"?\s*$/i.exec(entry);
       if (!match) throw new S3Error('InvalidArgument', 400, `Invalid ${name} value`, { ArgumentName: name, ArgumentValue: entry.trim() });
       const kind = (match[1]!.toLowerCase() === 'emailaddress' ? 'emailAddress' : match[1]!.toLowerCase()) as 'id' | 'uri' | 'emailAddress';
-      const grantee = granteeOf(kind, match[2]!, ownerId);
-      if (grantee !== undefined) grants.push({ grantee, permission });
+      grants.push({ grantee: granteeOf(kind, match[2]!), permission });
     }
   }
   return grants;
@@ -110,7 +120,7 @@ export function aclOfHeaders(request: S3Request, ownerId: string): AclGrant[] | 
 
 /**
  * Reads a PutBucketAcl/PutObjectAcl request: a canned ACL or grant headers with no body, or an
- * AccessControlPolicy document. The grants it gives besides the owner's FULL_CONTROL.
+ * AccessControlPolicy document. Its grants, kept as given (the owner's own included).
  */
 export async function aclOfRequest(request: S3Request, ownerId: string): Promise<AclGrant[]> {
   const fromHeaders = aclOfHeaders(request, ownerId);
@@ -141,16 +151,15 @@ export async function aclOfRequest(request: S3Request, ownerId: string): Promise
     const email = text(granteeBlock, 'EmailAddress');
     const grantee =
       email !== undefined
-        ? granteeOf('emailAddress', email, ownerId)
+        ? granteeOf('emailAddress', email)
         : uri !== undefined
-          ? granteeOf('uri', uri, ownerId)
+          ? granteeOf('uri', uri)
           : id !== undefined
-            ? granteeOf('id', id, ownerId)
+            ? granteeOf('id', id)
             : (() => {
                 throw malformedXml();
               })();
-    if (grantee !== undefined && !grants.some((kept) => kept.grantee === grantee && kept.permission === permission))
-      grants.push({ grantee, permission });
+    if (!grants.some((kept) => kept.grantee === grantee && kept.permission === permission)) grants.push({ grantee, permission });
   }
   return grants;
 }
