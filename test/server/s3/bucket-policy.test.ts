@@ -120,6 +120,38 @@ describe('Deny for the bucket own organization', () => {
     await owner.send(new PutObjectCommand({ Bucket: 'sealed-only', Key: 'plain', Body: 'x' }));
   });
 
+  test("a policy's Deny comes before the refusal of what is not offered, as in S3", async () => {
+    await owner.send(new CreateBucketCommand({ Bucket: 'no-public-acls' }));
+    await owner.send(
+      new PutBucketPolicyCommand({
+        Bucket: 'no-public-acls',
+        Policy: policy([
+          {
+            Effect: 'Deny',
+            Principal: '*',
+            Action: 's3:PutObject',
+            Resource: 'arn:aws:s3:::no-public-acls/*',
+            Condition: { StringLike: { 's3:x-amz-acl': 'public*' } },
+          },
+        ]),
+      }),
+    );
+    expect(
+      await s3ErrorOf(owner.send(new PutObjectCommand({ Bucket: 'no-public-acls', Key: 'k', Body: 'x', ACL: 'public-read' }))),
+    ).toEqual({
+      code: 'AccessDenied',
+      status: 403,
+    });
+    await owner.send(new DeleteBucketPolicyCommand({ Bucket: 'no-public-acls' }));
+    expect(
+      await s3ErrorOf(owner.send(new PutObjectCommand({ Bucket: 'no-public-acls', Key: 'k', Body: 'x', ACL: 'public-read' }))),
+    ).toEqual({
+      code: 'NotImplemented',
+      status: 501,
+    });
+    await owner.send(new PutObjectCommand({ Bucket: 'no-public-acls', Key: 'k', Body: 'x', ACL: 'private' }));
+  });
+
   test('DeleteObjects is judged key by key', async () => {
     await owner.send(new CreateBucketCommand({ Bucket: 'keep-logs' }));
     for (const Key of ['logs/a', 'tmp/b']) await owner.send(new PutObjectCommand({ Bucket: 'keep-logs', Key, Body: Key }));

@@ -97,8 +97,8 @@ export function refuseUnofferedGuarantees(request: S3Request): void {
   const acl = header(request, 'x-amz-acl')?.trim();
   if (acl !== undefined && !CANNED_ACLS.has(acl))
     throw new S3Error('InvalidArgument', 400, `${acl} is not a canned ACL`, { ArgumentName: 'x-amz-acl', ArgumentValue: acl });
-  // Grants to everyone: no request is anonymous here (acl.ts takes the others where a write gives an ACL).
-  if (acl !== undefined && PUBLIC_ACLS.has(acl)) throw notImplemented(`The canned ACL ${acl}`);
+  // A canned ACL S3 has is taken (or refused: those granting everyone) where a write gives an ACL
+  // (acl.ts), once the bucket's policy has judged the request: a policy's Deny comes first, as in S3.
   if (header(request, 'x-amz-website-redirect-location') !== undefined) throw notImplemented('Website redirects');
   const storageClass = header(request, 'x-amz-storage-class');
   if (storageClass !== undefined && storageClass.trim() !== 'STANDARD')
