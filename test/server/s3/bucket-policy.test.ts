@@ -376,6 +376,7 @@ describe('ACL grants to other organizations', () => {
   test('authenticated-read on a bucket lets every organization list it, not write it; IgnorePublicAcls takes that back', async () => {
     await granter.send(new CreateBucketCommand({ Bucket: 'listed-to-all', ACL: 'authenticated-read' }));
     await granter.send(new PutObjectCommand({ Bucket: 'listed-to-all', Key: 'k', Body: 'v' }));
+    expect((await granter.send(new GetBucketPolicyStatusCommand({ Bucket: 'listed-to-all' }))).PolicyStatus?.IsPublic).toBe(true);
     expect((await other.send(new ListObjectsV2Command({ Bucket: 'listed-to-all' }))).Contents?.map((entry) => entry.Key)).toEqual(['k']);
     expect(await s3ErrorOf(other.send(new PutObjectCommand({ Bucket: 'listed-to-all', Key: 'x', Body: 'x' })))).toEqual({
       code: 'AccessDenied',

@@ -1,3 +1,4 @@
+import { effectiveGrants } from './acl.ts';
 import { S3Error } from './errors.ts';
 import { checkedBody } from './config-body.ts';
 import { isPublicPolicy, parsePolicy, storedPolicy } from './policy.ts';
@@ -39,10 +40,15 @@ const deleteBucketPolicy: S3Handler = async (request) => {
   request.res.end();
 };
 
-/** GetBucketPolicyStatus: whether the policy shares the bucket with every organization (S3's IsPublic). */
+/**
+ * GetBucketPolicyStatus: whether the bucket is shared with every organization (S3's IsPublic), by
+ * its policy or, as RGW counts it, by an AuthenticatedUsers grant of its ACL.
+ */
 const getBucketPolicyStatus: S3Handler = async (request) => {
   const bucket = await request.access.bucket(request.caller, request.bucketName);
-  const isPublic = bucket.policy !== null && isPublicPolicy(storedPolicy(bucket.policy, bucket.name));
+  const isPublic =
+    (bucket.policy !== null && isPublicPolicy(storedPolicy(bucket.policy, bucket.name))) ||
+    effectiveGrants(bucket.acl, bucket).some((grant) => grant.grantee === 'group:authenticated');
   sendXml(request.res, 200, document('PolicyStatus', { IsPublic: isPublic }));
 };
 
