@@ -1,11 +1,10 @@
 import type { CacheSection } from '../../../db/announced-cache.ts';
 import type { AclGrant, StoredBucket } from '../rows.ts';
-import { aclAllows, aclSharesWith, effectiveGrants } from './acl.ts';
+import { aclAllows, aclSharesWith, effectiveGrants } from './acl-grants.ts';
 import type { EmbeddedObjectStore } from '../store.ts';
 import { S3Error, accessDenied, noSuchBucket } from './errors.ts';
 import type { S3Platform } from './platform-port.ts';
-import { evaluatePolicy, sharesWith, storedPolicy, type PolicyPrincipal } from './policy.ts';
-import { grantableToOthers } from './policy-actions.ts';
+import { evaluatePolicy, grantableToOthers, sharesWith, storedPolicy, type PolicyPrincipal } from './policy.ts';
 
 /** The caller of an S3 request, once its key is known and accepted. */
 export interface Caller {

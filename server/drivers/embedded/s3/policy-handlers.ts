@@ -1,4 +1,4 @@
-import { effectiveGrants } from './acl.ts';
+import { effectiveGrants } from './acl-grants.ts';
 import { S3Error } from './errors.ts';
 import { checkedBody } from './config-body.ts';
 import { isPublicPolicy, parsePolicy, storedPolicy } from './policy.ts';

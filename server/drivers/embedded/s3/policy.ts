@@ -323,3 +323,36 @@ export function storedPolicy(text: string, bucketName: string): BucketPolicy {
   }
   return policy;
 }
+
+/**
+ * The actions a policy may give another organization's keys: what is done to objects and what
+ * lists them. A bucket's configuration (its ACL, policy, lifecycle, versioning, lock…), its
+ * creation and deletion, and the changes of an object's ACL, retention and legal hold stay its
+ * own organization's, whatever a policy says.
+ */
+const GRANTABLE = new Set(
+  [
+    's3:ListBucket',
+    's3:ListBucketVersions',
+    's3:ListBucketMultipartUploads',
+    's3:ListMultipartUploadParts',
+    's3:AbortMultipartUpload',
+    's3:GetObject',
+    's3:GetObjectVersion',
+    's3:GetObjectAcl',
+    's3:GetObjectVersionAcl',
+    's3:GetObjectTagging',
+    's3:GetObjectVersionTagging',
+    's3:GetObjectAttributes',
+    's3:GetObjectVersionAttributes',
+    's3:PutObject',
+    's3:PutObjectTagging',
+    's3:PutObjectVersionTagging',
+    's3:DeleteObject',
+    's3:DeleteObjectVersion',
+    's3:DeleteObjectTagging',
+    's3:DeleteObjectVersionTagging',
+  ].map((action) => action.toLowerCase()),
+);
+
+export const grantableToOthers = (action: string): boolean => GRANTABLE.has(action.toLowerCase());

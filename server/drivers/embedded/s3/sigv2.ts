@@ -1,7 +1,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import { S3Error, accessDenied } from './errors.ts';
-import type { RequestParts, SignedRequest } from './sigv4.ts';
+import type { RequestParts, SignedRequest } from './signed-request.ts';
 
 /**
  * AWS Signature Version 2, as S3 (and Ceph's gateway) still take it from older tools: an

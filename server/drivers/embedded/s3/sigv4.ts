@@ -2,6 +2,7 @@ import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import { S3Error, accessDenied } from './errors.ts';
 import { parseSignatureV2, verifySignatureV2 } from './sigv2.ts';
+import type { RequestParts, SignedRequest } from './signed-request.ts';
 
 /**
  * AWS Signature Version 4 as S3 checks it, in the Authorization header or in a presigned URL's
@@ -15,30 +16,7 @@ const MAX_SKEW_MS = 15 * 60_000;
 /** S3's longest presigned URL: 7 days. */
 const MAX_PRESIGN_SECONDS = 7 * 24 * 3600;
 
-export interface SignedRequest {
-  accessKeyId: string;
-  /** yyyymmdd of the credential scope. */
-  date: string;
-  region: string;
-  /** x-amz-date (yyyymmddThhmmssZ). */
-  amzDate: string;
-  signedHeaders: string[];
-  signature: string;
-  /** The payload hash the canonical request carries (hex, UNSIGNED-PAYLOAD, STREAMING-…). */
-  payloadHash: string;
-  presigned: boolean;
-  /** Signature Version 2 (sigv2.ts): no scope, no signed payload, no chunk signatures. */
-  version?: 2;
-}
-
-export interface RequestParts {
-  method: string;
-  /** The path as sent (still percent-encoded), without the query. */
-  rawPath: string;
-  /** The query as sent, without '?'. */
-  rawQuery: string;
-  headers: IncomingHttpHeaders;
-}
+export type { RequestParts, SignedRequest } from './signed-request.ts';
 
 const missing = (what: string) => new S3Error('AuthorizationHeaderMalformed', 400, `The authorization header is malformed; ${what}`);
 
