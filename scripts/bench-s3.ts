@@ -16,7 +16,8 @@ import { Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { crc32 } from 'node:zlib';
 import { createPlatformClient } from '../client/index.ts';
-import { ratio, record, section } from './bench/report.ts';
+import { load } from './bench/load.ts';
+import { ms, perSecond, ratio, record, section } from './bench/report.ts';
 import { cephInstalled, startSingleNodeCeph, type SingleNodeCeph } from './ceph/single-node.ts';
 import type { BootstrapCredentials } from '../server/bootstrap.ts';
 import { readBootstrap } from './lib/bootstrap-file.ts';
@@ -159,6 +160,8 @@ interface Target {
   s3: S3Client;
   /** A ceiling rather than a store: printed against the copy, with no goal of its own. */
   ceiling?: boolean;
+  /** The platform API of the server (none for a ceiling). */
+  api?: { baseUrl: string; orgId: string; apiKey: string };
 }
 
 /**
@@ -199,7 +202,7 @@ async function startTarget(
     credentials: { accessKeyId: items[0]!.objectstore_access_key_id!, secretAccessKey: issued.secret_access_key! },
     ...store.sdk,
   });
-  return { label, server, dataDir, s3 };
+  return { label, server, dataDir, s3, api: { baseUrl: bootstrap.base_url, orgId: bootstrap.org_id, apiKey: bootstrap.api_key } };
 }
 
 async function stopTarget(target: Target): Promise<void> {
@@ -275,6 +278,85 @@ async function measureRounds(targets: Target[], sizes: Sizes, rounds: number): P
   }
 }
 
+const SMALL_OBJECT = Buffer.alloc(4096, 0x61);
+/** Clients sending at once in the small-object figures (the issue's 32). */
+const SMALL_CLIENTS = 32;
+
+/**
+ * 4 KiB PUTs from SMALL_CLIENTS clients at once until `stop` says so (or `seconds` pass): how many
+ * were stored and how many failed. The clients share the SDK's connection pool, as one
+ * application's would.
+ */
+async function smallPuts(
+  s3: S3Client,
+  seconds: number,
+  prefix: string,
+  stop = { now: false },
+): Promise<{ stored: number; failed: number }> {
+  const deadline = performance.now() + seconds * 1000;
+  const figures = { stored: 0, failed: 0 };
+  await Promise.all(
+    Array.from({ length: SMALL_CLIENTS }, async (_, client) => {
+      for (let index = 0; !stop.now && performance.now() < deadline; index++) {
+        try {
+          await s3.send(
+            new PutObjectCommand({ Bucket: 'bench', Key: `${prefix}/${client}/${index}`, Body: SMALL_OBJECT, ContentLength: 4096 }),
+          );
+          figures.stored++;
+        } catch {
+          figures.failed++;
+        }
+      }
+    }),
+  );
+  return figures;
+}
+
+/** 4 KiB PUTs at SMALL_CLIENTS clients: objects stored per second (goal: 1,000/s, ahead of RGW in the same run). */
+async function measureSmallPuts(target: Target, quick: boolean): Promise<number> {
+  const seconds = quick ? 2 : 6;
+  await smallPuts(target.s3, 1, 'warm-up');
+  const { stored, failed } = await smallPuts(target.s3, seconds, 'small');
+  record({
+    figure: `S3 PUT of 4 KiB objects, ${SMALL_CLIENTS} clients at once${target.label}`,
+    real: `${perSecond(stored / seconds)}${failed ? ` (${failed} failed)` : ''}`,
+    goal: target.ceiling ? undefined : '≥ 1,000/s, ahead of RGW',
+  });
+  return stored / seconds;
+}
+
+/**
+ * The API beside S3 traffic: the p99 of an API read (the bucket list, 8 connections) at rest, and
+ * again while a 1 GiB object streams up and SMALL_CLIENTS clients PUT 4 KiB objects. The S3
+ * endpoint runs in a thread of its own; what is left is the machine's 2 cores, shared by the
+ * server, its PostgreSQL and the clients of both loads.
+ */
+async function measureApiBesideS3(target: Target, quick: boolean): Promise<void> {
+  const { api } = target;
+  if (!api) return;
+  const request = {
+    method: 'GET' as const,
+    url: `${api.baseUrl}/v1/orgs/${api.orgId}/s3/buckets`,
+    headers: { authorization: `Bearer ${api.apiKey}` },
+  };
+  const settings = { connections: 8, seconds: quick ? 2 : 5, warmupSeconds: 1 };
+  const quiet = await load(request, settings);
+  const stop = { now: false };
+  const size = (quick ? 256 : 1024) * MiB;
+  const large = target.s3.send(new PutObjectCommand({ Bucket: 'bench', Key: 'beside-the-api', Body: zeros(size), ContentLength: size }));
+  const small = smallPuts(target.s3, 3600, 'beside-the-api', stop);
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  const busy = await load(request, settings);
+  stop.now = true;
+  await Promise.all([large, small]);
+  record({
+    figure: `API p99 (GET the bucket list, 8 connections) while ${quick ? '256 MiB' : '1 GiB'} streams up and ${SMALL_CLIENTS} clients PUT 4 KiB${target.label}`,
+    real: `${ms(busy.p99)} (at rest ${ms(quiet.p99)}; p50 ${ms(busy.p50)} / ${ms(quiet.p50)})`,
+    ratio: ratio(busy.p99 / quiet.p99),
+    goal: '≤ 2× at rest',
+  });
+}
+
 /** The server's RSS while a large object goes up and comes back down, sampled every 100 ms. */
 async function measureStreamingMemory({ server, s3, label }: Target, quick: boolean): Promise<void> {
   const pid = server.child.pid!;
@@ -332,6 +414,11 @@ export async function runS3Bench({
     );
     await measureRounds(targets, sizes, rounds);
     for (const target of targets) if (!target.ceiling) await measureStreamingMemory(target, quick);
+    section(
+      `S3 small objects and the API beside S3 (4 KiB PUTs from ${SMALL_CLIENTS} clients at once; the API read by the load generator)`,
+    );
+    for (const target of targets) if (!target.ceiling) await measureSmallPuts(target, quick);
+    for (const target of targets) if (!target.ceiling) await measureApiBesideS3(target, quick);
     while (targets.length > 0) await stopTarget(targets.pop()!);
 
     if (!process.env.CEPH_RGW_ENDPOINT && !cephInstalled()) {
@@ -351,6 +438,7 @@ export async function runS3Bench({
         `one request at a time; MiB/s, median of ${rounds} rounds, with copy rounds of its own)`,
     );
     await measureRounds(targets, sizes, rounds);
+    await measureSmallPuts(targets[0]!, quick);
   } finally {
     for (const target of targets) await stopTarget(target);
     await ceph?.stop();

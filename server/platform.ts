@@ -22,7 +22,7 @@ import { migrate } from './db/migrate.ts';
 import { createPool, type Pool } from './db/pool.ts';
 import { isDatabaseUnavailable } from './db/unavailable.ts';
 import type { Drivers } from './drivers/index.ts';
-import { createDrivers, driverMigrations, type DriverSet } from './drivers/selection.ts';
+import { createDrivers, embeddedStoreSettingsOf, driverMigrations, type DriverSet } from './drivers/selection.ts';
 import { OperationEngine } from './engine/engine.ts';
 import { answerClientErrors } from './http/client-errors.ts';
 import { bearerCredential } from './http/authentication.ts';
@@ -32,8 +32,8 @@ import { startIdleCollection } from './idle-collection.ts';
 import type { Logger } from './logging.ts';
 import { Metrics } from './metrics.ts';
 
-/** Connections the embedded object store adds to the backends' pool (S3 requests use them). */
-const EMBEDDED_STORE_CONNECTIONS = 12;
+/** Connections the embedded object store adds to the backends' pool: its driver calls and sweeps (S3 requests have the S3 thread's own). */
+const EMBEDDED_STORE_CONNECTIONS = 2;
 
 export interface Platform {
   /** Where the API listens, such as http://127.0.0.1:8080. */
@@ -164,7 +164,7 @@ export async function startPlatform(
   // The simulated backends stand for systems outside the platform: they have connections of
   // their own, so that a backend call never waits for one of the API's, and the transaction
   // guard refuses a backend call made inside a transaction.
-  // The embedded object store serves S3 requests on these connections too: a few more of them.
+  // The embedded object store's driver calls use these connections too: a few more of them.
   // None is kept while idle: a backend at rest needs no connection (each is a PostgreSQL process
   // of 15 to 25 MiB), and the first call after a quiet second opens one in a few milliseconds.
   const backendPoolSize = config.simulators.poolSize + (config.drivers.objectStore === 'embedded' ? EMBEDDED_STORE_CONNECTIONS : 0);
@@ -180,11 +180,7 @@ export async function startPlatform(
     const drivers: DriverSet = options.drivers
       ? { ...options.drivers(backendPool), embeddedStore: undefined }
       : await createDrivers(config.drivers, backendPool, {
-          simulators: config.simulators,
-          dataDir: config.dataDir,
-          secretStoreKey: config.s3.secretStoreKey,
-          incompleteUploadRetentionMs: config.s3.incompleteUploadRetentionSeconds * 1000,
-          lifecycleDayMs: config.s3.lifecycleDaySeconds * 1000,
+          ...embeddedStoreSettingsOf(config),
           rgw: config.rgw,
           listener,
           qemu: config.qemu,

@@ -5,7 +5,7 @@ import { systemClock } from '../core/clock.ts';
 import { createOrganizationClock } from '../core/test-clocks.ts';
 import { DatabaseListener } from '../db/listener.ts';
 import type { Pool } from '../db/pool.ts';
-import { createDrivers } from '../drivers/selection.ts';
+import { createDrivers, embeddedStoreSettingsOf } from '../drivers/selection.ts';
 import type { Logger } from '../logging.ts';
 import { Metrics } from '../metrics.ts';
 
@@ -16,10 +16,7 @@ import { Metrics } from '../metrics.ts';
  */
 export async function withAdminAreas<T>(pool: Pool, config: Config, log: Logger, use: (areas: ComposedAreas) => Promise<T>): Promise<T> {
   const drivers = await createDrivers(config.drivers, pool, {
-    simulators: config.simulators,
-    dataDir: config.dataDir,
-    secretStoreKey: config.s3.secretStoreKey,
-    incompleteUploadRetentionMs: config.s3.incompleteUploadRetentionSeconds * 1000,
+    ...embeddedStoreSettingsOf(config),
     rgw: config.rgw,
     qemu: config.qemu,
     log,

@@ -28,6 +28,16 @@ export interface CacheSection<V> {
   changed(tags?: readonly string[]): Promise<void>;
 }
 
+/** The entries of `cache` for one kind of value, named apart from the others' (`kind` prefixes their names). */
+export function sectionOf<V>(cache: AnnouncedCache<unknown>, kind: string): CacheSection<V> {
+  return {
+    get: (name) => cache.lookup(`${kind}:${name}`) as V | undefined,
+    ticket: () => cache.ticket(),
+    put: (ticket, name, value, tags) => cache.store(ticket, `${kind}:${name}`, value, undefined, tags),
+    changed: (tags) => cache.changed(tags),
+  };
+}
+
 interface SyncWaiter {
   /** Answers needed: the processes' LISTEN connections counted when the sync was sent (this one's included). */
   expected: number;

@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { READ_TIMEOUT_MESSAGE } from './unavailable.ts';
+import { markDatabaseError, READ_TIMEOUT_MESSAGE } from './unavailable.ts';
 
 type Done = (error: Error | undefined, result?: pg.QueryResult) => void;
 
@@ -44,6 +44,7 @@ export function queryThroughCallbacks(client: pg.Client, readTimeoutMs: number):
       if (settled) return;
       settled = true;
       clearTimeout(timer);
+      if (error) markDatabaseError(error);
       done(error, result);
     };
     const query = new pg.Query(config as pg.QueryConfig, values as unknown[], settle);

@@ -25,6 +25,22 @@ export function isDatabaseUnavailable(error: unknown, depth = 0): boolean {
   return isDatabaseUnavailable(cause, depth + 1);
 }
 
+/** Errors a query on one of the pools' connections failed with (client-queries.ts marks them). */
+const databaseErrors = new WeakSet<object>();
+
+/** Marks an error as the database's: a query failed with it (a reset of the database's connection among them). */
+export function markDatabaseError(error: unknown): void {
+  if (typeof error === 'object' && error !== null) databaseErrors.add(error);
+}
+
+/**
+ * Whether a query failed with this error. A reset (ECONNRESET) is ambiguous by its code alone: the
+ * database's connection and a client's own both reset so; only the database's is an outage.
+ */
+export function isDatabaseError(error: unknown): boolean {
+  return typeof error === 'object' && error !== null && databaseErrors.has(error);
+}
+
 /**
  * Whether PostgreSQL rolled the transaction back because it collided with a concurrent one: a
  * deadlock it broke (40P01), or a serialization failure (40001). Nothing of the transaction was

@@ -33,6 +33,47 @@ export interface DriverSet extends Drivers {
   embeddedStore: EmbeddedObjectStore | undefined;
 }
 
+/** The settings the embedded object store is opened with (see createEmbeddedObjectStore). */
+export interface EmbeddedStoreSettings {
+  simulators: Config['simulators'];
+  dataDir: string;
+  secretStoreKey: string | undefined;
+  /** Multipart uploads older than this are aborted by the embedded store's sweep. */
+  incompleteUploadRetentionMs?: number;
+  /** How long a day of S3 lifecycle rules lasts for the embedded store. */
+  lifecycleDayMs?: number;
+  /** The listener that holds the store's instance lock (see createEmbeddedObjectStore). */
+  listener?: DatabaseListener;
+}
+
+/** The embedded store's settings as the platform's configuration gives them. */
+export function embeddedStoreSettingsOf(config: Config): EmbeddedStoreSettings {
+  return {
+    simulators: config.simulators,
+    dataDir: config.dataDir,
+    secretStoreKey: config.s3.secretStoreKey,
+    incompleteUploadRetentionMs: config.s3.incompleteUploadRetentionSeconds * 1000,
+    lifecycleDayMs: config.s3.lifecycleDaySeconds * 1000,
+  };
+}
+
+/**
+ * Opens the embedded object store with these settings: the driver's instance, and the S3 endpoint's
+ * own in its thread (another instance on the same files and tables, as another process's would be).
+ */
+export function openEmbeddedStore(pool: Pool, settings: EmbeddedStoreSettings): Promise<EmbeddedObjectStore> {
+  return createEmbeddedObjectStore({
+    pool,
+    dataDir: settings.dataDir,
+    secretKey: settings.secretStoreKey,
+    incompleteUploadRetentionMs: settings.incompleteUploadRetentionMs,
+    lifecycleDayMs: settings.lifecycleDayMs,
+    faults: new FaultInjector(pool, parseFaultRules(settings.simulators.faults)),
+    latencyMs: settings.simulators.embeddedStoreLatencyMs,
+    listener: settings.listener,
+  });
+}
+
 /**
  * Builds the chosen drivers. `pool` is the backends' own connection pool (the simulators and the
  * embedded store keep their state in the database, on connections the API's requests never wait for).
@@ -40,17 +81,8 @@ export interface DriverSet extends Drivers {
 export async function createDrivers(
   choice: Config['drivers'],
   pool: Pool,
-  options: {
-    simulators: Config['simulators'];
-    dataDir: string;
-    secretStoreKey: string | undefined;
-    /** Multipart uploads older than this are aborted by the embedded store's sweep. */
-    incompleteUploadRetentionMs?: number;
-    /** How long a day of S3 lifecycle rules lasts for the embedded store. */
-    lifecycleDayMs?: number;
+  options: EmbeddedStoreSettings & {
     rgw?: Config['rgw'];
-    /** The process's listener, which holds the embedded store's instance lock (see createEmbeddedObjectStore). */
-    listener?: DatabaseListener;
     /** The QEMU driver's settings (COMPUTE_DRIVER=qemu) and the log it reports to. */
     qemu?: Config['qemu'];
     log?: Logger;
@@ -58,19 +90,7 @@ export async function createDrivers(
 ): Promise<DriverSet> {
   // Each choice is checked by loadConfig, so a new driver is one more case here, not a change of the areas.
   const simulated = createSimulatedDrivers(pool, options.simulators);
-  const embeddedStore =
-    choice.objectStore === 'embedded'
-      ? await createEmbeddedObjectStore({
-          pool,
-          dataDir: options.dataDir,
-          secretKey: options.secretStoreKey,
-          incompleteUploadRetentionMs: options.incompleteUploadRetentionMs,
-          lifecycleDayMs: options.lifecycleDayMs,
-          faults: new FaultInjector(pool, parseFaultRules(options.simulators.faults)),
-          latencyMs: options.simulators.embeddedStoreLatencyMs,
-          listener: options.listener,
-        })
-      : undefined;
+  const embeddedStore = choice.objectStore === 'embedded' ? await openEmbeddedStore(pool, options) : undefined;
   return {
     hypervisor: await hypervisorOf(choice.compute, {
       simulated: simulated.hypervisor,

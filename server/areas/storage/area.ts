@@ -1,6 +1,3 @@
-import { readFileSync } from 'node:fs';
-import { startS3Endpoint } from '../../drivers/embedded/s3/server.ts';
-import type { Caller } from '../../drivers/embedded/s3/access.ts';
 import { budgetOf, defineArea, type AreaDependencies } from '../area.ts';
 import { accessKeyExecutors } from './access-keys/access-key-executors.ts';
 import { accessKeyHandlers } from './access-keys/access-key-handlers.ts';
@@ -12,6 +9,7 @@ import { createBucketService } from './buckets/bucket-service.ts';
 import { quotaHandlers } from './quotas/quota-handlers.ts';
 import { storageQuotaOf } from './quotas/quota-figures.ts';
 import { s3Port } from './s3-port.ts';
+import { startS3Thread } from './s3-thread.ts';
 import { egressCounters } from './storage-egress.ts';
 import { storageUsage } from './storage-metering.ts';
 
@@ -61,18 +59,13 @@ export function storageArea(deps: AreaDependencies) {
         : []),
     ],
     provides: { storageQuotaOf },
+    // The S3 endpoint runs in a thread of its own (s3-thread.ts): S3 bodies never wait on, nor delay, the API.
     start: async () =>
       embeddedStore &&
-      startS3Endpoint({
-        store: embeddedStore,
+      startS3Thread({
+        config,
+        connectionString: (pool.options as { connectionString: string }).connectionString,
         platform: s3Port({ pool, buckets, objectStore: drivers.objectStore, clock, log: log.child({ component: 's3' }) }),
-        keys: credentials.section<Caller>('s3'),
-        port: config.s3.port,
-        host: config.host,
-        tls: config.s3.tls && { cert: readFileSync(config.s3.tls.certFile), key: readFileSync(config.s3.tls.keyFile) },
-        trustForwardedProto: config.s3.trustForwardedProto,
-        region: config.s3.region,
-        bodyTimeoutMs: config.s3.bodyTimeoutSeconds * 1000,
         log: log.child({ component: 's3' }),
       }),
   });

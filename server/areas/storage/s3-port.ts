@@ -28,6 +28,60 @@ const platformBucket = (row: BucketRow): PlatformBucket => ({
 /** Pauses between reads of an operation being waited for: short at first (a bucket is made in milliseconds), then longer. */
 const SETTLE_POLL_MS = [10, 20, 40, 80, 160, 250];
 
+/** What the S3 endpoint changes through the platform (its bucket lifecycle); the rest it only reads. */
+export const S3_PLATFORM_CHANGES = ['createBucket', 'deleteBucket', 'setBucketVersioning'] as const;
+type S3PlatformReads = Omit<S3Platform, (typeof S3_PLATFORM_CHANGES)[number]>;
+
+/**
+ * What the S3 endpoint reads of the platform: plain queries, which the endpoint's own thread runs
+ * on its own connections (the changes go through the main thread's services: s3-thread.ts).
+ */
+export function s3Reads(pool: Pool): S3PlatformReads {
+  return {
+    async activeKey(accessKeyId) {
+      const { rows } = await pool.query<{ org_id: string; id: string }>(
+        `SELECT org_id, id FROM s3_access_keys WHERE objectstore_access_key_id = $1 AND state = 'active'`,
+        [accessKeyId],
+      );
+      return rows[0] && { orgId: rows[0].org_id, keyId: rows[0].id };
+    },
+
+    async activeBucketId(orgId, name) {
+      const { rows } = await pool.query<{ id: string }>(`SELECT id FROM buckets WHERE org_id = $1 AND name = $2 AND state = 'active'`, [
+        orgId,
+        name,
+      ]);
+      return rows[0]?.id;
+    },
+
+    async activeBucketIds(orgId) {
+      const { rows } = await pool.query<{ id: string }>(`SELECT id FROM buckets WHERE org_id = $1 AND state = 'active'`, [orgId]);
+      return new Set(rows.map((row) => row.id));
+    },
+
+    async bucketNamed(orgId, name) {
+      const bucket = await findBucketByName(pool, orgId, name);
+      return bucket && platformBucket(bucket);
+    },
+
+    async settled(orgId, operationId, timeoutMs) {
+      const deadline = Date.now() + timeoutMs;
+      for (let round = 0; ; round++) {
+        const { rows } = await pool.query<{ state: string }>('SELECT state FROM operations WHERE org_id = $1 AND id = $2', [
+          orgId,
+          operationId,
+        ]);
+        const state = rows[0]?.state;
+        if (state === 'succeeded' || state === 'failed' || state === 'cancelled') return state;
+        if (state === undefined) return 'cancelled';
+        const pause = SETTLE_POLL_MS[Math.min(round, SETTLE_POLL_MS.length - 1)]!;
+        if (Date.now() + pause > deadline) return 'pending';
+        await new Promise((resolve) => setTimeout(resolve, pause));
+      }
+    },
+  };
+}
+
 /**
  * The storage area's answers to the S3 endpoint (drivers/embedded/s3/platform-port.ts), from the
  * platform's own records: an access key serves while it is `active` (a revoke stops it at the
@@ -99,31 +153,7 @@ export function s3Port({
   };
 
   return {
-    async activeKey(accessKeyId) {
-      const { rows } = await pool.query<{ org_id: string; id: string }>(
-        `SELECT org_id, id FROM s3_access_keys WHERE objectstore_access_key_id = $1 AND state = 'active'`,
-        [accessKeyId],
-      );
-      return rows[0] && { orgId: rows[0].org_id, keyId: rows[0].id };
-    },
-
-    async activeBucketId(orgId, name) {
-      const { rows } = await pool.query<{ id: string }>(`SELECT id FROM buckets WHERE org_id = $1 AND name = $2 AND state = 'active'`, [
-        orgId,
-        name,
-      ]);
-      return rows[0]?.id;
-    },
-
-    async activeBucketIds(orgId) {
-      const { rows } = await pool.query<{ id: string }>(`SELECT id FROM buckets WHERE org_id = $1 AND state = 'active'`, [orgId]);
-      return new Set(rows.map((row) => row.id));
-    },
-
-    async bucketNamed(orgId, name) {
-      const bucket = await findBucketByName(pool, orgId, name);
-      return bucket && platformBucket(bucket);
-    },
+    ...s3Reads(pool),
 
     async createBucket(actor, request) {
       return change(actor, 'bucket.create', null, async (tx) => {
@@ -168,22 +198,6 @@ export function s3Port({
         applied = desired.versioning;
       }
       return changed;
-    },
-
-    async settled(orgId, operationId, timeoutMs) {
-      const deadline = Date.now() + timeoutMs;
-      for (let round = 0; ; round++) {
-        const { rows } = await pool.query<{ state: string }>('SELECT state FROM operations WHERE org_id = $1 AND id = $2', [
-          orgId,
-          operationId,
-        ]);
-        const state = rows[0]?.state;
-        if (state === 'succeeded' || state === 'failed' || state === 'cancelled') return state;
-        if (state === undefined) return 'cancelled';
-        const pause = SETTLE_POLL_MS[Math.min(round, SETTLE_POLL_MS.length - 1)]!;
-        if (Date.now() + pause > deadline) return 'pending';
-        await new Promise((resolve) => setTimeout(resolve, pause));
-      }
     },
   };
 }

@@ -69,12 +69,15 @@ interface Candidate {
 export function lifecycleOperations(context: StoreContext, dayMs: number) {
   const { pool } = context;
 
+  /** What changing one version did: to the usage, and the files it freed. */
+  type Change = { bytes: number; objects: number; freed: string[] };
+
   /** Runs one batch under the bucket's lock; says whether another may find more (a full batch that changed something). */
   const batch = async (
     orgId: string,
     bucketId: string,
     choose: (tx: PoolClient) => Promise<Candidate[]>,
-    change: (tx: PoolClient, candidate: Candidate) => Promise<{ bytes: number; objects: number; freed: string[] }>,
+    change: (tx: PoolClient, candidate: Candidate) => Promise<Change>,
   ): Promise<boolean> => {
     const { more, freed } = await withTransaction(pool, async (tx) => {
       await lockForWrite(tx, orgId, bucketId);
@@ -110,11 +113,12 @@ export function lifecycleOperations(context: StoreContext, dayMs: number) {
     return { bytes: -num(gone.size_bytes), objects: -1, freed: gone.segments.map((segment) => segment.blob) };
   };
 
-  const untilDone = async (step: () => Promise<boolean>) => {
-    while (await step());
-  };
-
   const applyRule = async (bucket: { id: string; org_id: string; versioning: boolean }, rule: LifecycleRule, now: number) => {
+    /** Batches of the versions `sql` chooses (with `args`), each changed by `change`, until none is left to change. */
+    const sweep = async (sql: string, args: unknown[], change: (tx: PoolClient, candidate: Candidate) => Promise<Change>) => {
+      const choose = async (tx: PoolClient) => (await tx.query<Candidate>(sql, args)).rows;
+      while (await batch(bucket.org_id, bucket.id, choose, change));
+    };
     const scope = ruleScope(rule);
     // Sizes are a version's own: filtered after the key's versions are ranked, never before.
     const inPrefix = `left(key, length($2)) = $2`;
@@ -129,31 +133,22 @@ export function lifecycleOperations(context: StoreContext, dayMs: number) {
           ? new Date(now)
           : undefined;
     if (expiredBefore) {
-      await untilDone(() =>
-        batch(
-          bucket.org_id,
-          bucket.id,
-          async (tx) =>
-            (
-              await tx.query<Candidate>(
-                `SELECT key, seq, size_bytes FROM (
-                   SELECT DISTINCT ON (key COLLATE "C") key, seq, size_bytes, delete_marker, last_modified FROM store_versions
-                   WHERE bucket_id = $1 AND ${inPrefix} ORDER BY key COLLATE "C", seq DESC
-                 ) latest WHERE NOT delete_marker AND last_modified <= $5 AND ${ofSize} LIMIT ${BATCH}`,
-                [...scopeArgs, expiredBefore],
-              )
-            ).rows,
-          async (tx, candidate) => {
-            if (!bucket.versioning) return deleteVersion(tx, bucket.id, candidate);
-            // Still the key's latest: a delete marker goes on top of it (the version stays, noncurrent).
-            const { rowCount } = await tx.query(
-              `INSERT INTO store_versions (bucket_id, key, version_id, delete_marker, size_bytes)
+      await sweep(
+        `SELECT key, seq, size_bytes FROM (
+           SELECT DISTINCT ON (key COLLATE "C") key, seq, size_bytes, delete_marker, last_modified FROM store_versions
+           WHERE bucket_id = $1 AND ${inPrefix} ORDER BY key COLLATE "C", seq DESC
+         ) latest WHERE NOT delete_marker AND last_modified <= $5 AND ${ofSize} LIMIT ${BATCH}`,
+        [...scopeArgs, expiredBefore],
+        async (tx, candidate) => {
+          if (!bucket.versioning) return deleteVersion(tx, bucket.id, candidate);
+          // Still the key's latest: a delete marker goes on top of it (the version stays, noncurrent).
+          const { rowCount } = await tx.query(
+            `INSERT INTO store_versions (bucket_id, key, version_id, delete_marker, size_bytes)
                SELECT $1, $2, $4, true, 0 WHERE (SELECT max(seq) FROM store_versions WHERE bucket_id = $1 AND key = $2) = $3`,
-              [bucket.id, candidate.key, candidate.seq, newVersionId()],
-            );
-            return { bytes: 0, objects: rowCount ?? 0, freed: [] };
-          },
-        ),
+            [bucket.id, candidate.key, candidate.seq, newVersionId()],
+          );
+          return { bytes: 0, objects: rowCount ?? 0, freed: [] };
+        },
       );
     }
 
@@ -161,54 +156,36 @@ export function lifecycleOperations(context: StoreContext, dayMs: number) {
     if (noncurrent?.noncurrentDays !== undefined) {
       const becameNoncurrentBefore = cutoff(now, noncurrent.noncurrentDays, dayMs);
       // A version becomes noncurrent when the next one is written: rank 1 is the key's latest.
-      await untilDone(() =>
-        batch(
-          bucket.org_id,
-          bucket.id,
-          async (tx) =>
-            (
-              await tx.query<Candidate>(
-                `SELECT key, seq, size_bytes FROM (
-                   SELECT key, seq, size_bytes, legal_hold, lock_until,
-                     row_number() OVER (PARTITION BY key ORDER BY seq DESC) AS rank,
-                     lag(last_modified) OVER (PARTITION BY key ORDER BY seq DESC) AS noncurrent_since
-                   FROM store_versions WHERE bucket_id = $1 AND ${inPrefix}
-                 ) v WHERE rank > 1 + $6 AND noncurrent_since <= $5 AND ${ofSize}
-                   AND NOT legal_hold AND (lock_until IS NULL OR lock_until <= now())
-                 LIMIT ${BATCH}`,
-                [...scopeArgs, becameNoncurrentBefore, noncurrent.newerNoncurrentVersions ?? 0],
-              )
-            ).rows,
-          (tx, candidate) => deleteVersion(tx, bucket.id, candidate),
-        ),
+      await sweep(
+        `SELECT key, seq, size_bytes FROM (
+           SELECT key, seq, size_bytes, legal_hold, lock_until,
+             row_number() OVER (PARTITION BY key ORDER BY seq DESC) AS rank,
+             lag(last_modified) OVER (PARTITION BY key ORDER BY seq DESC) AS noncurrent_since
+           FROM store_versions WHERE bucket_id = $1 AND ${inPrefix}
+         ) v WHERE rank > 1 + $6 AND noncurrent_since <= $5 AND ${ofSize}
+           AND NOT legal_hold AND (lock_until IS NULL OR lock_until <= now())
+         LIMIT ${BATCH}`,
+        [...scopeArgs, becameNoncurrentBefore, noncurrent.newerNoncurrentVersions ?? 0],
+        (tx, candidate) => deleteVersion(tx, bucket.id, candidate),
       );
     }
 
     if (expiration?.expiredObjectDeleteMarker) {
-      await untilDone(() =>
-        batch(
-          bucket.org_id,
-          bucket.id,
-          async (tx) =>
-            (
-              await tx.query<Candidate>(
-                `SELECT key, seq, size_bytes FROM store_versions v WHERE bucket_id = $1 AND delete_marker
-                   AND left(key, length($2)) = $2
-                   AND NOT EXISTS (SELECT 1 FROM store_versions o WHERE o.bucket_id = v.bucket_id AND o.key = v.key AND o.seq <> v.seq)
-                 LIMIT ${BATCH}`,
-                [bucket.id, scope.prefix],
-              )
-            ).rows,
-          async (tx, candidate) => {
-            // Only while it is still alone on its key.
-            const { rowCount } = await tx.query(
-              `DELETE FROM store_versions v WHERE bucket_id = $1 AND key = $2 AND seq = $3 AND delete_marker
+      await sweep(
+        `SELECT key, seq, size_bytes FROM store_versions v WHERE bucket_id = $1 AND delete_marker
+           AND left(key, length($2)) = $2
+           AND NOT EXISTS (SELECT 1 FROM store_versions o WHERE o.bucket_id = v.bucket_id AND o.key = v.key AND o.seq <> v.seq)
+         LIMIT ${BATCH}`,
+        [bucket.id, scope.prefix],
+        async (tx, candidate) => {
+          // Only while it is still alone on its key.
+          const { rowCount } = await tx.query(
+            `DELETE FROM store_versions v WHERE bucket_id = $1 AND key = $2 AND seq = $3 AND delete_marker
                  AND NOT EXISTS (SELECT 1 FROM store_versions o WHERE o.bucket_id = v.bucket_id AND o.key = v.key AND o.seq <> v.seq)`,
-              [bucket.id, candidate.key, candidate.seq],
-            );
-            return { bytes: 0, objects: -(rowCount ?? 0), freed: [] };
-          },
-        ),
+            [bucket.id, candidate.key, candidate.seq],
+          );
+          return { bytes: 0, objects: -(rowCount ?? 0), freed: [] };
+        },
       );
     }
 

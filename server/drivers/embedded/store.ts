@@ -1,9 +1,10 @@
-import { randomBytes, randomInt } from 'node:crypto';
+import { randomInt } from 'node:crypto';
 import path from 'node:path';
 import { DatabaseListener } from '../../db/listener.ts';
 import { withTransaction, type Pool, type Queryable } from '../../db/pool.ts';
+import { bucketTable, insertingBucket, newAccessKeyId } from '../bucket-table.ts';
 import { PermanentBackendError } from '../errors.ts';
-import type { BucketAddress, BucketReport, EnforcedQuota, ObjectStoreDriver, OrganizationReport, SecretStore } from '../object-store.ts';
+import type { BucketReport, EnforcedQuota, ObjectStoreDriver, OrganizationReport, SecretStore } from '../object-store.ts';
 import type { FaultInjector } from '../simulators/faults.ts';
 import { simulatedLatency } from '../simulators/latency.ts';
 import { BlobFiles } from './blobs.ts';
@@ -67,13 +68,11 @@ export interface EmbeddedStoreOptions {
 
 export const DEFAULT_INCOMPLETE_UPLOAD_RETENTION_MS = 7 * 86_400_000;
 
-const UNIQUE_VIOLATION = '23505';
 /**
  * For the listener the store opens itself (made without the platform's: the admin command), which
  * has no logger to write to; the platform's listener logs its lost connections.
  */
 const quietLog = { info: () => {}, warn: () => {} };
-const ACCESS_KEY_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789';
 
 const toReport = (row: StoredBucket): BucketReport => ({
   bucketId: row.id,
@@ -120,11 +119,8 @@ export async function createEmbeddedObjectStore({
     const { rows } = await db.query<StoredBucket>('SELECT * FROM store_buckets WHERE id = $1', [bucketId]);
     return rows[0] && bucketOf(rows[0]);
   };
-  const existingBucket = async (db: Queryable, address: BucketAddress): Promise<StoredBucket> => {
-    const bucket = await bucketById(db, address.bucketId);
-    if (!bucket) throw new PermanentBackendError('object store', 'no such bucket');
-    return bucket;
-  };
+  const buckets = bucketTable<StoredBucket>({ pool, table: 'store_buckets', read: bucketById, report: toReport });
+  const existingBucket = buckets.existing;
 
   /** Removes every upload of a bucket (their parts' files go as garbage). */
   const abortUploadsOf = async (bucketId: string) => {
@@ -172,16 +168,13 @@ export async function createEmbeddedObjectStore({
     async createBucket(spec) {
       await check('createBucket', spec.name);
       await pool.query('INSERT INTO store_orgs (org_id) VALUES ($1) ON CONFLICT DO NOTHING', [spec.orgId]);
-      try {
-        await pool.query(
+      await insertingBucket(() =>
+        pool.query(
           `INSERT INTO store_buckets (id, org_id, name, versioning, versioning_configured, max_objects, max_size_bytes)
            VALUES ($1, $2, $3, $4, $4, $5, $6) ON CONFLICT (id) DO NOTHING`,
           [spec.bucketId, spec.orgId, spec.name, spec.versioning, spec.quota.maxObjects, spec.quota.maxSizeBytes],
-        );
-      } catch (error) {
-        if ((error as { code?: string }).code === UNIQUE_VIOLATION) throw new PermanentBackendError('object store', 'bucket name in use');
-        throw error;
-      }
+        ),
+      );
       return toReport(await existingBucket(pool, spec));
     },
 
@@ -200,9 +193,7 @@ export async function createEmbeddedObjectStore({
 
     async resumeBucket(address) {
       await check('resumeBucket', address.name);
-      const bucket = await existingBucket(pool, address);
-      await pool.query('UPDATE store_buckets SET suspended = false WHERE id = $1', [address.bucketId]);
-      return toReport({ ...bucket, suspended: false });
+      return buckets.resume(address);
     },
 
     async purgeBucket(address) {
@@ -231,13 +222,7 @@ export async function createEmbeddedObjectStore({
 
     async setBucketQuota({ quota, ...address }) {
       await check('setBucketQuota', address.name);
-      await existingBucket(pool, address);
-      await pool.query('UPDATE store_buckets SET max_objects = $2, max_size_bytes = $3 WHERE id = $1', [
-        address.bucketId,
-        quota.maxObjects,
-        quota.maxSizeBytes,
-      ]);
-      return toReport(await existingBucket(pool, address));
+      return buckets.setQuota(address, quota);
     },
 
     async setBucketVersioning({ versioning, ...address }) {
@@ -256,8 +241,7 @@ export async function createEmbeddedObjectStore({
 
     async describeBucket(address) {
       await check('describeBucket', address.name);
-      const bucket = await bucketById(pool, address.bucketId);
-      return bucket ? toReport(bucket) : null;
+      return buckets.describe(address);
     },
 
     async describeOrganization(orgId): Promise<OrganizationReport> {
@@ -307,7 +291,7 @@ export async function createEmbeddedObjectStore({
 
     async createAccessKey({ orgId, keyId, secret }) {
       await check('createAccessKey', keyId);
-      const candidate = `AKCP${Array.from(randomBytes(16), (byte) => ACCESS_KEY_ALPHABET[byte % ACCESS_KEY_ALPHABET.length]).join('')}`;
+      const candidate = newAccessKeyId();
       await pool.query(
         `INSERT INTO store_access_keys (key_id, org_id, access_key_id, secret_sealed) VALUES ($1, $2, $3, $4)
          ON CONFLICT (key_id) DO NOTHING`,

@@ -1,7 +1,8 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { withTransaction, type PoolClient, type Queryable } from '../../db/pool.ts';
+import { bucketTable, insertingBucket, newAccessKeyId } from '../bucket-table.ts';
 import { PermanentBackendError } from '../errors.ts';
-import type { BucketAddress, BucketReport, EnforcedQuota, ObjectStoreDriver, OrganizationReport, SecretStore } from '../object-store.ts';
+import type { BucketReport, EnforcedQuota, ObjectStoreDriver, OrganizationReport, SecretStore } from '../object-store.ts';
 import type { SimulatorDependencies } from './dependencies.ts';
 import { simulatedLatency } from './latency.ts';
 
@@ -73,9 +74,6 @@ const toReport = (row: BucketRecord): BucketReport => ({
   usage: { bytes: Number(row.usage_bytes), objects: Number(row.usage_objects) },
 });
 
-const UNIQUE_VIOLATION = '23505';
-const ACCESS_KEY_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789';
-
 export function createObjectStoreSimulator({ pool, latencyMs, faults }: SimulatorDependencies): ObjectStoreSimulator {
   /** Every driver call takes a backend's time and may be failed by a SIM_FAULTS rule. */
   const backendCall = async (method: string, subject: string): Promise<void> => {
@@ -88,11 +86,8 @@ export function createObjectStoreSimulator({ pool, latencyMs, faults }: Simulato
     return rows[0];
   };
 
-  const existingBucket = async (db: Queryable, address: BucketAddress): Promise<BucketRecord> => {
-    const bucket = await bucketById(db, address.bucketId);
-    if (!bucket) throw new PermanentBackendError('object store', 'no such bucket');
-    return bucket;
-  };
+  const buckets = bucketTable<BucketRecord>({ pool, table: 'sim_objectstore_buckets', read: bucketById, report: toReport });
+  const existingBucket = buckets.existing;
 
   /** A bucket as an S3 client addresses it: by name, within its organization. */
   const servedBucket = async (tx: PoolClient, orgId: string, name: string): Promise<BucketRecord> => {
@@ -132,17 +127,13 @@ export function createObjectStoreSimulator({ pool, latencyMs, faults }: Simulato
 
     async createBucket(spec) {
       await backendCall('createBucket', spec.name);
-      try {
-        await pool.query(
+      await insertingBucket(() =>
+        pool.query(
           `INSERT INTO sim_objectstore_buckets (id, org_id, name, versioning, max_objects, max_size_bytes)
            VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (id) DO NOTHING`,
           [spec.bucketId, spec.orgId, spec.name, spec.versioning, spec.quota.maxObjects, spec.quota.maxSizeBytes],
-        );
-      } catch (error) {
-        // Another bucket of the organization holds the name in the store.
-        if ((error as { code?: string }).code === UNIQUE_VIOLATION) throw new PermanentBackendError('object store', 'bucket name in use');
-        throw error;
-      }
+        ),
+      );
       return toReport(await existingBucket(pool, spec));
     },
 
@@ -159,9 +150,7 @@ export function createObjectStoreSimulator({ pool, latencyMs, faults }: Simulato
 
     async resumeBucket(address) {
       await backendCall('resumeBucket', address.name);
-      const bucket = await existingBucket(pool, address);
-      await pool.query('UPDATE sim_objectstore_buckets SET suspended = false WHERE id = $1', [address.bucketId]);
-      return toReport({ ...bucket, suspended: false });
+      return buckets.resume(address);
     },
 
     async purgeBucket(address) {
@@ -171,13 +160,7 @@ export function createObjectStoreSimulator({ pool, latencyMs, faults }: Simulato
 
     async setBucketQuota({ quota, ...address }) {
       await backendCall('setBucketQuota', address.name);
-      await existingBucket(pool, address);
-      await pool.query('UPDATE sim_objectstore_buckets SET max_objects = $2, max_size_bytes = $3 WHERE id = $1', [
-        address.bucketId,
-        quota.maxObjects,
-        quota.maxSizeBytes,
-      ]);
-      return toReport(await existingBucket(pool, address));
+      return buckets.setQuota(address, quota);
     },
 
     async setBucketVersioning({ versioning, ...address }) {
@@ -189,8 +172,7 @@ export function createObjectStoreSimulator({ pool, latencyMs, faults }: Simulato
 
     async describeBucket(address) {
       await backendCall('describeBucket', address.name);
-      const bucket = await bucketById(pool, address.bucketId);
-      return bucket ? toReport(bucket) : null;
+      return buckets.describe(address);
     },
 
     async describeOrganization(orgId): Promise<OrganizationReport> {
@@ -228,7 +210,7 @@ export function createObjectStoreSimulator({ pool, latencyMs, faults }: Simulato
 
     async createAccessKey({ orgId, keyId, secret }) {
       await backendCall('createAccessKey', keyId);
-      const candidate = `AKCP${Array.from(randomBytes(16), (byte) => ACCESS_KEY_ALPHABET[byte % ACCESS_KEY_ALPHABET.length]).join('')}`;
+      const candidate = newAccessKeyId();
       await pool.query(
         `INSERT INTO sim_objectstore_access_keys (key_id, org_id, access_key_id, secret_sha256) VALUES ($1, $2, $3, $4)
          ON CONFLICT (key_id) DO NOTHING`,

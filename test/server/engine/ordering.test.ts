@@ -14,7 +14,7 @@ import type { Executor } from '../../../server/engine/executor.ts';
 import { enqueueOperation, type OperationRow } from '../../../server/engine/operation-record.ts';
 import { createLogger } from '../../../server/logging.ts';
 import { runningVm } from '../areas/compute/fixtures.ts';
-import { activeBucket } from '../storage/support.ts';
+import { activeBucket } from '../areas/storage/support.ts';
 import { eventually } from '../../support/eventually.ts';
 import { createTestDatabase, startTestServer, type ApiResponse, type CallOptions, type TestServer } from '../../support/server.ts';
 

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { operationRoutes, type OperationId } from '../../../generated/operations.ts';
 import { loadBundle } from '../../support/contract.ts';
 import { runningVm, sshPublicKey } from '../areas/compute/fixtures.ts';
-import { activeBucket, softDeleted } from '../storage/support.ts';
+import { activeBucket, softDeleted } from '../areas/storage/support.ts';
 import { call, startTestServer, type ApiResponse, type TestServer } from '../../support/server.ts';
 
 const BURST = 200;

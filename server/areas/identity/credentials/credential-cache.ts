@@ -1,18 +1,7 @@
-import { AnnouncedCache, type CacheSection } from '../../../db/announced-cache.ts';
+import { AnnouncedCache, sectionOf, type CacheSection } from '../../../db/announced-cache.ts';
+import { CREDENTIAL_CHANNELS, credentialTagsOf } from '../../../core/credential-announcements.ts';
 import type { DatabaseListener } from '../../../db/listener.ts';
 import type { Principal } from '../../../core/principal.ts';
-
-/** Announced by the database when an API key or a member changes (migrations 0800 and 0990). */
-export const CREDENTIALS_CHANNEL = 'credentials_changed';
-/** Where each cache answers a sync of a credential change. */
-const SYNCED_CHANNEL = 'credentials_synced';
-
-/**
- * What an announcement names (migration 0990_credential_change_tags.sql): the one credential that
- * changed, `api_token:<id>`, `member:<id>` (every key of that member) or `s3_access_key:<id>`.
- * Anything else (an older trigger's table name) forgets every credential.
- */
-const tagsOf = (payload: string): readonly string[] | undefined => (/^[a-z0-9_]+:[^\s:]+$/.test(payload) ? [payload] : undefined);
 
 /** The tags of an API key's entry: the key itself and the member it acts for. */
 export const apiKeyTags = (principal: Pick<Principal, 'tokenId' | 'memberId'>): string[] => [
@@ -43,7 +32,7 @@ export class CredentialCache extends AnnouncedCache<unknown> {
   private readonly verifiedByTag = new Map<string, Set<string>>();
 
   constructor(listener: DatabaseListener) {
-    super(listener, { changed: CREDENTIALS_CHANNEL, synced: SYNCED_CHANNEL }, tagsOf);
+    super(listener, CREDENTIAL_CHANNELS, credentialTagsOf);
   }
 
   /** The cached principal of a key hash, if any and still unexpired. */
@@ -88,11 +77,6 @@ export class CredentialCache extends AnnouncedCache<unknown> {
 
   /** Entries of another kind of credential, named apart from the API keys' (`kind` prefixes their names). */
   section<V>(kind: string): CacheSection<V> {
-    return {
-      get: (name) => this.lookup(`${kind}:${name}`) as V | undefined,
-      ticket: () => this.ticket(),
-      put: (ticket, name, value, tags) => this.store(ticket, `${kind}:${name}`, value, undefined, tags),
-      changed: (tags) => this.changed(tags),
-    };
+    return sectionOf<V>(this, kind);
   }
 }

@@ -11,6 +11,7 @@ import { createAccess, type Caller } from './access.ts';
 import type { S3Platform } from './platform-port.ts';
 import { bucketRoutes } from './bucket-handlers.ts';
 import { applyCors, preflight } from './cors.ts';
+import { isDatabaseError } from '../../../db/unavailable.ts';
 import { REFUSAL_STATUS, S3Error, accessDenied, assertStorable, unavailableError } from './errors.ts';
 import { multipartRoutes } from './multipart-handlers.ts';
 import { actionOf, useOf } from './policy-actions.ts';
@@ -213,14 +214,16 @@ function answerError(req: IncomingMessage, res: ServerResponse, error: unknown, 
     const code = (error as NodeJS.ErrnoException | undefined)?.code;
     const unavailable = unavailableError(error);
     // A client gone mid-request (its socket closed under a write: ECANCELED, EPIPE, or a reset of the
-    // request's own connection) is no fault of ours; a reset of the database's (the same code) is an
-    // outage, answered 503 for the client to retry.
+    // request's own connection) is no fault of ours; a reset of the database's (the same code, on an
+    // error a query failed with) is an outage, answered 503 for the client to retry. A failed query
+    // also ends the request's body stream, which then looks cut: the query's error decides.
     if (
-      code === 'ERR_STREAM_PREMATURE_CLOSE' ||
-      code === 'ABORTED' ||
-      code === 'ECANCELED' ||
-      code === 'EPIPE' ||
-      (code === 'ECONNRESET' && !req.complete && req.destroyed)
+      !isDatabaseError(error) &&
+      (code === 'ERR_STREAM_PREMATURE_CLOSE' ||
+        code === 'ABORTED' ||
+        code === 'ECANCELED' ||
+        code === 'EPIPE' ||
+        (code === 'ECONNRESET' && !req.complete && req.destroyed))
     ) {
       s3 = new S3Error('IncompleteBody', 400, 'The request body ended before its declared length');
     } else if (unavailable) {

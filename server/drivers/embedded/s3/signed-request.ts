@@ -1,8 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
 
-// What a signature says of a request, shared by Signature Version 4 (sigv4.ts) and 2 (sigv2.ts).
-
-/** A request's signature, once parsed (and, by the caller, verified). */
+/** What a request's signature says, whichever version signed it (sigv4.ts, sigv2.ts). */
 export interface SignedRequest {
   accessKeyId: string;
   /** yyyymmdd of the credential scope. */

@@ -1,8 +1,10 @@
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import { S3Error, accessDenied } from './errors.ts';
-import { parseSignatureV2, verifySignatureV2 } from './sigv2.ts';
 import type { RequestParts, SignedRequest } from './signed-request.ts';
+import { parseSignatureV2, verifySignatureV2 } from './sigv2.ts';
+
+export type { RequestParts, SignedRequest };
 
 /**
  * AWS Signature Version 4 as S3 checks it, in the Authorization header or in a presigned URL's
@@ -15,8 +17,6 @@ export const UNSIGNED_PAYLOAD = 'UNSIGNED-PAYLOAD';
 const MAX_SKEW_MS = 15 * 60_000;
 /** S3's longest presigned URL: 7 days. */
 const MAX_PRESIGN_SECONDS = 7 * 24 * 3600;
-
-export type { RequestParts, SignedRequest } from './signed-request.ts';
 
 const missing = (what: string) => new S3Error('AuthorizationHeaderMalformed', 400, `The authorization header is malformed; ${what}`);
 

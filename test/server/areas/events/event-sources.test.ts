@@ -8,7 +8,7 @@ import addFormats from 'ajv-formats';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { eventually } from '../../../support/eventually.ts';
 import { startTestServer, type TestOrg, type TestServer } from '../../../support/server.ts';
-import { activeBucket } from '../../storage/support.ts';
+import { activeBucket } from '../storage/support.ts';
 
 let server: TestServer;
 beforeAll(async () => {

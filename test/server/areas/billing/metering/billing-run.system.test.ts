@@ -23,7 +23,7 @@ import {
 } from '../../../../support/server.ts';
 import type { Started } from '../../../../support/processes.ts';
 import { act, runningVm } from '../../compute/fixtures.ts';
-import { activeBucket, objectStoreOf } from '../../../storage/support.ts';
+import { activeBucket, objectStoreOf } from '../../storage/support.ts';
 
 const GiB = 1024 ** 3;
 const HOUR = 3_600_000;

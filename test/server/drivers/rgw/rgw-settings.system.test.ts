@@ -1,9 +1,9 @@
 // `npm start` with the rgw driver, no Ceph needed: users are told the gateway's public address, and
 // no S3 endpoint of the platform's own is started. Settings and an unreachable gateway: rgw-settings.test.ts.
 import { afterAll, describe, expect, test } from 'vitest';
-import { freePort, type Started } from '../../support/processes.ts';
-import { createTestDatabase, readBootstrap, startServerProcess } from '../../support/server.ts';
-import { RGW } from './support.ts';
+import { freePort, type Started } from '../../../support/processes.ts';
+import { createTestDatabase, readBootstrap, startServerProcess } from '../../../support/server.ts';
+import { RGW } from '../../areas/storage/support.ts';
 
 describe('npm start with the rgw driver', () => {
   let running: Started | undefined;

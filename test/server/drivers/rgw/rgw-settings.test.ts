@@ -3,10 +3,10 @@
 // platform's fixed phrase, and a request that needs it answer 503. `npm start` with the rgw
 // driver: rgw-settings.system.test.ts.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { ConfigError, loadConfig } from '../../../server/config.ts';
-import { freePort } from '../../support/processes.ts';
-import { startTestServer, type TestServer } from '../../support/server.ts';
-import { RGW } from './support.ts';
+import { ConfigError, loadConfig } from '../../../../server/config.ts';
+import { freePort } from '../../../support/processes.ts';
+import { startTestServer, type TestServer } from '../../../support/server.ts';
+import { RGW } from '../../areas/storage/support.ts';
 
 describe('settings', () => {
   test('OBJECT_STORE_DRIVER=rgw takes the endpoint, the public URL and the admin credentials', () => {

@@ -3,8 +3,8 @@
 // inside the organization ceiling, the ceiling itself (setQuota and its warning, enforcement by
 // the object store), the organization context figures, and metering of stored bytes.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { WriteRefusedError, type ObjectStoreSimulator } from '../../../server/drivers/simulators/object-store.ts';
-import { startTestServer, type TestOrg, type TestServer } from '../../support/server.ts';
+import { WriteRefusedError, type ObjectStoreSimulator } from '../../../../server/drivers/simulators/object-store.ts';
+import { startTestServer, type TestOrg, type TestServer } from '../../../support/server.ts';
 import { activeBucket, eventually, GiB, objectStoreOf, softDeleted } from './support.ts';
 
 let server: TestServer;

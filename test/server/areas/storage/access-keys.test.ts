@@ -1,8 +1,8 @@
 // S3 access keys on the real server: the secret shown once (null in a replay) and kept only in
 // the secret store, issuing through the object store, listing, revoking, and isolation.
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import type { ObjectStoreSimulator } from '../../../server/drivers/simulators/object-store.ts';
-import { startTestServer, type TestOrg, type TestServer } from '../../support/server.ts';
+import type { ObjectStoreSimulator } from '../../../../server/drivers/simulators/object-store.ts';
+import { startTestServer, type TestOrg, type TestServer } from '../../../support/server.ts';
 import { objectStoreOf } from './support.ts';
 
 let server: TestServer;

@@ -20,7 +20,7 @@ import { Agent } from 'node:https';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { ConfigError, loadConfig } from '../../../server/config.ts';
+import { ConfigError, loadConfig } from '../../../../../server/config.ts';
 import { MiB, createAccessKey, createBucket, s3ErrorOf, startS3Server, type IssuedKey } from './support.ts';
 
 let server: Awaited<ReturnType<typeof startS3Server>>;

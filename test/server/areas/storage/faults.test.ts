@@ -3,8 +3,8 @@
 // failed with a fixed phrase and leaves the resource where a user can act on it. And operations
 // cancelled before they ran undo what their request did.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import type { ObjectStoreSimulator } from '../../../server/drivers/simulators/object-store.ts';
-import { startTestServer, type TestServer } from '../../support/server.ts';
+import type { ObjectStoreSimulator } from '../../../../server/drivers/simulators/object-store.ts';
+import { startTestServer, type TestServer } from '../../../support/server.ts';
 import { activeBucket, eventually, objectStoreOf } from './support.ts';
 
 const SIM_FAULTS = [

@@ -27,8 +27,8 @@ import {
 } from '@aws-sdk/client-s3';
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { startTestServer, type TestServer } from '../../support/server.ts';
-import { s3ErrorOf, settles } from '../s3/support.ts';
+import { startTestServer, type TestServer } from '../../../support/server.ts';
+import { s3ErrorOf, settles } from '../../drivers/embedded/s3/support.ts';
 import { issuedAccessKey, s3Client, type StorageDriverFactory, type StorageDriverUnderTest } from './drivers.ts';
 import { activeBucket, softDeleted } from './support.ts';
 

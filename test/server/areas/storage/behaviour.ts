@@ -14,10 +14,10 @@ import {
   UploadPartCommand,
 } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { loadConfig } from '../../../server/config.ts';
-import { PermanentBackendError } from '../../../server/drivers/errors.ts';
-import { createRgwObjectStore } from '../../../server/drivers/rgw/object-store.ts';
-import { startTestServer, type TestOrg, type TestServer } from '../../support/server.ts';
+import { loadConfig } from '../../../../server/config.ts';
+import { PermanentBackendError } from '../../../../server/drivers/errors.ts';
+import { createRgwObjectStore } from '../../../../server/drivers/rgw/object-store.ts';
+import { startTestServer, type TestOrg, type TestServer } from '../../../support/server.ts';
 import { issuedAccessKey, s3Client, type DataPlane, type StorageDriverFactory, type StorageDriverUnderTest } from './drivers.ts';
 import { activeBucket, eventually, GiB, softDeleted } from './support.ts';
 

@@ -21,10 +21,10 @@ import {
   type S3Client,
 } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { storageUsage } from '../../../server/areas/storage/storage-metering.ts';
-import { BYTES_PER_BILLED_GB } from '../../../server/areas/storage/storage-limits.ts';
-import { createEmbeddedObjectStore } from '../../../server/drivers/embedded/store.ts';
-import { FaultInjector } from '../../../server/drivers/simulators/faults.ts';
+import { storageUsage } from '../../../../../server/areas/storage/storage-metering.ts';
+import { BYTES_PER_BILLED_GB } from '../../../../../server/areas/storage/storage-limits.ts';
+import { createEmbeddedObjectStore } from '../../../../../server/drivers/embedded/store.ts';
+import { FaultInjector } from '../../../../../server/drivers/simulators/faults.ts';
 import { createAccessKey, createBucket, s3Client, s3ErrorOf, settles, signedRequest, startS3Server, type IssuedKey } from './support.ts';
 
 let server: Awaited<ReturnType<typeof startS3Server>>;

@@ -6,8 +6,8 @@ import { SignatureV4 } from '@smithy/signature-v4';
 import { createHash } from 'node:crypto';
 import { Agent } from 'node:http';
 import { expect } from 'vitest';
-import { NodeSha256 } from '../../../server/drivers/rgw/signed-http.ts';
-import { startTestServer, type TestOrg, type TestServer } from '../../support/server.ts';
+import { NodeSha256 } from '../../../../../server/drivers/rgw/signed-http.ts';
+import { startTestServer, type TestOrg, type TestServer } from '../../../../support/server.ts';
 
 export const MiB = 1024 * 1024;
 

@@ -6,7 +6,7 @@ import { GetObjectCommand, HeadObjectCommand, PutObjectCommand, type S3Client } 
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { createAccessKey, createBucket, s3Client, s3ErrorOf, signedRequest, startS3Server, type IssuedKey } from './support.ts';
-import { BUCKET_SUB_RESOURCES, OBJECT_SUB_RESOURCES } from '../../../server/drivers/embedded/s3/sub-resources.ts';
+import { BUCKET_SUB_RESOURCES, OBJECT_SUB_RESOURCES } from '../../../../../server/drivers/embedded/s3/sub-resources.ts';
 
 let server: Awaited<ReturnType<typeof startS3Server>>;
 let key: IssuedKey;
@@ -22,7 +22,7 @@ const XML_BODY = '<Tagging><TagSet><Tag><Key>k</Key><Value>v</Value></Tag></TagS
  * Object requests that may answer 2xx: the operation is offered, and none of them changes the
  * object's bytes or metadata (tags and the owner-only ACL are not part of them). Retention and
  * legal hold are offered too, on buckets with object lock: on this bucket, which has none, they
- * answer S3's 400 InvalidRequest (test/server/s3/object-lock.test.ts).
+ * answer S3's 400 InvalidRequest (test/server/drivers/embedded/s3/object-lock.test.ts).
  */
 const OFFERED_ON_OBJECT = new Set([
   'POST uploads',
@@ -181,7 +181,7 @@ describe('bucket sub-resources', () => {
 });
 
 describe('headers that ask for a guarantee not given', () => {
-  // SSE-S3 is given (test/server/s3/encryption.test.ts); SSE-C only over TLS (sse-c.test.ts);
+  // SSE-S3 is given (test/server/drivers/embedded/s3/encryption.test.ts); SSE-C only over TLS (sse-c.test.ts);
   // object lock only on a bucket that has it (object-lock.test.ts).
   const refusals: Array<[string, Record<string, string>, string]> = [
     ['SSE-KMS', { 'x-amz-server-side-encryption': 'aws:kms', 'x-amz-server-side-encryption-aws-kms-key-id': 'k' }, 'NotImplemented'],

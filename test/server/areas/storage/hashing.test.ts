@@ -5,7 +5,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { crc32 } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
-import { hashing, OFF_THREAD_FROM_BYTES } from '../../../server/drivers/embedded/hashing.ts';
+import { hashing, OFF_THREAD_FROM_BYTES } from '../../../../server/drivers/embedded/hashing.ts';
 
 /** Pushes `body` through a hashing transform in `pieces`, reading its output, and returns the digests. */
 async function digestsOf(body: Buffer, pieces: number): Promise<{ md5: string; crc32: number; passed: Buffer }> {

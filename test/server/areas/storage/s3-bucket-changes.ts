@@ -13,11 +13,11 @@ import {
   type S3Client,
 } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { createAdminOps } from '../../../server/drivers/rgw/admin-ops.ts';
-import { tenantOf } from '../../../server/drivers/rgw/names.ts';
-import { createSignedHttp } from '../../../server/drivers/rgw/signed-http.ts';
-import { startTestServer, type TestOrg, type TestServer } from '../../support/server.ts';
-import { s3ErrorOf, settles } from '../s3/support.ts';
+import { createAdminOps } from '../../../../server/drivers/rgw/admin-ops.ts';
+import { tenantOf } from '../../../../server/drivers/rgw/names.ts';
+import { createSignedHttp } from '../../../../server/drivers/rgw/signed-http.ts';
+import { startTestServer, type TestOrg, type TestServer } from '../../../support/server.ts';
+import { s3ErrorOf, settles } from '../../drivers/embedded/s3/support.ts';
 import { issuedAccessKey, s3Client, type StorageDriverFactory, type StorageDriverUnderTest } from './drivers.ts';
 import { activeBucket } from './support.ts';
 

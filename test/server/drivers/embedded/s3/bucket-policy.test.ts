@@ -26,7 +26,7 @@ import {
   type S3Client,
 } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import type { TestOrg } from '../../support/server.ts';
+import type { TestOrg } from '../../../../support/server.ts';
 import { createAccessKey, s3Client, s3ErrorOf, settles, startS3Server, type IssuedKey } from './support.ts';
 
 let server: Awaited<ReturnType<typeof startS3Server>>;

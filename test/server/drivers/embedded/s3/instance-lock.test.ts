@@ -1,4 +1,5 @@
-// Each server process holds an advisory lock that tells the other processes' sweeps it is alive,
+// Each instance of the store (a server has two: its driver's, and its S3 thread's) holds an
+// advisory lock that tells the other instances' sweeps it is alive,
 // so that they leave its writes in flight alone. The lock survives a lost connection: the server
 // takes it again once the connection is back. While it was lost, another process's sweep may take
 // the process's reservations and mark their files as garbage: a write whose reservation went is
@@ -8,7 +9,7 @@ import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { request as httpRequest } from 'node:http';
 import pg from 'pg';
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { INSTANCE_LOCK_NAMESPACE } from '../../../server/drivers/embedded/store.ts';
+import { INSTANCE_LOCK_NAMESPACE } from '../../../../../server/drivers/embedded/store.ts';
 import { createAccessKey, createBucket, MiB, s3Client, s3ErrorOf, settles, startS3Server } from './support.ts';
 
 let server: Awaited<ReturnType<typeof startS3Server>>;
@@ -39,14 +40,18 @@ async function instanceLockHolders(): Promise<Array<{ pid: number; application_n
   return rows;
 }
 
-test('the instance lock is taken again once its connection, lost, is back', async () => {
+test('the instance locks are taken again once their connections, lost, are back', async () => {
+  // Two instances of the store in a server: the driver's (operations, sweeps) and the S3 thread's (requests).
   const before = await instanceLockHolders();
-  expect(before).toEqual([{ pid: expect.any(Number), application_name: 'cloud-platform-listener' }]);
-  await observer.query('SELECT pg_terminate_backend($1)', [before[0]!.pid]);
+  expect(before).toEqual([
+    { pid: expect.any(Number), application_name: 'cloud-platform-listener' },
+    { pid: expect.any(Number), application_name: 'cloud-platform-listener' },
+  ]);
+  for (const holder of before) await observer.query('SELECT pg_terminate_backend($1)', [holder.pid]);
   await settles(async () => {
     const after = await instanceLockHolders();
-    expect(after).toHaveLength(1);
-    expect(after[0]!.pid).not.toBe(before[0]!.pid);
+    expect(after).toHaveLength(2);
+    for (const holder of after) expect(before.map((old) => old.pid)).not.toContain(holder.pid);
   }, 10_000);
   await s3.send(new PutObjectCommand({ Bucket: 'in-flight', Key: 'after-reconnect.txt', Body: 'written' }));
 });
@@ -72,13 +77,14 @@ test('a lock another session still holds (the lost connection, not yet seen gone
     const listener = await observer.query<{ wait_event_type: string | null }>(
       `SELECT wait_event_type FROM pg_stat_activity WHERE application_name = 'cloud-platform-listener' AND datname = current_database()`,
     );
-    expect(listener.rows).toHaveLength(1);
-    expect(listener.rows[0]!.wait_event_type).not.toBe('Lock');
+    expect(listener.rows).toHaveLength(2);
+    for (const row of listener.rows) expect(row.wait_event_type).not.toBe('Lock');
   }, 5_000);
   await observer.query('SELECT pg_advisory_unlock($1, $2)', [INSTANCE_LOCK_NAMESPACE, instance]);
   await settles(async () => {
     const after = await instanceLockHolders();
-    expect(after).toEqual([{ pid: expect.any(Number), application_name: 'cloud-platform-listener' }]);
+    expect(after).toHaveLength(2);
+    expect(after.map((holder) => holder.pid)).not.toContain(holder!.pid);
   }, 10_000);
 });
 

@@ -1,9 +1,9 @@
 // Helpers of the object-storage tests: the simulated object store as an S3 client sees it
 // (objects put and deleted directly in the simulator the server uses), and bucket shortcuts.
 import { expect } from 'vitest';
-import { FaultInjector } from '../../../server/drivers/simulators/faults.ts';
-import { createObjectStoreSimulator, type ObjectStoreSimulator } from '../../../server/drivers/simulators/object-store.ts';
-import type { TestOrg, TestServer } from '../../support/server.ts';
+import { FaultInjector } from '../../../../server/drivers/simulators/faults.ts';
+import { createObjectStoreSimulator, type ObjectStoreSimulator } from '../../../../server/drivers/simulators/object-store.ts';
+import type { TestOrg, TestServer } from '../../../support/server.ts';
 
 export const GiB = 1024 ** 3;
 
@@ -38,4 +38,4 @@ export async function softDeleted(server: TestServer, org: TestOrg, bucketId: st
   return (await org.call('GET', `/s3/buckets/${bucketId}`)).body;
 }
 
-export { eventually } from '../../support/eventually.ts';
+export { eventually } from '../../../support/eventually.ts';

@@ -7,11 +7,11 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { createOrganization } from '../../../server/areas/identity/organizations/organization-service.ts';
-import { withTransaction } from '../../../server/db/pool.ts';
-import { eventually } from '../../support/eventually.ts';
-import { freePort } from '../../support/processes.ts';
-import { call, createTestDatabase, startServerProcess } from '../../support/server.ts';
+import { createOrganization } from '../../../../../server/areas/identity/organizations/organization-service.ts';
+import { withTransaction } from '../../../../../server/db/pool.ts';
+import { eventually } from '../../../../support/eventually.ts';
+import { freePort } from '../../../../support/processes.ts';
+import { call, createTestDatabase, startServerProcess } from '../../../../support/server.ts';
 
 type Process = Awaited<ReturnType<typeof startServerProcess>> & { s3Url: string };
 

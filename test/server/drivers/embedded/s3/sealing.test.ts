@@ -12,7 +12,7 @@ import {
   openRange,
   sealedLength,
   sealingTransform,
-} from '../../../server/drivers/embedded/sealing.ts';
+} from '../../../../../server/drivers/embedded/sealing.ts';
 
 const keyring = createObjectKeyring(randomBytes(32));
 

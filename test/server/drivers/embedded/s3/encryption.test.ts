@@ -2,7 +2,7 @@
 // bucket's default encryption) is sealed on disk, answered with the header on every operation,
 // read back whole and by ranges, copied, and uploaded in parts; bytes altered on disk fail the
 // read instead of coming back wrong. SSE-KMS is refused, and SSE-C over plain HTTP is refused as
-// AWS refuses it (the TLS side is test/server/s3/sse-c.test.ts).
+// AWS refuses it (the TLS side is test/server/drivers/embedded/s3/sse-c.test.ts).
 import {
   CompleteMultipartUploadCommand,
   CopyObjectCommand,

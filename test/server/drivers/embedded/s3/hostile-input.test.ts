@@ -6,7 +6,7 @@ import { GetObjectCommand, HeadObjectCommand, ListObjectsV2Command, PutObjectCom
 import { SignatureV4 } from '@smithy/signature-v4';
 import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { NodeSha256 } from '../../../server/drivers/rgw/signed-http.ts';
+import { NodeSha256 } from '../../../../../server/drivers/rgw/signed-http.ts';
 import { createAccessKey, createBucket, s3Client, s3ErrorOf, settles, signedRequest, startS3Server, type IssuedKey } from './support.ts';
 
 let server: Awaited<ReturnType<typeof startS3Server>>;

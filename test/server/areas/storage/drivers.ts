@@ -13,10 +13,10 @@ import {
   S3ServiceException,
 } from '@aws-sdk/client-s3';
 import { expect, test } from 'vitest';
-import { WriteRefusedError } from '../../../server/drivers/simulators/object-store.ts';
-import { CEPH_MISSING, rgwTestable, startCeph } from '../../support/ceph.ts';
-import type { TestOrg, TestServer } from '../../support/server.ts';
-import { ONE_CONNECTION_PER_REQUEST } from '../s3/support.ts';
+import { WriteRefusedError } from '../../../../server/drivers/simulators/object-store.ts';
+import { CEPH_MISSING, rgwTestable, startCeph } from '../../../support/ceph.ts';
+import type { TestOrg, TestServer } from '../../../support/server.ts';
+import { ONE_CONNECTION_PER_REQUEST } from '../../drivers/embedded/s3/support.ts';
 import { objectStoreOf } from './support.ts';
 
 /** How a write ended: stored (with its version id), or refused with S3's error code. */

@@ -8,8 +8,8 @@ import { request as httpRequest } from 'node:http';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, expect, test } from 'vitest';
-import { freePort, type Started } from '../../support/processes.ts';
-import { call, createTestDatabase, readBootstrap, startServerProcess } from '../../support/server.ts';
+import { freePort, type Started } from '../../../../support/processes.ts';
+import { call, createTestDatabase, readBootstrap, startServerProcess } from '../../../../support/server.ts';
 import { MiB, s3Client, s3ErrorOf, settles } from './support.ts';
 
 let running: Started | undefined;

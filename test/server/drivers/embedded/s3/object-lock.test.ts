@@ -21,7 +21,7 @@ import {
   type S3Client,
 } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { enableObjectLock } from '../../../server/drivers/embedded/object-lock.ts';
+import { enableObjectLock } from '../../../../../server/drivers/embedded/object-lock.ts';
 import { createAccessKey, createBucket, s3Client, s3ErrorOf, signedRequest, startS3Server, type IssuedKey } from './support.ts';
 
 let server: Awaited<ReturnType<typeof startS3Server>>;

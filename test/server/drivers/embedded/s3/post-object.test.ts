@@ -194,6 +194,8 @@ describe('a signed form', () => {
     expect(answer.status, answer.text).toBe(204);
     const tags = await s3.send(new GetObjectTaggingCommand({ Bucket: BUCKET, Key: 'tagged/form.txt' }));
     expect(tags.TagSet).toEqual([{ Key: 'team', Value: 'web' }]);
+    // The refusal may come while the form is still being sent (the server answers before reading
+    // the file), which the client can see as a reset: either way nothing is stored.
     const malformed = await post(
       {
         key: 'tagged/bad.txt',
@@ -204,8 +206,8 @@ describe('a signed form', () => {
         ]),
       },
       { name: 'bad.txt', body: 'not stored' },
-    );
-    expect(malformed.status, malformed.text).toBe(400);
+    ).catch(() => undefined);
+    if (malformed) expect(malformed.status, malformed.text).toBe(400);
     expect(await stored('tagged/bad.txt')).toBe(false);
   });
 });

@@ -2,8 +2,8 @@
 // soft delete (empty buckets only, versions and delete markers included), restore, purge, and
 // isolation between organizations.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import type { ObjectStoreSimulator } from '../../../server/drivers/simulators/object-store.ts';
-import { startTestServer, type TestOrg, type TestServer } from '../../support/server.ts';
+import type { ObjectStoreSimulator } from '../../../../server/drivers/simulators/object-store.ts';
+import { startTestServer, type TestOrg, type TestServer } from '../../../support/server.ts';
 import { activeBucket, eventually, objectStoreOf, softDeleted } from './support.ts';
 
 let server: TestServer;
