@@ -59,8 +59,8 @@ export function multipartOperations(context: StoreContext) {
           }
         : null;
       await pool.query(
-        `INSERT INTO store_uploads (upload_id, bucket_id, key, content_type, headers, checksum_algorithm, tags, encryption, lock)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+        `INSERT INTO store_uploads (upload_id, bucket_id, key, content_type, headers, checksum_algorithm, tags, encryption, lock, acl)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
         [
           uploadId,
           bucketId,
@@ -71,6 +71,7 @@ export function multipartOperations(context: StoreContext) {
           JSON.stringify(attributes.tags ?? []),
           options.encryption ? JSON.stringify(options.encryption) : null,
           lock ? JSON.stringify(lock) : null,
+          attributes.acl ? JSON.stringify(attributes.acl) : null,
         ],
       );
       return uploadId;
@@ -255,7 +256,7 @@ export function multipartOperations(context: StoreContext) {
             checksums: part.checksums,
             ...(part.sealing ? { sealing: part.sealing } : {}),
           })),
-          attributes: { contentType: upload.content_type, headers: upload.headers, tags: upload.tags },
+          attributes: { contentType: upload.content_type, headers: upload.headers, tags: upload.tags, acl: upload.acl },
           excludeUpload: upload.upload_id,
           condition: request.condition,
           encryption: upload.encryption,

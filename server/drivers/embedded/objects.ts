@@ -5,7 +5,17 @@ import { StoreRefusal } from './refusals.ts';
 import { assertDeleteCondition, assertWriteCondition, type DeleteCondition, type WriteCondition } from './conditions.ts';
 import { assertMayDelete, type VersionLock } from './object-lock.ts';
 import { addUsage, lockForWrite } from './quota.ts';
-import { bucketOf, num, versionOf, type Segment, type StoredBucket, type StoredVersion, type Tag, type VersionEncryption } from './rows.ts';
+import {
+  bucketOf,
+  num,
+  versionOf,
+  type Segment,
+  type StoredBucket,
+  type StoredVersion,
+  type Tag,
+  type VersionEncryption,
+  type AclGrant,
+} from './rows.ts';
 import { openRange, sealingTransform, type WrappingKey } from './sealing.ts';
 import { assertCommitFits, dropGarbage, markGarbage, streamedWrite, type StoreContext } from './write-path.ts';
 
@@ -16,6 +26,8 @@ export interface VersionAttributes {
   headers: Record<string, string>;
   /** The object's tags (x-amz-tagging), in key order. */
   tags?: Tag[];
+  /** The ACL the write gives (x-amz-acl, x-amz-grant-*); none: the owner's FULL_CONTROL. */
+  acl?: AclGrant[] | null;
 }
 
 /** How a write seals its bytes at rest: whose key wraps the data key, and what the version records. */
@@ -113,8 +125,8 @@ export async function commitVersion(
     `WITH org AS (UPDATE store_orgs SET usage_bytes = usage_bytes + $10, usage_objects = usage_objects + $11 WHERE org_id = $12),
           bucket AS (UPDATE store_buckets SET usage_bytes = usage_bytes + $10, usage_objects = usage_objects + $11 WHERE id = $1)
      INSERT INTO store_versions (bucket_id, key, version_id, delete_marker, size_bytes, etag, content_type, headers, checksums, segments, tags,
-       encryption, lock_mode, lock_until, legal_hold)
-     VALUES ($1, $2, $3, false, $4, $5, $6, $7, $8, $9, $13, $14, $15, $16, $17) RETURNING *`,
+       encryption, lock_mode, lock_until, legal_hold, acl)
+     VALUES ($1, $2, $3, false, $4, $5, $6, $7, $8, $9, $13, $14, $15, $16, $17, $18) RETURNING *`,
     [
       locked.bucket.id,
       key,
@@ -133,6 +145,7 @@ export async function commitVersion(
       version.lock?.retention?.mode ?? null,
       version.lock?.retention?.until ?? null,
       version.lock?.legalHold ?? false,
+      version.attributes.acl ? JSON.stringify(version.attributes.acl) : null,
     ],
   );
   return { version: versionOf(rows[0]!), freed };
@@ -192,6 +205,24 @@ export function objectOperations(context: StoreContext) {
     /** Every organization's served-in-the-store bucket of that name (a preflight, which carries no credentials, looks it up so). */
     async bucketsNamed(name: string): Promise<StoredBucket[]> {
       const { rows } = await pool.query<StoredBucket>('SELECT * FROM store_buckets WHERE name = $1 AND NOT suspended', [name]);
+      return rows.map(bucketOf);
+    },
+
+    /**
+     * Other organizations' served buckets of that name that may share themselves with the caller's:
+     * those with a policy or ACL grants, or whose `key` has ACL grants (at most 20: a request is
+     * served only when exactly one of them allows it). One query, by the buckets' name index and
+     * the versions' key index, however many organizations hold the name.
+     */
+    async bucketsSharedElsewhere(orgId: string, name: string, key: string | undefined): Promise<StoredBucket[]> {
+      const { rows } = await pool.query<StoredBucket>(
+        `SELECT b.* FROM store_buckets b
+         WHERE b.name = $1 AND b.org_id <> $2 AND NOT b.suspended
+           AND (b.policy IS NOT NULL OR b.acl IS NOT NULL
+                OR ($3::text IS NOT NULL AND EXISTS (SELECT 1 FROM store_versions v WHERE v.bucket_id = b.id AND v.key COLLATE "C" = $3 AND v.acl IS NOT NULL)))
+         ORDER BY b.id LIMIT 20`,
+        [name, orgId, key ?? null],
+      );
       return rows.map(bucketOf);
     },
 
@@ -383,6 +414,29 @@ export function objectOperations(context: StoreContext) {
       ]);
       if (rowCount === 0) return missingVersion(key, versionId, null);
       return target.version_id;
+    },
+
+    /** Replaces the ACL grants of a version (the key's latest when no id is given); the version id they were set on. */
+    async setAcl(bucketId: string, key: string, versionId: string | undefined, acl: AclGrant[]): Promise<string> {
+      const target = await versionIn(pool, bucketId, key, versionId);
+      if (!target || target.delete_marker) return missingVersion(key, versionId, target);
+      await pool.query('UPDATE store_versions SET acl = $4 WHERE bucket_id = $1 AND key = $2 AND version_id = $3', [
+        bucketId,
+        key,
+        target.version_id,
+        JSON.stringify(acl),
+      ]);
+      return target.version_id;
+    },
+
+    /** Keeps the LocationConstraint a bucket was created naming (GetBucketLocation answers it). */
+    async setBucketLocation(bucketId: string, location: string): Promise<void> {
+      await pool.query('UPDATE store_buckets SET location = $2 WHERE id = $1', [bucketId, location]);
+    },
+
+    /** Replaces a bucket's ACL grants. */
+    async setBucketAcl(bucketId: string, acl: AclGrant[]): Promise<void> {
+      await pool.query('UPDATE store_buckets SET acl = $2 WHERE id = $1', [bucketId, JSON.stringify(acl)]);
     },
 
     /** Sets a bucket's ObjectOwnership (null: removes it). */

@@ -49,6 +49,27 @@ export interface StoredBucket {
   lifecycle: unknown;
   object_lock_enabled: boolean;
   object_lock_default: { mode: Retention['mode']; days?: number; years?: number } | null;
+  /** The bucket policy as given (PutBucketPolicy); null when it has none. */
+  policy: string | null;
+  public_access_block: PublicAccessBlock | null;
+  /** The ACL as given (the owner's own grants included); null: the owner's FULL_CONTROL alone, as every resource starts. */
+  acl: AclGrant[] | null;
+  /** The LocationConstraint the bucket was created naming; null when none was named. */
+  location: string | null;
+}
+
+/** An ACL grant: to an organization (`org:<id>`, the owner's included) or to every organization's keys (`group:authenticated`). */
+export interface AclGrant {
+  grantee: string;
+  permission: 'READ' | 'WRITE' | 'READ_ACP' | 'WRITE_ACP' | 'FULL_CONTROL';
+}
+
+/** S3's PublicAccessBlockConfiguration of a bucket. */
+export interface PublicAccessBlock {
+  blockPublicAcls: boolean;
+  ignorePublicAcls: boolean;
+  blockPublicPolicy: boolean;
+  restrictPublicBuckets: boolean;
 }
 
 export interface StoredVersion {
@@ -72,6 +93,8 @@ export interface StoredVersion {
   lock_mode: Retention['mode'] | null;
   lock_until: Date | null;
   legal_hold: boolean;
+  /** The ACL as given (the owner's own grants included); null: the owner's FULL_CONTROL alone, as every resource starts. */
+  acl?: AclGrant[] | null;
 }
 
 export interface StoredUpload {
@@ -86,6 +109,7 @@ export interface StoredUpload {
   initiated: Date;
   encryption: VersionEncryption | null;
   lock: { mode: Retention['mode'] | null; until: string | null; legalHold: boolean } | null;
+  acl: AclGrant[] | null;
 }
 
 export interface StoredPart {

@@ -1,4 +1,4 @@
-import type { StoredBucket } from '../rows.ts';
+import type { AclGrant, StoredBucket } from '../rows.ts';
 import { S3Error, notImplemented } from './errors.ts';
 import { checkedSmallBody, headerOf, sendXml, type S3Request } from './request.ts';
 import { S3_NAMESPACE, blocks, escapeXml, malformedXml, text } from './xml.ts';
@@ -8,23 +8,166 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /** The name the owner of every bucket and object is shown by (its id is the organization's). */
 export const OWNER_DISPLAY = 'cloud-platform';
 
+const AUTHENTICATED_USERS = 'http://acs.amazonaws.com/groups/global/AuthenticatedUsers';
+const ALL_USERS = 'http://acs.amazonaws.com/groups/global/AllUsers';
+const PERMISSIONS = new Set<AclGrant['permission']>(['READ', 'WRITE', 'READ_ACP', 'WRITE_ACP', 'FULL_CONTROL']);
+const XSI = 'xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"';
+
 /**
- * ACLs as this endpoint has them: every bucket and object belongs to the organization of the key
- * and nobody else has any access (S3's canned `private`). GetBucketAcl and GetObjectAcl answer
- * that; PutBucketAcl and PutObjectAcl accept it (canned `private`, or a policy granting the owner
- * FULL_CONTROL and no one anything), and refuse any other grant with 501 until bucket policies
- * and public access are designed (docs/s3-compatibility.md).
+ * ACLs as this endpoint has them: every bucket and object belongs to its bucket's organization,
+ * which keeps full control whatever its ACL says (an ACL is kept and shown as given); grants give other organizations (a CanonicalUser whose ID is an
+ * organization id) or every organization's keys (the AuthenticatedUsers group) what S3's
+ * permissions give (aclAllows). No request is anonymous here: grants to everyone (AllUsers,
+ * `public-read`, `public-read-write`) are refused with 501 rather than stored and not honoured.
  */
-export function sendOwnerOnlyAcl(request: S3Request, headers: Record<string, string> = {}): void {
-  const owner = `<ID>${escapeXml(request.caller.orgId)}</ID><DisplayName>${OWNER_DISPLAY}</DisplayName>`;
+export function sendAcl(
+  request: S3Request,
+  bucket: StoredBucket,
+  grants: AclGrant[] | null | undefined,
+  headers: Record<string, string> = {},
+): void {
+  const ownerId = bucket.org_id;
+  const owner = `<ID>${escapeXml(ownerId)}</ID><DisplayName>${OWNER_DISPLAY}</DisplayName>`;
+  const grantee = (grant: AclGrant) =>
+    grant.grantee === 'group:authenticated'
+      ? `<Grantee ${XSI} xsi:type="Group"><URI>${AUTHENTICATED_USERS}</URI></Grantee>`
+      : `<Grantee ${XSI} xsi:type="CanonicalUser"><ID>${escapeXml(grant.grantee.slice(4))}</ID><DisplayName>${OWNER_DISPLAY}</DisplayName></Grantee>`;
+  // As given, the owner's own grants last (RGW lists other grantees first); none given: the owner's FULL_CONTROL.
+  const given = grants ?? ownerOnly(ownerId);
+  const ordered = [
+    ...given.filter((grant) => grant.grantee !== `org:${ownerId}`),
+    ...given.filter((grant) => grant.grantee === `org:${ownerId}`),
+  ];
+  const list = ordered.map((grant) => `<Grant>${grantee(grant)}<Permission>${grant.permission}</Permission></Grant>`).join('');
   sendXml(
     request.res,
     200,
     `<?xml version="1.0" encoding="UTF-8"?>\n<AccessControlPolicy xmlns="${S3_NAMESPACE}"><Owner>${owner}</Owner><AccessControlList>` +
-      `<Grant><Grantee xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xsi:type="CanonicalUser">${owner}</Grantee>` +
-      `<Permission>FULL_CONTROL</Permission></Grant></AccessControlList></AccessControlPolicy>`,
+      `${list}</AccessControlList></AccessControlPolicy>`,
     headers,
   );
+}
+
+/** The ACL every bucket and object has until one is given: its owner's FULL_CONTROL. */
+const ownerOnly = (ownerId: string): AclGrant[] => [{ grantee: `org:${ownerId}`, permission: 'FULL_CONTROL' }];
+
+/** The grants of each canned ACL besides the owner's FULL_CONTROL; 'public' for those that grant everyone. */
+const CANNED: Record<string, AclGrant[] | 'public'> = {
+  private: [],
+  'bucket-owner-read': [],
+  'bucket-owner-full-control': [],
+  'authenticated-read': [{ grantee: 'group:authenticated', permission: 'READ' }],
+  'public-read': 'public',
+  'public-read-write': 'public',
+  'aws-exec-read': 'public',
+  'log-delivery-write': 'public',
+};
+
+const publicRefused = () => notImplemented('Public access (a grant to AllUsers)');
+
+/** One grantee of an ACL, checked: an organization (the owner's included), or every organization's keys. */
+function granteeOf(kind: 'id' | 'uri' | 'emailAddress', value: string): string {
+  if (kind === 'emailAddress')
+    throw new S3Error('UnresolvableGrantByEmailAddress', 400, 'The e-mail address you provided does not match any account on record.');
+  if (kind === 'uri') {
+    if (value === AUTHENTICATED_USERS) return 'group:authenticated';
+    if (value === ALL_USERS) throw publicRefused();
+    throw new S3Error('InvalidArgument', 400, 'Invalid group uri', { ArgumentName: 'Group/URI', ArgumentValue: value });
+  }
+  // An owner's id is an organization's uuid (saying so tells nothing of who exists).
+  if (!UUID.test(value))
+    throw new S3Error('InvalidArgument', 400, 'Invalid id', { ArgumentName: 'CanonicalUser/ID', ArgumentValue: value });
+  return `org:${value.toLowerCase()}`;
+}
+
+const GRANT_HEADERS: Array<[string, AclGrant['permission']]> = [
+  ['x-amz-grant-read', 'READ'],
+  ['x-amz-grant-write', 'WRITE'],
+  ['x-amz-grant-read-acp', 'READ_ACP'],
+  ['x-amz-grant-write-acp', 'WRITE_ACP'],
+  ['x-amz-grant-full-control', 'FULL_CONTROL'],
+];
+
+/**
+ * The ACL a write asks for with its headers (a canned `x-amz-acl`, or `x-amz-grant-*`, which are
+ * then the whole ACL, as S3 takes them), checked; undefined when it asks for none. `ownerId`: the
+ * bucket's organization.
+ */
+export function aclOfHeaders(request: S3Request, ownerId: string): AclGrant[] | undefined {
+  const canned = headerOf(request, 'x-amz-acl')?.trim();
+  const granted = GRANT_HEADERS.filter(([name]) => headerOf(request, name) !== undefined);
+  if (canned !== undefined && granted.length > 0)
+    throw new S3Error('InvalidRequest', 400, 'Specifying both Canned ACLs and Header Grants is not allowed');
+  if (canned !== undefined) {
+    const grants = CANNED[canned];
+    if (grants === undefined)
+      throw new S3Error('InvalidArgument', 400, `${canned} is not a canned ACL`, { ArgumentName: 'x-amz-acl', ArgumentValue: canned });
+    if (grants === 'public') throw publicRefused();
+    return [...grants, ...ownerOnly(ownerId)];
+  }
+  if (granted.length === 0) return undefined;
+  const grants: AclGrant[] = [];
+  for (const [name, permission] of granted) {
+    for (const entry of headerOf(request, name)!.split(',')) {
+      const match = /^\s*(id|uri|emailAddress)\s*=\s*"?([^"]*)"?\s*$/i.exec(entry);
+      if (!match) throw new S3Error('InvalidArgument', 400, `Invalid ${name} value`, { ArgumentName: name, ArgumentValue: entry.trim() });
+      const kind = (match[1]!.toLowerCase() === 'emailaddress' ? 'emailAddress' : match[1]!.toLowerCase()) as 'id' | 'uri' | 'emailAddress';
+      grants.push({ grantee: granteeOf(kind, match[2]!), permission });
+    }
+  }
+  return grants;
+}
+
+/**
+ * Reads a PutBucketAcl/PutObjectAcl request: a canned ACL or grant headers with no body, or an
+ * AccessControlPolicy document. Its grants, kept as given (the owner's own included).
+ */
+export async function aclOfRequest(request: S3Request, ownerId: string): Promise<AclGrant[]> {
+  const fromHeaders = aclOfHeaders(request, ownerId);
+  const body = await checkedSmallBody(request);
+  if (body.trim() === '') {
+    if (fromHeaders === undefined) throw new S3Error('MissingSecurityHeader', 400, 'Your request was missing a required header: x-amz-acl');
+    return fromHeaders;
+  }
+  if (fromHeaders !== undefined)
+    throw new S3Error('UnexpectedContent', 400, 'This request does not support content when x-amz-acl is given');
+  const policy = blocks(body, 'AccessControlPolicy')[0];
+  if (policy === undefined)
+    throw new S3Error(
+      'MalformedACLError',
+      400,
+      'The XML you provided was not well-formed or did not validate against our published schema',
+    );
+  const ownerIdGiven = text(blocks(policy, 'Owner')[0] ?? '', 'ID');
+  if (ownerIdGiven !== undefined && ownerIdGiven !== ownerId) throw new S3Error('AccessDenied', 403, 'Access Denied');
+  const grants: AclGrant[] = [];
+  for (const grant of blocks(policy, 'Grant')) {
+    const granteeBlock = blocks(grant, 'Grantee')[0];
+    if (granteeBlock === undefined) throw malformedXml();
+    const permission = text(grant, 'Permission') as AclGrant['permission'] | undefined;
+    if (permission === undefined || !PERMISSIONS.has(permission)) throw malformedXml();
+    const id = text(granteeBlock, 'ID');
+    const uri = text(granteeBlock, 'URI');
+    const email = text(granteeBlock, 'EmailAddress');
+    const grantee =
+      email !== undefined
+        ? granteeOf('emailAddress', email)
+        : uri !== undefined
+          ? granteeOf('uri', uri)
+          : id !== undefined
+            ? granteeOf('id', id)
+            : (() => {
+                throw malformedXml();
+              })();
+    if (!grants.some((kept) => kept.grantee === grantee && kept.permission === permission)) grants.push({ grantee, permission });
+  }
+  return grants;
+}
+
+/** BlockPublicAcls: a new ACL that grants every organization's keys anything is AccessDenied, as S3 answers it. */
+export function assertNotBlocked(grants: AclGrant[] | undefined, bucket: StoredBucket): void {
+  if (bucket.public_access_block?.blockPublicAcls && grants?.some((grant) => grant.grantee === 'group:authenticated'))
+    throw new S3Error('AccessDenied', 403, 'Access Denied');
 }
 
 /** The ObjectOwnership values S3 has: every one means the same here but for ACL requests (BucketOwnerEnforced: none). */
@@ -39,38 +182,4 @@ export function assertAclsTaken(request: S3Request, bucket: StoredBucket, aclReq
   const canned = headerOf(request, 'x-amz-acl')?.trim();
   if (aclRequest || (canned !== undefined && canned !== 'bucket-owner-full-control'))
     throw new S3Error('AccessControlListNotSupported', 400, 'The bucket does not allow ACLs');
-}
-
-/** Reads a PutBucketAcl/PutObjectAcl request: accepted when it asks for what every resource here already has. */
-export async function assertOwnerOnlyAcl(request: S3Request): Promise<void> {
-  // A canned ACL other than private, and any x-amz-grant-* header, were refused before (sub-resources.ts).
-  const canned = headerOf(request, 'x-amz-acl');
-  const body = await checkedSmallBody(request);
-  if (body.trim() === '') {
-    if (canned === undefined) throw new S3Error('MissingSecurityHeader', 400, 'Your request was missing a required header: x-amz-acl');
-    return;
-  }
-  if (canned !== undefined) throw new S3Error('UnexpectedContent', 400, 'This request does not support content when x-amz-acl is given');
-  const policy = blocks(body, 'AccessControlPolicy')[0];
-  if (policy === undefined)
-    throw new S3Error(
-      'MalformedACLError',
-      400,
-      'The XML you provided was not well-formed or did not validate against our published schema',
-    );
-  const ownerId = text(blocks(policy, 'Owner')[0] ?? '', 'ID');
-  if (ownerId !== undefined && ownerId !== request.caller.orgId) throw new S3Error('AccessDenied', 403, 'Access Denied');
-  for (const grant of blocks(policy, 'Grant')) {
-    const grantee = blocks(grant, 'Grantee')[0];
-    if (grantee === undefined) throw malformedXml();
-    const id = text(grantee, 'ID');
-    const permission = text(grant, 'Permission');
-    // Grantees that name nobody are refused as S3 refuses them: there are no e-mail identities
-    // here, and an owner's id is an organization's uuid (saying so tells nothing of who exists).
-    if (text(grantee, 'EmailAddress') !== undefined)
-      throw new S3Error('UnresolvableGrantByEmailAddress', 400, 'The e-mail address you provided does not match any account on record.');
-    if (id !== undefined && !UUID.test(id))
-      throw new S3Error('InvalidArgument', 400, 'Invalid id', { ArgumentName: 'CanonicalUser/ID', ArgumentValue: id });
-    if (id !== request.caller.orgId || permission !== 'FULL_CONTROL') throw notImplemented('Granting access to anyone but the owner');
-  }
 }

@@ -1,10 +1,12 @@
 import { DomainError } from '../../../core/errors.ts';
 import { StoreRefusal } from '../refusals.ts';
 import type { StoredVersion } from '../rows.ts';
-import { OBJECT_OWNERSHIPS, OWNER_DISPLAY, assertAclsTaken, assertOwnerOnlyAcl, sendOwnerOnlyAcl } from './acl.ts';
+import { OBJECT_OWNERSHIPS, OWNER_DISPLAY, aclOfHeaders, aclOfRequest, assertAclsTaken, assertNotBlocked, sendAcl } from './acl.ts';
 import { S3Error, invalidArgument, noSuchBucket, notImplemented } from './errors.ts';
 import { BUCKET_SUB_RESOURCES, subResourceOf, type BucketSubResource } from './sub-resources.ts';
 import { multipartRoutes } from './multipart-handlers.ts';
+import { useOf } from './policy-actions.ts';
+import { bucketPolicyRoutes } from './policy-handlers.ts';
 import { bucketCorsRoutes } from './cors.ts';
 import { bucketEncryptionRoutes } from './encryption.ts';
 import { bucketLifecycleRoutes } from './lifecycle.ts';
@@ -12,7 +14,7 @@ import { bypassesGovernance, objectLockRoutes } from './object-lock.ts';
 import type { PlatformBucket, S3Actor } from './platform-port.ts';
 import { checkedSmallBody, headerOf, sendXml, type S3Handler, type S3Request } from './request.ts';
 import { MAX_BUCKET_TAGS, tagSetElement, tagsOfDocument } from './tagging.ts';
-import { S3_NAMESPACE, blocks, document, element, malformedXml, text, type XmlNode } from './xml.ts';
+import { S3_NAMESPACE, blocks, document, element, escapeXml, malformedXml, text, type XmlNode } from './xml.ts';
 
 /** The last code point: a marker past every key that starts with a given prefix. */
 const PAST_PREFIX = '\u{10FFFF}';
@@ -58,15 +60,13 @@ const headBucket: S3Handler = async (request) => {
 };
 
 const getBucketLocation: S3Handler = async (request) => {
-  await request.access.bucket(request.caller, request.bucketName);
-  // S3 reports us-east-1 as an empty constraint.
+  const bucket = await request.access.bucket(request.caller, request.bucketName);
+  // S3 reports us-east-1 as an empty constraint, unless the bucket was created naming it (as RGW answers).
+  const location = bucket.location ?? (request.region === 'us-east-1' ? '' : request.region);
   sendXml(
     request.res,
     200,
-    document('LocationConstraint', {}).replace(
-      '</LocationConstraint>',
-      `${request.region === 'us-east-1' ? '' : request.region}</LocationConstraint>`,
-    ),
+    document('LocationConstraint', {}).replace('</LocationConstraint>', `${escapeXml(location)}</LocationConstraint>`),
   );
 };
 
@@ -196,7 +196,7 @@ const listObjects: S3Handler = async (request) => {
     Prefix: v2 ? encode(prefix) : prefix,
   };
   // V1 names each object's owner; V2 only when asked (fetch-owner=true).
-  const owner = !v2 || request.query.get('fetch-owner') === 'true' ? { ID: request.caller.orgId, DisplayName: OWNER_DISPLAY } : undefined;
+  const owner = !v2 || request.query.get('fetch-owner') === 'true' ? { ID: bucket.org_id, DisplayName: OWNER_DISPLAY } : undefined;
   const contents = page.items.map((item) => objectEntry(item, encode, owner));
   const commonPrefixes = page.prefixes.map((value) => ({ Prefix: encode(value) }));
   const body = v2
@@ -272,12 +272,12 @@ const listObjectVersions: S3Handler = async (request) => {
     IsLatest: version.is_latest ?? false,
     LastModified: version.last_modified.toISOString(),
     ...(version.delete_marker
-      ? { Owner: { ID: request.caller.orgId, DisplayName: OWNER_DISPLAY } }
+      ? { Owner: { ID: bucket.org_id, DisplayName: OWNER_DISPLAY } }
       : {
           ETag: `"${version.etag ?? ''}"`,
           Size: version.size_bytes,
           StorageClass: 'STANDARD',
-          Owner: { ID: request.caller.orgId, DisplayName: OWNER_DISPLAY },
+          Owner: { ID: bucket.org_id, DisplayName: OWNER_DISPLAY },
         }),
   });
   // Versions and delete markers keep their order in the listing (S3 interleaves them the same way).
@@ -313,8 +313,16 @@ const deleteObjects: S3Handler = async (request) => {
   const errors: XmlNode[] = [];
   for (const object of objects) {
     try {
-      const outcome = await request.store.objects.deleteObject(request.caller.orgId, bucket.id, object.key, object.versionId || undefined, {
-        bypassGovernance: bypassesGovernance(request),
+      // The policy judges each key's delete (a Deny may name some keys only).
+      if (
+        !(await request.access.allows(
+          bucket,
+          useOf(request, object.versionId ? 's3:DeleteObjectVersion' : 's3:DeleteObject', object.key, object.versionId || undefined),
+        ))
+      )
+        throw new S3Error('AccessDenied', 403, 'Access Denied');
+      const outcome = await request.store.objects.deleteObject(bucket.org_id, bucket.id, object.key, object.versionId || undefined, {
+        bypassGovernance: bypassesGovernance(request) && bucket.org_id === request.caller.orgId,
       });
       if (quiet) continue;
       deleted.push({
@@ -411,14 +419,15 @@ async function waitForOperation(request: S3Request, operationId: string | null, 
   );
 }
 
-/** CreateBucket's body, when it has one: its LocationConstraint must be this endpoint's region. */
-async function assertLocation(request: S3Request): Promise<void> {
+/** CreateBucket's body, when it has one: its LocationConstraint must be this endpoint's region; the one it names, if any. */
+async function assertLocation(request: S3Request): Promise<string | undefined> {
   const body = (await checkedSmallBody(request)).trim();
-  if (body === '') return;
+  if (body === '') return undefined;
   const configuration = blocks(body, 'CreateBucketConfiguration')[0];
   if (configuration === undefined) throw malformedXml();
   const location = text(configuration, 'LocationConstraint');
-  if (location === undefined || location === '' || location === request.region) return;
+  if (location === undefined || location === '') return undefined;
+  if (location === request.region) return location;
   throw new S3Error(
     'InvalidLocationConstraint',
     400,
@@ -470,7 +479,9 @@ const createBucket: S3Handler = async (request) => {
   const ownership = headerOf(request, 'x-amz-object-ownership')?.trim();
   if (ownership !== undefined && !OBJECT_OWNERSHIPS.includes(ownership))
     throw invalidArgument('Invalid x-amz-object-ownership header', 'x-amz-object-ownership', ownership);
-  await assertLocation(request);
+  // Its ACL is checked before anything is made.
+  const acl = aclOfHeaders(request, request.caller.orgId);
+  const location = await assertLocation(request);
   const name = request.bucketName;
   const existing = await request.access.platform.bucketNamed(request.caller.orgId, name);
   if (existing) {
@@ -500,6 +511,8 @@ const createBucket: S3Handler = async (request) => {
         },
       );
     if (ownership !== undefined) await request.store.objects.setBucketOwnership(change.bucket.id, ownership);
+    if (acl !== undefined && acl.length > 0) await request.store.objects.setBucketAcl(change.bucket.id, acl);
+    if (location !== undefined) await request.store.objects.setBucketLocation(change.bucket.id, location);
   }
   request.res.statusCode = 200;
   request.res.setHeader('Location', `/${name}`);
@@ -574,14 +587,16 @@ const deleteBucketTagging: S3Handler = async (request) => {
 };
 
 const getBucketAcl: S3Handler = async (request) => {
-  await request.access.bucket(request.caller, request.bucketName);
-  sendOwnerOnlyAcl(request);
+  const bucket = await request.access.bucket(request.caller, request.bucketName);
+  sendAcl(request, bucket, bucket.acl);
 };
 
 const putBucketAcl: S3Handler = async (request) => {
   const bucket = await request.access.bucket(request.caller, request.bucketName);
   assertAclsTaken(request, bucket, true);
-  await assertOwnerOnlyAcl(request);
+  const acl = await aclOfRequest(request, bucket.org_id);
+  assertNotBlocked(acl, bucket);
+  await request.store.objects.setBucketAcl(bucket.id, acl);
   request.res.statusCode = 200;
   request.res.setHeader('Content-Length', '0');
   request.res.end();
@@ -614,21 +629,28 @@ const deleteBucketOwnership: S3Handler = async (request) => {
   request.res.end();
 };
 
-/** Bucket settings with modules of their own: encryption, CORS, lifecycle and object lock. */
+/** Bucket settings with modules of their own: encryption, CORS, lifecycle, object lock, policy and public access block. */
 const BUCKET_SETTINGS = {
   GET: {
     encryption: bucketEncryptionRoutes.GET,
     cors: bucketCorsRoutes.GET,
     lifecycle: bucketLifecycleRoutes.GET,
     'object-lock': objectLockRoutes.bucket.GET,
+    ...bucketPolicyRoutes.GET,
   },
   PUT: {
     encryption: bucketEncryptionRoutes.PUT,
     cors: bucketCorsRoutes.PUT,
     lifecycle: bucketLifecycleRoutes.PUT,
     'object-lock': objectLockRoutes.bucket.PUT,
+    ...bucketPolicyRoutes.PUT,
   },
-  DELETE: { encryption: bucketEncryptionRoutes.DELETE, cors: bucketCorsRoutes.DELETE, lifecycle: bucketLifecycleRoutes.DELETE },
+  DELETE: {
+    encryption: bucketEncryptionRoutes.DELETE,
+    cors: bucketCorsRoutes.DELETE,
+    lifecycle: bucketLifecycleRoutes.DELETE,
+    ...bucketPolicyRoutes.DELETE,
+  },
 } satisfies Record<string, Partial<Record<BucketSubResource, S3Handler>>>;
 
 /** The bucket operations offered, by method and sub-resource ('' for none); every other pair is 501. */

@@ -1,6 +1,7 @@
+import type { StoredBucket } from '../rows.ts';
 import { CHECKSUM_ALGORITHMS, isChecksumAlgorithm } from '../checksums.ts';
 import { hashing } from '../hashing.ts';
-import { assertAclsTaken } from './acl.ts';
+import { aclOfHeaders, assertAclsTaken } from './acl.ts';
 import { assertCompletionKey, copySourceKey, encryptionHeaders, partWrapping, writeEncryption } from './encryption.ts';
 import { S3Error, invalidArgument } from './errors.ts';
 import { assertEarlyWriteCondition, attributesOf, copySourceVersion, taggingOf, writeConditionOf } from './object-handlers.ts';
@@ -9,7 +10,7 @@ import { uploadBody } from './payload.ts';
 import { checkedSmallBody, headerOf, sendXml, type S3Handler, type S3Request } from './request.ts';
 import { blocks, document, malformedXml, text, type XmlNode } from './xml.ts';
 
-const OWNER = (request: S3Request) => ({ ID: request.caller.orgId, DisplayName: 'cloud-platform' });
+const OWNER = (bucket: StoredBucket) => ({ ID: bucket.org_id, DisplayName: 'cloud-platform' });
 
 const createUpload: S3Handler = async (request) => {
   const bucket = await request.access.bucket(request.caller, request.bucketName);
@@ -23,7 +24,7 @@ const createUpload: S3Handler = async (request) => {
   const uploadId = await request.store.multipart.createUpload(
     bucket.id,
     request.key,
-    { ...attributesOf(request), tags: taggingOf(request) },
+    { ...attributesOf(request), tags: taggingOf(request), acl: aclOfHeaders(request, bucket.org_id) },
     algorithm,
     { encryption: sealing?.record, lock },
   );
@@ -82,7 +83,7 @@ const uploadPartCopy: S3Handler = async (request) => {
   const size = end - start + 1;
   const hashes = hashing(new Set(['md5'] as const), size);
   const part = await request.store.multipart.uploadPart({
-    orgId: request.caller.orgId,
+    orgId: bucket.org_id,
     bucketId: bucket.id,
     key: request.key,
     uploadId,
@@ -120,7 +121,7 @@ const uploadPart: S3Handler = async (request) => {
     request.stallTimeoutMs,
   );
   const part = await request.store.multipart.uploadPart({
-    orgId: request.caller.orgId,
+    orgId: bucket.org_id,
     bucketId: bucket.id,
     key: request.key,
     uploadId,
@@ -163,7 +164,7 @@ const completeUpload: S3Handler = async (request) => {
   });
   if (parts.length === 0 || parts.some((part) => !Number.isInteger(part.partNumber))) throw malformedXml();
   const version = await request.store.multipart.complete({
-    orgId: request.caller.orgId,
+    orgId: bucket.org_id,
     bucketId: bucket.id,
     key: request.key,
     uploadId,
@@ -219,8 +220,8 @@ const listParts: S3Handler = async (request) => {
       Bucket: bucket.name,
       Key: request.key,
       UploadId: uploadId,
-      Initiator: OWNER(request),
-      Owner: OWNER(request),
+      Initiator: OWNER(bucket),
+      Owner: OWNER(bucket),
       StorageClass: 'STANDARD',
       PartNumberMarker: marker,
       NextPartNumberMarker: truncated ? shown[shown.length - 1]!.part_number : undefined,
@@ -267,8 +268,8 @@ const listUploads: S3Handler = async (request) => {
       Upload: shown.map((upload) => ({
         Key: upload.key,
         UploadId: upload.upload_id,
-        Initiator: OWNER(request),
-        Owner: OWNER(request),
+        Initiator: OWNER(bucket),
+        Owner: OWNER(bucket),
         StorageClass: 'STANDARD',
         Initiated: upload.initiated.toISOString(),
       })),

@@ -4,12 +4,13 @@ import { isChecksumAlgorithm, runningChecksum } from '../checksums.ts';
 import { assertWriteCondition, etagListMatches, type DeleteCondition, type WriteCondition } from '../conditions.ts';
 import { hashing, type NativeDigest } from '../hashing.ts';
 import type { StoredBucket, StoredVersion, Tag } from '../rows.ts';
-import { assertAclsTaken, assertOwnerOnlyAcl, sendOwnerOnlyAcl } from './acl.ts';
+import { aclOfHeaders, aclOfRequest, assertAclsTaken, assertNotBlocked, sendAcl } from './acl.ts';
 import { copySourceKey, encryptionHeaders, readKey, writeEncryption } from './encryption.ts';
 import { S3Error, assertStorable, invalidArgument, noSuchKey, notImplemented } from './errors.ts';
 import { expirationHeader } from './lifecycle.ts';
 import { bypassesGovernance, lockHeaders, writeLock } from './object-lock.ts';
 import { uploadBody } from './payload.ts';
+import { useOf } from './policy-actions.ts';
 import { checkedSmallBody, sendXml, type S3Handler, type S3Request } from './request.ts';
 import { MAX_OBJECT_TAGS, tagSetElement, tagsOfDocument, tagsOfHeader } from './tagging.ts';
 import { OBJECT_SUB_RESOURCES, subResourceOf } from './sub-resources.ts';
@@ -173,7 +174,10 @@ async function servedVersion(request: S3Request): Promise<{ bucket: StoredBucket
     request.access.bucket(request.caller, request.bucketName),
     request.store.objects.versionInBucketNamed(request.caller.orgId, request.bucketName, request.key, versionIdParam(request)),
   ]);
-  return { bucket, version: await readableVersion(request, bucket, looked) };
+  // Another organization's bucket (its policy shares it): the version is looked up in it.
+  const version =
+    bucket.org_id === request.caller.orgId ? looked : await request.store.objects.version(bucket.id, request.key, versionIdParam(request));
+  return { bucket, version: await readableVersion(request, bucket, version) };
 }
 
 /** S3's conditional reads: 412 for a failed If-Match/If-Unmodified-Since, 304 for If-None-Match/If-Modified-Since. */
@@ -310,7 +314,7 @@ const readObject: S3Handler = async (request) => {
     res.end();
   } finally {
     // Egress is what left for the client, whether or not it read to the end.
-    await request.store.objects.recordEgress(request.caller.orgId, served).catch(() => {});
+    await request.store.objects.recordEgress(bucket.org_id, served).catch(() => {});
   }
 };
 
@@ -353,7 +357,8 @@ const putObject: S3Handler = async (request) => {
   if (header(request, 'x-amz-copy-source') !== undefined) return copyObject(request);
   const bucket = await request.access.bucket(request.caller, request.bucketName);
   assertAclsTaken(request, bucket);
-  const attributes = attributesOf(request);
+  const attributes = { ...attributesOf(request), acl: aclOfHeaders(request, bucket.org_id) };
+  assertNotBlocked(attributes.acl, bucket);
   const tags = taggingOf(request);
   const sealing = writeEncryption(request, bucket);
   const lock = writeLock(request.req.headers, bucket);
@@ -372,7 +377,7 @@ const putObject: S3Handler = async (request) => {
     request.stallTimeoutMs,
   );
   const version = await request.store.objects.putObject({
-    orgId: request.caller.orgId,
+    orgId: bucket.org_id,
     bucketId: bucket.id,
     key: validKey(request.key),
     ...attributes,
@@ -422,7 +427,12 @@ export async function copySourceVersion(request: S3Request): Promise<{
   sourceVersion: StoredVersion;
 }> {
   const source = copySource(request);
-  const sourceBucket = await request.access.bucket(request.caller, source.bucket);
+  // The source is read: its bucket's policy judges a GetObject of it.
+  const sourceBucket = await request.access.bucket(
+    request.caller,
+    source.bucket,
+    useOf(request, source.versionId === undefined ? 's3:GetObject' : 's3:GetObjectVersion', source.key, source.versionId),
+  );
   const sourceVersion = await request.store.objects.version(sourceBucket.id, source.key, source.versionId);
   if (!sourceVersion || sourceVersion.delete_marker) {
     if (source.versionId !== undefined && sourceVersion?.delete_marker)
@@ -474,6 +484,8 @@ async function copyObject(request: S3Request): Promise<void> {
   const attributes = {
     ...(directive === 'REPLACE' ? attributesOf(request) : { contentType: sourceVersion.content_type, headers: sourceVersion.headers }),
     tags: taggingDirective === 'REPLACE' ? taggingOf(request) : sourceVersion.tags,
+    // A copy is a new object: its ACL is what the request asks for, not the source's.
+    acl: aclOfHeaders(request, bucket.org_id),
   };
   // The copy is hashed again as it is written (ETag and the source's checksums, one pass each).
   const algorithms = Object.keys(sourceVersion.checksums).filter(isChecksumAlgorithm);
@@ -491,7 +503,7 @@ async function copyObject(request: S3Request): Promise<void> {
     },
   });
   const version = await request.store.objects.putObject({
-    orgId: request.caller.orgId,
+    orgId: bucket.org_id,
     bucketId: bucket.id,
     key: validKey(request.key),
     ...attributes,
@@ -546,8 +558,9 @@ function deleteConditionOf(request: S3Request): DeleteCondition | undefined {
 
 const deleteObject: S3Handler = async (request) => {
   const bucket = await request.access.bucket(request.caller, request.bucketName);
-  const outcome = await request.store.objects.deleteObject(request.caller.orgId, bucket.id, request.key, versionIdParam(request), {
-    bypassGovernance: bypassesGovernance(request),
+  const outcome = await request.store.objects.deleteObject(bucket.org_id, bucket.id, request.key, versionIdParam(request), {
+    // Only the bucket's own organization may bypass its governance retention.
+    bypassGovernance: bypassesGovernance(request) && bucket.org_id === request.caller.orgId,
     condition: deleteConditionOf(request),
   });
   const { res } = request;
@@ -589,13 +602,15 @@ const deleteObjectTagging = setObjectTagging(async () => [], 204);
 
 const getObjectAcl: S3Handler = async (request) => {
   const { bucket, version } = await servedVersion(request);
-  sendOwnerOnlyAcl(request, versionIdHeader(bucket, version));
+  sendAcl(request, bucket, version.acl, versionIdHeader(bucket, version));
 };
 
 const putObjectAcl: S3Handler = async (request) => {
   const { bucket, version } = await servedVersion(request);
   assertAclsTaken(request, bucket, true);
-  await assertOwnerOnlyAcl(request);
+  const acl = await aclOfRequest(request, bucket.org_id);
+  assertNotBlocked(acl, bucket);
+  await request.store.objects.setAcl(bucket.id, request.key, version.version_id, acl);
   request.res.statusCode = 200;
   setHeaders(request.res, versionIdHeader(bucket, version));
   request.res.setHeader('Content-Length', '0');

@@ -8,6 +8,7 @@ import type { EmbeddedObjectStore } from '../store.ts';
 import type { Access } from './access.ts';
 import { applyCors } from './cors.ts';
 import { encryptionHeaders, writeEncryption } from './encryption.ts';
+import { MAX_OBJECT_TAGS, tagsOfDocument } from './tagging.ts';
 import { S3Error, accessDenied, invalidArgument, notImplemented } from './errors.ts';
 import { writeLock } from './object-lock.ts';
 import { signingKey } from './sigv4.ts';
@@ -218,7 +219,6 @@ function sameText(expected: string, given: string): boolean {
 function refuseUnoffered(fields: Map<string, string>): void {
   const acl = fields.get('acl');
   if (acl !== undefined && !OWNER_ONLY_ACLS.has(acl.trim())) throw notImplemented(`The canned ACL ${acl.trim()}`);
-  if (fields.has('tagging')) throw notImplemented('Object tagging');
   if (fields.has('x-amz-website-redirect-location')) throw notImplemented('Website redirects');
   const storageClass = fields.get('x-amz-storage-class');
   if (storageClass !== undefined && storageClass.trim() !== 'STANDARD')
@@ -308,12 +308,16 @@ export async function postObject(
       { objectMode: false },
     );
     const hashes = hashing(['md5'], limit);
+    // The tagging field is a Tagging document, as PutObjectTagging's body (checked as it is).
+    const tagging = fields.get('tagging');
+    const tags = tagging === undefined ? [] : tagsOfDocument(tagging, MAX_OBJECT_TAGS);
     const version = await deps.store.objects.putObject({
       orgId: caller.orgId,
       bucketId: bucket.id,
       key,
       contentType: fields.get('content-type') ?? null,
       headers: stored,
+      tags,
       size: limit,
       sizeIsLimit: true,
       body,

@@ -14,13 +14,20 @@ import { applyCors, preflight } from './cors.ts';
 import { isDatabaseError } from '../../../db/unavailable.ts';
 import { REFUSAL_STATUS, S3Error, accessDenied, assertStorable, unavailableError } from './errors.ts';
 import { multipartRoutes } from './multipart-handlers.ts';
+import { actionOf, useOf } from './policy-actions.ts';
 import { assertContentMd5 } from './payload.ts';
 import { objectRoutes } from './object-handlers.ts';
 import { objectLockRoutes } from './object-lock.ts';
 import { postObject } from './post-object.ts';
 import type { S3Request } from './request.ts';
 import { parseSignature, scopeOf, verify } from './sigv4.ts';
-import { OBJECT_SUB_RESOURCES, refuseUnofferedGuarantees, subResourceOf, type ObjectSubResource } from './sub-resources.ts';
+import {
+  OBJECT_SUB_RESOURCES,
+  refuseBlockedPublicAcl,
+  refuseUnofferedGuarantees,
+  subResourceOf,
+  type ObjectSubResource,
+} from './sub-resources.ts';
 import { document } from './xml.ts';
 import type { S3Handler } from './request.ts';
 
@@ -125,7 +132,14 @@ export async function startS3Endpoint(options: {
       stallTimeoutMs: options.bodyTimeoutMs,
       secure: isSecure(req),
     };
+    await refuseBlockedPublicAcl(request);
     const handler = route(request);
+    // The bucket's policy judges what the request does with it (access.ts): its action, on its object.
+    const action = actionOf(request);
+    if (action !== undefined) {
+      const use = useOf(request, action, request.key === '' ? undefined : request.key, request.query.get('versionId') ?? undefined);
+      request.access = { ...access, bucket: (caller, name, asked) => access.bucket(caller, name, asked ?? use) };
+    }
     // A browser's real request gets its bucket's CORS headers, on errors too (the page reads those).
     if (req.headers.origin !== undefined && request.bucketName !== '') {
       const bucket = await store.objects.bucketNamed(caller.orgId, request.bucketName);

@@ -80,8 +80,8 @@ const CANNED_ACLS = new Set([
   'log-delivery-write',
 ]);
 
-/** Canned ACLs that give nobody but the owner any access: what every object here already has. */
-const OWNER_ONLY_ACLS = new Set(['private', 'bucket-owner-full-control']);
+/** Canned ACLs that give everyone (anonymous requests included) some access. */
+const PUBLIC_ACLS = new Set(['public-read', 'public-read-write', 'aws-exec-read', 'log-delivery-write']);
 
 /**
  * Refuses a request that asks for a guarantee this endpoint does not give, with S3's own error,
@@ -94,13 +94,11 @@ export function refuseUnofferedGuarantees(request: S3Request): void {
   const sse = header(request, 'x-amz-server-side-encryption')?.trim();
   if ((sse === 'aws:kms' || sse === 'aws:kms:dsse') && header(request, 'x-amz-server-side-encryption-customer-algorithm') === undefined)
     throw notImplemented('Server-side encryption with AWS KMS keys (SSE-KMS)');
-  for (const name of Object.keys(request.req.headers)) {
-    if (name.startsWith('x-amz-grant-')) throw notImplemented('Access grants');
-  }
   const acl = header(request, 'x-amz-acl')?.trim();
   if (acl !== undefined && !CANNED_ACLS.has(acl))
     throw new S3Error('InvalidArgument', 400, `${acl} is not a canned ACL`, { ArgumentName: 'x-amz-acl', ArgumentValue: acl });
-  if (acl !== undefined && !OWNER_ONLY_ACLS.has(acl)) throw notImplemented(`The canned ACL ${acl}`);
+  // A canned ACL S3 has is taken (or refused: those granting everyone) where a write gives an ACL
+  // (acl.ts), once the bucket's policy has judged the request: a policy's Deny comes first, as in S3.
   if (header(request, 'x-amz-website-redirect-location') !== undefined) throw notImplemented('Website redirects');
   const storageClass = header(request, 'x-amz-storage-class');
   if (storageClass !== undefined && storageClass.trim() !== 'STANDARD')
@@ -108,4 +106,15 @@ export function refuseUnofferedGuarantees(request: S3Request): void {
   // The owner a client expects: refusing when it is someone else is the point of the header.
   const expectedOwner = header(request, 'x-amz-expected-bucket-owner');
   if (expectedOwner !== undefined && expectedOwner !== request.caller.orgId) throw new S3Error('AccessDenied', 403, 'Access Denied');
+}
+
+/**
+ * BlockPublicAcls: on a bucket that blocks them, a public canned ACL (`authenticated-read`, or one
+ * for everyone, which this endpoint does not offer anyway) is AccessDenied, as S3 answers it.
+ */
+export async function refuseBlockedPublicAcl(request: S3Request): Promise<void> {
+  const acl = header(request, 'x-amz-acl')?.trim();
+  if (acl === undefined || !(PUBLIC_ACLS.has(acl) || acl === 'authenticated-read') || request.bucketName === '') return;
+  const bucket = await request.store.objects.bucketNamed(request.caller.orgId, request.bucketName);
+  if (bucket?.public_access_block?.blockPublicAcls) throw new S3Error('AccessDenied', 403, 'Access Denied');
 }

@@ -3,6 +3,7 @@
 // slots, soft delete, audit events and operations as the API's, whichever door a client uses.
 // Names are the organization's own: another organization's names are unknown to it.
 import {
+  type BucketLocationConstraint,
   CreateBucketCommand,
   DeleteBucketCommand,
   DeleteObjectCommand,
@@ -124,8 +125,15 @@ describe('CreateBucket', () => {
     ).toEqual({ code: 'InvalidLocationConstraint', status: 400 });
     expect(await apiBucket('far-away')).toBeUndefined();
     const location = await s3.send(new GetBucketLocationCommand({ Bucket: 'made-over-s3' }));
-    // us-east-1 is S3's empty constraint.
+    // us-east-1 is S3's empty constraint; a bucket created naming it gets it back, as RGW answers.
     expect(location.LocationConstraint ?? '').toBe('');
+    await s3.send(
+      new CreateBucketCommand({
+        Bucket: 'named-region',
+        CreateBucketConfiguration: { LocationConstraint: 'us-east-1' as BucketLocationConstraint },
+      }),
+    );
+    expect((await s3.send(new GetBucketLocationCommand({ Bucket: 'named-region' }))).LocationConstraint).toBe('us-east-1');
   });
 
   test('a bucket asked with object lock is made versioned and locked; its versioning cannot then be suspended', async () => {

@@ -3,7 +3,7 @@
 // (${filename} filled in), with its metadata and encryption, and answers as the form asks
 // (204, 201 with XML, or a 303 redirect). What the policy does not allow, an expired or wrongly
 // signed policy and a file outside its length range are refused, and nothing is stored.
-import { GetObjectCommand, HeadObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import { GetObjectCommand, GetObjectTaggingCommand, HeadObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { createHash, createHmac } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { createAccessKey, createBucket, s3Client, s3ErrorOf, startS3Server, type IssuedKey } from './support.ts';
@@ -176,6 +176,39 @@ describe('a signed form', () => {
     expect(answer.status, answer.text).toBe(204);
     expect(answer.headers.get('x-amz-server-side-encryption')).toBe('AES256');
     expect((await s3.send(new HeadObjectCommand({ Bucket: BUCKET, Key: 'sealed/form.txt' }))).ServerSideEncryption).toBe('AES256');
+  });
+
+  test('gives the object the tags of its tagging field (a Tagging document); a malformed one stores nothing', async () => {
+    const tagging = '<Tagging><TagSet><Tag><Key>team</Key><Value>web</Value></Tag></TagSet></Tagging>';
+    const answer = await post(
+      {
+        key: 'tagged/form.txt',
+        tagging,
+        ...signedFields([
+          ['starts-with', '$key', 'tagged/'],
+          ['starts-with', '$tagging', ''],
+        ]),
+      },
+      { name: 'form.txt', body: 'tagged through a form' },
+    );
+    expect(answer.status, answer.text).toBe(204);
+    const tags = await s3.send(new GetObjectTaggingCommand({ Bucket: BUCKET, Key: 'tagged/form.txt' }));
+    expect(tags.TagSet).toEqual([{ Key: 'team', Value: 'web' }]);
+    // The refusal may come while the form is still being sent (the server answers before reading
+    // the file), which the client can see as a reset: either way nothing is stored.
+    const malformed = await post(
+      {
+        key: 'tagged/bad.txt',
+        tagging: '<Tagging>',
+        ...signedFields([
+          ['starts-with', '$key', 'tagged/'],
+          ['starts-with', '$tagging', ''],
+        ]),
+      },
+      { name: 'bad.txt', body: 'not stored' },
+    ).catch(() => undefined);
+    if (malformed) expect(malformed.status, malformed.text).toBe(400);
+    expect(await stored('tagged/bad.txt')).toBe(false);
   });
 });
 

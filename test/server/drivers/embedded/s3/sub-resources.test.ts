@@ -49,6 +49,8 @@ const OFFERED_ON_BUCKET = new Set([
   'DELETE cors',
   'DELETE encryption',
   'DELETE lifecycle',
+  'DELETE policy',
+  'DELETE publicAccessBlock',
 ]);
 
 beforeAll(async () => {
@@ -118,32 +120,38 @@ describe('object sub-resources', () => {
     await expectUnchanged(name, etag, 'after the refused sub-resources');
   });
 
-  test('an ACL granting anyone but the owner is 501 and changes nothing; the ACL read back is the owner alone', async () => {
+  test('an ACL granting everyone is 501 and changes nothing; one granting another organization is kept and read back', async () => {
     const name = 'object-acl-grants';
     const etag = await putSubject(name);
     const owner = server.org.orgId;
-    const grant = (id: string, permission: string) =>
-      `<Grant><Grantee xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xsi:type="CanonicalUser"><ID>${id}</ID></Grantee><Permission>${permission}</Permission></Grant>`;
+    const partner = randomUUID();
+    const grant = (grantee: string, permission: string) => `<Grant>${grantee}<Permission>${permission}</Permission></Grant>`;
+    const user = (id: string) =>
+      `<Grantee xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xsi:type="CanonicalUser"><ID>${id}</ID></Grantee>`;
+    const everyone =
+      '<Grantee xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xsi:type="Group"><URI>http://acs.amazonaws.com/groups/global/AllUsers</URI></Grantee>';
     const policy = (grants: string) =>
       `<AccessControlPolicy><Owner><ID>${owner}</ID></Owner><AccessControlList>${grants}</AccessControlList></AccessControlPolicy>`;
     const refused = await signedRequest(server, key, {
       method: 'PUT',
       path: `/${BUCKET}/${name}`,
       query: { acl: '' },
-      body: policy(grant(owner, 'FULL_CONTROL') + grant(randomUUID(), 'READ')),
+      body: policy(grant(user(owner), 'FULL_CONTROL') + grant(everyone, 'READ')),
     });
     expect([refused.status, refused.code], refused.text).toEqual([501, 'NotImplemented']);
-    const ownerOnly = await signedRequest(server, key, {
+    const acl = async () => (await signedRequest(server, key, { method: 'GET', path: `/${BUCKET}/${name}`, query: { acl: '' } })).text;
+    expect((await acl()).match(/<Grant>/g)).toHaveLength(1);
+    const shared = await signedRequest(server, key, {
       method: 'PUT',
       path: `/${BUCKET}/${name}`,
       query: { acl: '' },
-      body: policy(grant(owner, 'FULL_CONTROL')),
+      body: policy(grant(user(owner), 'FULL_CONTROL') + grant(user(partner), 'READ')),
     });
-    expect(ownerOnly.status, ownerOnly.text).toBe(200);
-    const acl = await signedRequest(server, key, { method: 'GET', path: `/${BUCKET}/${name}`, query: { acl: '' } });
-    expect(acl.text.match(/<Grant>/g)).toHaveLength(1);
-    expect(acl.text).toContain(`<ID>${owner}</ID>`);
-    expect(acl.text).toContain('<Permission>FULL_CONTROL</Permission>');
+    expect(shared.status, shared.text).toBe(200);
+    const readBack = await acl();
+    expect(readBack.match(/<Grant>/g)).toHaveLength(2);
+    expect(readBack).toContain(`<ID>${owner}</ID><DisplayName>cloud-platform</DisplayName></Grantee><Permission>FULL_CONTROL</Permission>`);
+    expect(readBack).toContain(`<ID>${partner}</ID><DisplayName>cloud-platform</DisplayName></Grantee><Permission>READ</Permission>`);
     await expectUnchanged(name, etag, 'after the ACL requests');
   });
 });
@@ -195,7 +203,7 @@ describe('headers that ask for a guarantee not given', () => {
     ['a legal hold on a bucket without object lock', { 'x-amz-object-lock-legal-hold': 'ON' }, 'InvalidRequest'],
     ['a public ACL', { 'x-amz-acl': 'public-read' }, 'NotImplemented'],
     ['a grant', { 'x-amz-grant-read': 'uri="http://acs.amazonaws.com/groups/global/AllUsers"' }, 'NotImplemented'],
-    ['a grant in an ACL header', { 'x-amz-grant-full-control': 'id="someone-else"' }, 'NotImplemented'],
+    ['a grant to an id that is no organization', { 'x-amz-grant-full-control': 'id="someone-else"' }, 'InvalidArgument'],
     ['another storage class', { 'x-amz-storage-class': 'GLACIER' }, 'InvalidStorageClass'],
     ['a canned ACL S3 does not have', { 'x-amz-acl': 'public-ready' }, 'InvalidArgument'],
     ['another owner', { 'x-amz-expected-bucket-owner': '111122223333' }, 'AccessDenied'],
