@@ -6,8 +6,7 @@ import { assertCompletionKey, copySourceKey, encryptionHeaders, partWrapping, wr
 import { S3Error, invalidArgument } from './errors.ts';
 import { assertEarlyWriteCondition, attributesOf, copySourceVersion, taggingOf, writeConditionOf } from './object-handlers.ts';
 import { writeLock } from './object-lock.ts';
-import { uploadBody } from './payload.ts';
-import { checkedSmallBody, headerOf, sendXml, type S3Handler, type S3Request } from './request.ts';
+import { checkedSmallBody, headerOf, sendXml, signedUploadBody, type S3Handler, type S3Request } from './request.ts';
 import { blocks, document, malformedXml, text, type XmlNode } from './xml.ts';
 
 const OWNER = (bucket: StoredBucket) => ({ ID: bucket.org_id, DisplayName: 'cloud-platform' });
@@ -108,18 +107,7 @@ const uploadPart: S3Handler = async (request) => {
   // The part is sealed as its upload is: an SSE-C upload's parts each give its key again.
   const upload = await request.store.multipart.upload(bucket.id, request.key, uploadId);
   const wrapping = partWrapping(request, upload);
-  const body = uploadBody(
-    request.req,
-    request.res,
-    request.signed.payloadHash,
-    {
-      key: request.signingKey,
-      amzDate: request.signed.amzDate,
-      scope: request.scope,
-      seedSignature: request.signed.signature,
-    },
-    request.stallTimeoutMs,
-  );
+  const body = signedUploadBody(request);
   const part = await request.store.multipart.uploadPart({
     orgId: bucket.org_id,
     bucketId: bucket.id,

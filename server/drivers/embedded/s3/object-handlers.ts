@@ -9,9 +9,8 @@ import { copySourceKey, encryptionHeaders, readKey, writeEncryption } from './en
 import { S3Error, assertStorable, invalidArgument, noSuchKey, notImplemented } from './errors.ts';
 import { expirationHeader } from './lifecycle.ts';
 import { bypassesGovernance, lockHeaders, writeLock } from './object-lock.ts';
-import { uploadBody } from './payload.ts';
 import { useOf } from './policy-actions.ts';
-import { checkedSmallBody, sendXml, type S3Handler, type S3Request } from './request.ts';
+import { checkedSmallBody, sendXml, signedUploadBody, type S3Handler, type S3Request } from './request.ts';
 import { MAX_OBJECT_TAGS, tagSetElement, tagsOfDocument, tagsOfHeader } from './tagging.ts';
 import { OBJECT_SUB_RESOURCES, subResourceOf } from './sub-resources.ts';
 import { S3_NAMESPACE, document, type XmlNode } from './xml.ts';
@@ -364,18 +363,7 @@ const putObject: S3Handler = async (request) => {
   const lock = writeLock(request.req.headers, bucket);
   const condition = writeConditionOf(request);
   await assertEarlyWriteCondition(request, bucket, condition);
-  const upload = uploadBody(
-    request.req,
-    request.res,
-    request.signed.payloadHash,
-    {
-      key: request.signingKey,
-      amzDate: request.signed.amzDate,
-      scope: request.scope,
-      seedSignature: request.signed.signature,
-    },
-    request.stallTimeoutMs,
-  );
+  const upload = signedUploadBody(request);
   const version = await request.store.objects.putObject({
     orgId: bucket.org_id,
     bucketId: bucket.id,

@@ -3,7 +3,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { EmbeddedObjectStore } from '../store.ts';
 import type { Access, Caller } from './access.ts';
 import { S3Error } from './errors.ts';
-import { assertContentMd5 } from './payload.ts';
+import { assertContentMd5, uploadBody } from './payload.ts';
 import { requestTimeout } from './stall.ts';
 import type { SignedRequest } from './sigv4.ts';
 
@@ -95,6 +95,17 @@ export async function checkedSmallBody(request: S3Request): Promise<string> {
 }
 
 /** A header's value (several of the same name joined by commas). */
+/** The body of an upload (PutObject, UploadPart), checked as it streams against the request's signature and digests. */
+export function signedUploadBody(request: S3Request): ReturnType<typeof uploadBody> {
+  return uploadBody(
+    request.req,
+    request.res,
+    request.signed.payloadHash,
+    { key: request.signingKey, amzDate: request.signed.amzDate, scope: request.scope, seedSignature: request.signed.signature },
+    request.stallTimeoutMs,
+  );
+}
+
 export function headerOf(request: S3Request, name: string): string | undefined {
   const value = request.req.headers[name];
   return Array.isArray(value) ? value.join(',') : value;
