@@ -129,7 +129,7 @@ test('a SIGKILL mid-group loses nothing answered 202 and keeps nothing of the gr
     const vmIds = accepted.map((answer) => answer.body.vm.id);
     const { rows: once } = await db.query<{ vms: number; operations: number; audited: number; servers: number }>(
       `SELECT (SELECT count(*)::int FROM vms WHERE id = ANY($1::uuid[]) AND state = 'running') AS vms,
-              (SELECT count(*)::int FROM operations WHERE resource_id = ANY($2::text[]) AND attempt = 1) AS operations,
+              (SELECT count(*)::int FROM operations WHERE resource_id = ANY($2::text[])) AS operations,
               (SELECT count(*)::int FROM audit_events WHERE resource_id = ANY($2::text[]) AND action = 'vm.create') AS audited,
               (SELECT count(*)::int FROM sim_servers WHERE server_id = ANY($1::uuid[])) AS servers`,
       [vmIds, vmIds],
