@@ -4,13 +4,16 @@ import { readFileSync, statSync, writeFileSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { eventually } from '../support/eventually.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { vmRequest } from '../server/areas/compute/fixtures.ts';
 import { newHome, runCloud, type CloudOptions, type Ran } from './support.ts';
 
 let server: TestServer;
 beforeAll(async () => {
-  server = await startTestServer({ SIM_FAULTS: 'hypervisor.createServer@doomed-*=permanent' });
+  // Metering every 200 ms: the demo organization's invoices are issued by the billing run, which
+  // by default comes once a minute.
+  server = await startTestServer({ SIM_FAULTS: 'hypervisor.createServer@doomed-*=permanent', METERING_INTERVAL_MS: '200' });
 });
 afterAll(() => server?.close());
 
@@ -119,6 +122,10 @@ describe('output', () => {
     expect(keys.stdout.split('\n')[0]!.split(/\s+/)).toEqual(['ACCESS_KEY_ID', 'STATE', 'LAST_ROTATED', 'AGE', 'ID']);
     expect(keys.stdout).not.toMatch(/secretstore|SECRETSTORE/);
     const demo = await server.createOrg('Invoiced', { demoHistory: true });
+    await eventually(
+      async () => ((await demo.call('GET', '/invoices')).body.items.length === 3 ? true : undefined),
+      'the billing run to issue the demo invoices',
+    );
     const invoices = await runCloud(['invoice', 'list'], { env: { CLOUD_BASE_URL: server.url, CLOUD_API_KEY: demo.ownerKey } });
     expect(invoices.code, invoices.stderr).toBe(0);
     expect(invoices.stdout.split('\n')[0]!.split(/\s+/)).toEqual(['ID', 'STATUS', 'PERIOD', 'TOTAL', 'AMOUNT_DUE']);
