@@ -24,9 +24,22 @@ test.runIf(process.platform === 'linux')(
     server = await startServerProcess(await createTestDatabase(), { LOG_LEVEL: 'debug', GC_WHEN_IDLE: 'true' });
     const { org_id: org, api_key: key } = await readBootstrap(server.dataDir);
     const pid = server.child.pid!;
-    // Start-up's own garbage goes once the server has been quiet long enough: the figure to come
-    // back to is after it.
-    await pause(quietForMs + 2_500);
+    const collections = () =>
+      server!
+        .output()
+        .split('\n')
+        .filter((line) => line.includes('quiet: collected'));
+    const read = async () => {
+      const response = await fetch(`${server!.url}/v1/orgs/${org}/billing`, { headers: { authorization: `Bearer ${key}` } });
+      expect(response.status).toBe(200);
+      await response.arrayBuffer();
+    };
+    // The figure to come back to: once start-up's own garbage is gone (the server's first quiet
+    // collection, which comes later on a busy machine) and the route has been read once, so that
+    // what is built on first use (its validators, its optimized code) is not counted as growth.
+    await eventually(() => (collections().length > 0 ? true : undefined), "the collection of start-up's garbage", 60_000);
+    for (let warmUp = 0; warmUp < 20; warmUp++) await read();
+    await pause(1_000);
     const quiet = residentBytes(pid);
 
     // Bursts of reads (16 at a time) until the process has grown by 48 MiB (three here on Node 20,
@@ -36,11 +49,7 @@ test.runIf(process.platform === 'linux')(
       const until = Date.now() + 1_500;
       await Promise.all(
         Array.from({ length: 16 }, async () => {
-          while (Date.now() < until) {
-            const response = await fetch(`${server!.url}/v1/orgs/${org}/billing`, { headers: { authorization: `Bearer ${key}` } });
-            expect(response.status).toBe(200);
-            await response.arrayBuffer();
-          }
+          while (Date.now() < until) await read();
         }),
       );
       grown = residentBytes(pid) - quiet;
@@ -49,26 +58,26 @@ test.runIf(process.platform === 'linux')(
 
     // A pause of two seconds (well under quietForMs) is not yet quiet enough: collecting then would
     // throw away the code V8 optimized for the requests, which the next burst would pay for.
-    const collections = () =>
-      server!
-        .output()
-        .split('\n')
-        .filter((line) => line.includes('quiet: collected'));
     const collectedDuringBursts = collections().length;
     await pause(2_000);
     expect(collections().length, 'a collection after a pause of two seconds').toBe(collectedDuringBursts);
 
-    // Quiet again: at least two thirds of the growth are given back within seconds of the quiet
-    // the collection waits for.
+    // Quiet again, the server collects: how soon depends on how busy the machine is (its own
+    // background work must stay under a tenth of the time for quietForMs); once it has, at least
+    // two thirds of the growth are given back within seconds.
+    await eventually(
+      () => (collections().length > collectedDuringBursts ? true : undefined),
+      'the collection once the server is quiet',
+      quietForMs + 60_000,
+    );
     const back = () => residentBytes(pid) - quiet <= grown / 3;
-    await eventually(() => (back() ? true : undefined), 'the memory to come back', quietForMs + 10_000).catch((error: unknown) => {
-      const collected = collections();
+    await eventually(() => (back() ? true : undefined), 'the memory to come back', 5_000).catch((error: unknown) => {
       throw new Error(
         `resident ${Math.round(residentBytes(pid) / MiB)} MiB, ${Math.round(quiet / MiB)} before a burst that grew it by ` +
-          `${Math.round(grown / MiB)}; the server's collections: ${collected.join(' ') || 'none'}`,
+          `${Math.round(grown / MiB)}; the server's collections: ${collections().join(' ')}`,
         { cause: error },
       );
     });
   },
-  90_000,
+  180_000,
 );
