@@ -104,6 +104,10 @@ export async function accrueUsage(tx: PoolClient, resources: MeteredResource[], 
   }
   const organizations = [...new Set(seen.map((resource) => resource.orgId))];
   if (organizations.length === 0) return;
+  // Each organization's now, read once: usage accrues up to it and the mark records it. Read
+  // again for the mark, the time the statements in between took (hundreds of milliseconds on a
+  // busy machine) moved the mark past what was accrued, and went unbilled at every pass.
+  const untilOf = new Map(organizations.map((orgId) => [orgId, nowOf(orgId)]));
   const { rows: marks } = await tx.query<{ org_id: string; metered_until: Date }>(
     'SELECT org_id, metered_until FROM metering_marks WHERE org_id = ANY($1::uuid[])',
     [organizations],
@@ -114,7 +118,7 @@ export async function accrueUsage(tx: PoolClient, resources: MeteredResource[], 
   const bySize: Array<[orgId: string, month: string, size: string, hours: string]> = [];
   for (const [orgId, organization] of rates) {
     const from = markOf.get(orgId);
-    const until = nowOf(orgId).getTime();
+    const until = untilOf.get(orgId)!.getTime();
     if (from === undefined || until <= from) continue;
     for (const { month, hours } of hoursByMonth(from, until)) {
       for (const [meter, rate] of organization.meters) {
@@ -147,7 +151,7 @@ export async function accrueUsage(tx: PoolClient, resources: MeteredResource[], 
   await tx.query(
     `INSERT INTO metering_marks (org_id, metered_until) SELECT * FROM unnest($1::uuid[], $2::timestamptz[])
      ON CONFLICT (org_id) DO UPDATE SET metered_until = GREATEST(metering_marks.metered_until, EXCLUDED.metered_until)`,
-    [organizations, organizations.map((orgId) => nowOf(orgId))],
+    [organizations, organizations.map((orgId) => untilOf.get(orgId)!)],
   );
 }
 

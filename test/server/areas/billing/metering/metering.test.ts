@@ -47,6 +47,25 @@ test('accrues hourly rates while a resource is billable, and nothing while it is
   ]);
 });
 
+test('a pass meters up to the instant it read, and the next one starts there: the time a pass takes is billed too', async () => {
+  const org = await server.createOrg('Slow pass');
+  const vm = { orgId: org.orgId, resourceType: 'vm', resourceId: 'slow-pass-vm', ratesPerHour: { vcpu_hour: 1 } };
+  const start = startOfThisMonth().getTime();
+  // A clock that moves on by an hour at every reading, as real time moves on while a pass's
+  // statements run: whatever a pass reads it at, the hours add up to the time between the first
+  // pass and the last one's reading.
+  let hour = 0;
+  const ticking = () => new Date(start + hour++ * 3_600_000);
+  for (let pass = 0; pass < 4; pass++) await withTransaction(server.pool, (tx) => accrueUsage(tx, [vm], ticking));
+  const { rows } = await server.pool.query<{ metered_until: Date }>('SELECT metered_until FROM metering_marks WHERE org_id = $1', [
+    org.orgId,
+  ]);
+  const markedHours = (rows[0]!.metered_until.getTime() - start) / 3_600_000;
+  // The first pass read hour 0 (it saw the instance, and meters from there).
+  expect(markedHours).toBeGreaterThanOrEqual(3);
+  expect(await usageThisMonth(org.orgId)).toEqual([['vcpu_hour', markedHours]]);
+});
+
 test('a pass that began before an instance started does not drop the hours another process meters for it', async () => {
   const org = await server.createOrg('Two processes');
   const vm: MeteredResource = { orgId: org.orgId, resourceType: 'vm', resourceId: 'started-meanwhile', ratesPerHour: { vcpu_hour: 2 } };
