@@ -6,6 +6,7 @@ import { AwsChunkedDecoder, type ChunkSigning } from './chunked.ts';
 import { S3Error, invalidArgument } from './errors.ts';
 import { UNSIGNED_PAYLOAD } from './sigv4.ts';
 import { stallGuard } from './stall.ts';
+import { askForBody } from './unread-body.ts';
 
 /** An upload's body, ready for the store: its length, its decoded bytes, and what checks them. */
 export interface UploadBody {
@@ -69,7 +70,7 @@ export function uploadBody(
 
   // A client waiting for `100 Continue` is asked for the body when the store starts reading it.
   const waitsForContinue = /100-continue/i.test(header(request, 'expect') ?? '');
-  if (waitsForContinue) body = askedFor(body, response);
+  if (waitsForContinue) body = askedFor(body, request, response);
 
   const contentMd5 = header(request, 'content-md5');
   assertContentMd5(contentMd5);
@@ -157,10 +158,10 @@ function declaredLength(value: string | undefined): number {
 }
 
 /** The body, read only once the store reads it: then `100 Continue` is sent. */
-function askedFor(source: Readable, response: ServerResponse): Readable {
+function askedFor(source: Readable, request: IncomingMessage, response: ServerResponse): Readable {
   return Readable.from(
     (async function* () {
-      response.writeContinue();
+      askForBody(request, response);
       for await (const chunk of source) yield chunk as Buffer;
     })(),
     { objectMode: false },

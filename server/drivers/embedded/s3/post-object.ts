@@ -13,6 +13,7 @@ import { S3Error, accessDenied, invalidArgument, notImplemented } from './errors
 import { writeLock } from './object-lock.ts';
 import { signingKey } from './sigv4.ts';
 import { document } from './xml.ts';
+import { askForBody } from './unread-body.ts';
 
 /**
  * Browser uploads (POST /bucket with a multipart/form-data form): the form carries the key, the
@@ -259,7 +260,7 @@ export async function postObject(
   const declared = Number(req.headers['content-length']);
   if (req.headers['content-length'] === undefined || !Number.isSafeInteger(declared))
     throw new S3Error('MissingContentLength', 411, 'You must provide the Content-Length HTTP header.');
-  if (/100-continue/i.test(req.headers.expect ?? '')) res.writeContinue();
+  askForBody(req, res);
   const form = await readForm(req);
   const { fields } = form;
   try {

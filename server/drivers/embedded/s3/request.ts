@@ -6,6 +6,7 @@ import { S3Error } from './errors.ts';
 import { assertContentMd5, uploadBody } from './payload.ts';
 import { requestTimeout } from './stall.ts';
 import type { SignedRequest } from './sigv4.ts';
+import { askForBody } from './unread-body.ts';
 
 /** One authenticated S3 request, as the handlers see it. */
 export interface S3Request {
@@ -47,7 +48,7 @@ export function sendXml(res: ServerResponse, status: number, xml: string, header
  */
 export function smallBody(request: S3Request, limit = 2 * 1024 * 1024): Promise<Buffer> {
   const { req, res } = request;
-  if (/100-continue/i.test(req.headers.expect ?? '')) res.writeContinue();
+  askForBody(req, res);
   return new Promise<Buffer>((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;

@@ -30,6 +30,7 @@ import {
 } from './sub-resources.ts';
 import { document } from './xml.ts';
 import type { S3Handler } from './request.ts';
+import { answerAfterBody } from './unread-body.ts';
 
 export interface S3Endpoint {
   url: string;
@@ -248,8 +249,7 @@ function answerError(req: IncomingMessage, res: ServerResponse, error: unknown, 
   res.statusCode = s3.status;
   for (const [name, value] of Object.entries(s3.headers)) res.setHeader(name, value);
   res.setHeader('Content-Type', 'application/xml');
-  // A body we stopped reading is not read to its end: the connection closes after the answer.
-  if (!req.complete) res.setHeader('Connection', 'close');
-  res.end(body);
-  if (!req.complete) req.on('end', () => undefined).resume();
+  // A body we stopped reading is read to its end first, or the connection closes after the
+  // answer (unread-body.ts).
+  answerAfterBody(req, res, s3.code === 'RequestTimeout', () => res.end(body));
 }

@@ -204,6 +204,34 @@ describe('a body that stops coming', () => {
   }, 60_000);
 });
 
+describe('a body refused before it was read', () => {
+  test('is read to its end before the answer, so a client still sending it gets the answer rather than a reset', async () => {
+    // Refused at once (no such bucket), while the client sends 2 MiB in 64 KiB pieces, 10 ms
+    // apart. Answered and closed at once, the connection was reset under the client's writes
+    // (EPIPE: the SDK's TimeoutError), which a busy machine made happen to the SDK's own uploads.
+    const size = 2 * 1024 * 1024;
+    const socket = connect(Number(new URL(server.s3Url).port), new URL(server.s3Url).hostname);
+    let answer = '';
+    let writeError: Error | undefined;
+    socket.on('data', (chunk: Buffer) => (answer += chunk.toString('latin1')));
+    socket.on('error', (error) => (writeError = error));
+    socket.write(`PUT /no-such-bucket-here/object HTTP/1.1\r\nHost: ${new URL(server.s3Url).host}\r\nContent-Length: ${size}\r\n\r\n`);
+    const piece = Buffer.alloc(64 * 1024, 1);
+    for (let sent = 0; sent < size && !writeError; sent += piece.length) {
+      socket.write(piece);
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    // The connection stays usable: a second request on it is answered too.
+    socket.write(`GET /no-such-bucket-here/object HTTP/1.1\r\nHost: ${new URL(server.s3Url).host}\r\nConnection: close\r\n\r\n`);
+    await new Promise((resolve) => {
+      socket.once('close', resolve);
+      setTimeout(() => socket.destroy(), 20_000).unref();
+    });
+    expect(writeError).toBeUndefined();
+    expect(answer.match(/HTTP\/1\.1 \d+/g)).toEqual(['HTTP/1.1 403', 'HTTP/1.1 403']);
+  }, 60_000);
+});
+
 describe('non-ASCII metadata', () => {
   test('a UTF-8 metadata value is signed and stored as the text it encodes, and given back as that text', async () => {
     const { answer } = await rawPut(`/${BUCKET}/unicode-metadata`, {}, 3, 'bar', { 'x-amz-meta-note': 'Hello Worldé' });
