@@ -28,6 +28,11 @@ function interactive(command: string, args: string[], childEnv: Record<string, s
   child.stdout.on('data', (chunk: Buffer) => ((stdout += chunk.toString()), changed()));
   child.stderr.on('data', (chunk: Buffer) => ((stderr += chunk.toString()), changed()));
   const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
+  // Typing to a process that has already ended (`script` ends with its command) fails with EPIPE:
+  // nothing more is read, and what it did is judged by its output and its exit code.
+  child.stdin.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code !== 'EPIPE') throw error;
+  });
   return {
     output: () => stdout,
     errors: () => stderr,
