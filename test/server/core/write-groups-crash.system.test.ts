@@ -50,7 +50,8 @@ test('a SIGKILL mid-group loses nothing answered 202 and keeps nothing of the gr
   expect(before.map((answer) => answer.status)).toEqual([202, 202, 202, 202, 202]);
 
   // Creations take every transaction a group runs at once and wait on the audit table, held by the test; the
-  // group's requests queue behind them, three first, then one whose name another transaction holds.
+  // group's requests queue behind them, three first, then one whose name another transaction holds,
+  // then one more.
   const audit = await db.connect();
   const nameHolder = await db.connect();
   const group = [uniqueName('first'), uniqueName('first'), uniqueName('first'), uniqueName('held'), uniqueName('after')].map((name) => ({
@@ -75,8 +76,12 @@ test('a SIGKILL mid-group loses nothing answered 202 and keeps nothing of the gr
       .slice(0, 3)
       .map((request) => create(doomed.url, request.name, request.key).catch((error: unknown) => error));
     await eventually(() => claimed(group.slice(0, 3)), 'the first three to queue');
-    inGroup.push(...group.slice(3).map((request) => create(doomed.url, request.name, request.key).catch((error: unknown) => error)));
-    await eventually(() => claimed(group), 'the rest to queue');
+    // Then the held one, then the last, one after the other: sent together, the last could queue
+    // first and be done with the first three before the group stops at the held name.
+    for (const [index, request] of group.slice(3).entries()) {
+      inGroup.push(create(doomed.url, request.name, request.key).catch((error: unknown) => error));
+      await eventually(() => claimed(group.slice(0, 4 + index)), 'the rest to queue, in order');
+    }
 
     // Another transaction holds the fourth one's name: the group stops there, its first three done.
     await nameHolder.query('BEGIN');
