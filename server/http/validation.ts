@@ -5,6 +5,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import express, { type ErrorRequestHandler, type RequestHandler } from 'express';
 import * as OpenApiValidator from 'express-openapi-validator';
+import { skipContractInIdScan } from './contract-id-scan.ts';
 import { ApiError } from './errors.ts';
 import { stateOf } from './request-state.ts';
 import { isRfc3339DateTime } from '../core/date-time-format.ts';
@@ -37,8 +38,10 @@ export function contractValidator(options: { validateResponses: boolean }): Requ
 const compiledValidators = new Map<boolean, RequestHandler[]>();
 
 function compileValidator(options: { validateResponses: boolean }): RequestHandler[] {
+  const contract = loadContract();
+  skipContractInIdScan(contract);
   return OpenApiValidator.middleware({
-    apiSpec: loadContract() as never,
+    apiSpec: contract as never,
     validateRequests: {
       // Every failing field is reported, not just the first.
       allErrors: true,
