@@ -12,6 +12,11 @@ export interface Io {
   ask: (question: string, options?: { secret?: boolean }) => Promise<string | undefined>;
   /** Standard error is a terminal (a live progress line). */
   isTty: boolean;
+  /**
+   * Ends a command that runs until it is interrupted (`events listen`), as Ctrl-C does: for a
+   * program that runs the CLI in its own process, where SIGINT is its own.
+   */
+  interrupted?: AbortSignal;
 }
 
 /**

@@ -46,6 +46,8 @@ export async function listen(client: PlatformClient, options: ListenOptions, io:
   const stop = new AbortController();
   const onSignal = () => stop.abort();
   process.once('SIGINT', onSignal);
+  io.interrupted?.addEventListener('abort', onSignal, { once: true });
+  if (io.interrupted?.aborted) stop.abort();
   const deadline = options.forSeconds === undefined ? undefined : setTimeout(onSignal, options.forSeconds * 1000);
   const seen = new Set<string>();
   let newest = Date.now();
@@ -75,6 +77,7 @@ export async function listen(client: PlatformClient, options: ListenOptions, io:
     return EXIT.ok;
   } finally {
     process.off('SIGINT', onSignal);
+    io.interrupted?.removeEventListener('abort', onSignal);
     if (deadline) clearTimeout(deadline);
   }
 

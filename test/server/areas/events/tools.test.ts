@@ -64,18 +64,24 @@ describe('cloud events', () => {
   });
 
   test('listen forwards each new event, signed with the secret it prints, to a local URL', async () => {
-    const out = io();
+    // Listening until the test has seen what it forwarded, then interrupted as Ctrl-C would (a
+    // fixed --for ran out first on a busy machine); --for only bounds a test that fails.
+    const interrupt = new AbortController();
+    const out = { ...io(), interrupted: interrupt.signal };
     const listening = runCli(
-      ['events', 'listen', '--forward-to', `${receiver.url}/local`, '--for', '5', '--poll-ms', '100', ...flags()],
+      ['events', 'listen', '--forward-to', `${receiver.url}/local`, '--for', '60', '--poll-ms', '100', ...flags()],
       out,
     );
-    await eventually(() => (out.err.join('').includes('Ready') ? true : undefined));
+    await eventually(() => (out.err.join('').includes('Ready') ? true : undefined), 'Ready', 30_000);
     const secret = /(whsec_\S+)/.exec(out.err.join(''))![1]!;
     const key = await server.org.call('POST', '/api-tokens', { body: { name: 'forwarded' } });
-    const forwarded = await eventually(() => receiver.received.find((request) => request.path === '/local'));
+    const forwarded = await eventually(() => receiver.received.find((request) => request.path === '/local'), 'the forwarded event', 30_000);
     const event = verifyWebhook(secret, forwarded.headers, forwarded.body);
     expect(event).toMatchObject({ type: 'api_key.created', data: { api_key: key.body.token } });
     expect(forwarded.headers['webhook-id']).toBe(event.id);
+    // A few more polls see the same event again; then Ctrl-C.
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    interrupt.abort();
     expect(await listening).toBe(0);
     // Each event once, however many polls saw it.
     expect(receiver.received.filter((request) => request.path === '/local' && request.headers['webhook-id'] === event.id)).toHaveLength(1);
