@@ -59,7 +59,13 @@ const accepted = async (server: Process, key: { accessKeyId: string; secretAcces
     await clientOf(server, key).send(new ListBucketsCommand({}));
     return true;
   } catch (error) {
-    expect((error as { Code?: string }).Code, 'only a refused key fails the call').toBe('InvalidAccessKeyId');
+    // Anything else says what it was, and what the servers logged (a network error has no Code).
+    const { name, message, $metadata } = error as { name?: string; message?: string; $metadata?: { httpStatusCode?: number } };
+    const logged = processes.map((started, index) => `--- process ${index}\n${started.output().split('\n').slice(-30).join('\n')}`);
+    expect(
+      (error as { Code?: string }).Code,
+      `only a refused key fails the call; this was ${name} (${$metadata?.httpStatusCode ?? 'no status'}): ${message}\n${logged.join('\n')}`,
+    ).toBe('InvalidAccessKeyId');
     return false;
   }
 };
