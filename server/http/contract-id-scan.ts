@@ -8,8 +8,8 @@ import { createRequire } from 'node:module';
  * for each response of every operation, a schema that carries the whole contract beside it
  * (`paths` and `components`, dereferenced: every shared schema expanded wherever it is used), so
  * each compile walked the contract again. That walk was 88% of the CPU of an operation's first
- * request (0.3–0.45 s each, and about 40 MiB held; a restart spent 0.45 s of its 1.1 s on it, for
- * the warm-up's /healthz). With it skipped: 0.03–0.07 s, and a restart answers in 0.7 s.
+ * request (0.33–0.44 s each; a restart spent 0.45 s of its 1.1 s on it, for the warm-up's
+ * /healthz). With it skipped: 0.03–0.13 s, and a restart answers in 0.7 s.
  *
  * The walk exists to find `$id`s and anchors; the contract has none, so inside it the walk finds
  * nothing. Keys named `paths` and `components` are skipped (no JSON Schema keyword has either
