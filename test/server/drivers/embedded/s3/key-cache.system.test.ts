@@ -29,6 +29,13 @@ beforeAll(async () => {
     const s3Port = await freePort();
     const started = await startServerProcess(databaseUrl, { OBJECT_STORE_DRIVER: 'embedded', S3_PORT: String(s3Port) }, { dataDir });
     processes.push({ ...started, s3Url: `http://127.0.0.1:${s3Port}` });
+    // The API answers before the S3 thread listens (platform.ts starts it next, then the engine):
+    // /readyz says when all of it serves.
+    await eventually(
+      async () => ((await fetch(`${started.url}/readyz`).catch(() => undefined))?.status === 200 ? true : undefined),
+      'the process to be ready',
+      60_000,
+    );
   }
   pool = new pg.Pool({ connectionString: databaseUrl, max: 2 });
   const org = await withTransaction(pool, (tx) => createOrganization(tx, { name: 'S3 Cache Org', ownerSubject: 's3-cache-owner' }));
