@@ -3,10 +3,13 @@
 // services, which reach other areas). Arguments and results are structured-cloned (Dates, Sets and
 // Maps survive). Errors cross as data and are made again on the calling side: a DomainError as a
 // DomainError, anything else as an Error keeping `code` and `syscall`, so that an outage (a
-// refused connection, SQLSTATE 08006) and a collision (40P01) are still recognised there.
+// refused connection, SQLSTATE 08006) and a collision (40P01) are still recognised there. Whether
+// the database was unavailable, or the error a query's, is judged where it happened and crosses
+// too: a wrapper's cause does not (a reset under a connection-cutting test was answered 500).
 import type { MessagePort } from 'node:worker_threads';
 import { DomainError, type RefusalKind } from './errors.ts';
 import type { FieldError } from './errors.ts';
+import { isDatabaseError, isDatabaseUnavailable, markDatabaseError, markDatabaseUnavailable } from '../db/unavailable.ts';
 
 type AsyncMethods<T> = { [K in keyof T]: T[K] extends (...args: infer A) => Promise<infer R> ? (...args: A) => Promise<R> : never };
 
@@ -20,6 +23,8 @@ interface CrossedError {
   message: string;
   code?: string;
   syscall?: string;
+  databaseUnavailable?: boolean;
+  databaseError?: boolean;
   domain?: { kind: RefusalKind; code: string; title: string; detail: string; fieldErrors?: FieldError[] };
 }
 
@@ -35,6 +40,8 @@ function crossed(error: unknown): CrossedError {
     message: typeof message === 'string' ? message : String(error),
     ...(typeof code === 'string' && { code }),
     ...(typeof syscall === 'string' && { syscall }),
+    ...(isDatabaseUnavailable(error) && { databaseUnavailable: true }),
+    ...(isDatabaseError(error) && { databaseError: true }),
   };
 }
 
@@ -43,7 +50,10 @@ function remade(error: CrossedError): Error {
     const { kind, code, title, detail, fieldErrors } = error.domain;
     return new DomainError(kind, code, title, detail, fieldErrors);
   }
-  return Object.assign(new Error(error.message), error.code && { code: error.code }, error.syscall && { syscall: error.syscall });
+  const made = Object.assign(new Error(error.message), error.code && { code: error.code }, error.syscall && { syscall: error.syscall });
+  if (error.databaseUnavailable) markDatabaseUnavailable(made);
+  if (error.databaseError) markDatabaseError(made);
+  return made;
 }
 
 /** Answers the calls that arrive on `port` with `target`'s methods of these names (no other). */

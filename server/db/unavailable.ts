@@ -6,6 +6,7 @@
  */
 export function isDatabaseUnavailable(error: unknown, depth = 0): boolean {
   if (typeof error !== 'object' || error === null || depth > 4) return false;
+  if (knownUnavailable.has(error)) return true;
   const { code, syscall, message, cause, errors } = error as {
     code?: unknown;
     syscall?: unknown;
@@ -23,6 +24,17 @@ export function isDatabaseUnavailable(error: unknown, depth = 0): boolean {
   // Connecting to every address of a host name fails as one AggregateError; a wrapper keeps a cause.
   if (Array.isArray(errors) && errors.some((inner) => isDatabaseUnavailable(inner, depth + 1))) return true;
   return isDatabaseUnavailable(cause, depth + 1);
+}
+
+/**
+ * Errors judged unavailable where they happened: one that crossed from another thread (core/thread-calls.ts)
+ * is made again from its message and code, without the cause or the wrapper that said so.
+ */
+const knownUnavailable = new WeakSet<object>();
+
+/** Marks an error as meaning the database is unavailable, whatever its code and message say. */
+export function markDatabaseUnavailable(error: object): void {
+  knownUnavailable.add(error);
 }
 
 /** Errors a query on one of the pools' connections failed with (client-queries.ts marks them). */

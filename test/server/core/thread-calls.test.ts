@@ -4,7 +4,7 @@ import { MessageChannel } from 'node:worker_threads';
 import { afterEach, describe, expect, test } from 'vitest';
 import { DomainError } from '../../../server/core/errors.ts';
 import { answerCalls, callsTo } from '../../../server/core/thread-calls.ts';
-import { isConcurrencyConflict, isDatabaseUnavailable } from '../../../server/db/unavailable.ts';
+import { isConcurrencyConflict, isDatabaseError, isDatabaseUnavailable, markDatabaseError } from '../../../server/db/unavailable.ts';
 
 interface Buckets {
   named(orgId: string, name: string): Promise<{ name: string; createdAt: Date; tags: Set<string> } | undefined>;
@@ -72,6 +72,19 @@ describe('calls across threads', () => {
     expect(isDatabaseUnavailable(await calls.named('o', 'b').catch((error: unknown) => error))).toBe(true);
     failure = Object.assign(new Error('deadlock detected'), { code: '40P01' });
     expect(isConcurrencyConflict(await calls.named('o', 'b').catch((error: unknown) => error))).toBe(true);
+    // An outage known only by a wrapper's cause (the cause does not cross), and a reset a query
+    // failed with (a reset of the caller's own connection is another matter): still told apart.
+    const terminated = Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01' });
+    failure = new Error('the store could not record the upload', { cause: terminated });
+    expect(isDatabaseUnavailable(await calls.named('o', 'b').catch((error: unknown) => error))).toBe(true);
+    const reset = Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' });
+    markDatabaseError(reset);
+    failure = reset;
+    expect(isDatabaseError(await calls.named('o', 'b').catch((error: unknown) => error))).toBe(true);
+    failure = Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' });
+    expect(isDatabaseError(await calls.named('o', 'b').catch((error: unknown) => error))).toBe(false);
+    failure = new Error('a bug');
+    expect(isDatabaseUnavailable(await calls.named('o', 'b').catch((error: unknown) => error))).toBe(false);
   });
 
   test('only the methods offered are answered; calls waiting when the port closes are refused', async () => {
