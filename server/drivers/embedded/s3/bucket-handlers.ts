@@ -12,7 +12,7 @@ import { bucketEncryptionRoutes } from './encryption.ts';
 import { bucketLifecycleRoutes } from './lifecycle.ts';
 import { bypassesGovernance, objectLockRoutes } from './object-lock.ts';
 import type { PlatformBucket, S3Actor } from './platform-port.ts';
-import { checkedSmallBody, headerOf, sendXml, type S3Handler, type S3Request } from './request.ts';
+import { checkedSmallBody, headerOf, sendXml, clearingBucketSetting, type S3Handler, type S3Request } from './request.ts';
 import { MAX_BUCKET_TAGS, tagSetElement, tagsOfDocument } from './tagging.ts';
 import { S3_NAMESPACE, blocks, document, element, escapeXml, malformedXml, text, type XmlNode } from './xml.ts';
 
@@ -579,12 +579,7 @@ const putBucketTagging: S3Handler = async (request) => {
   request.res.end();
 };
 
-const deleteBucketTagging: S3Handler = async (request) => {
-  const bucket = await request.access.bucket(request.caller, request.bucketName);
-  await request.store.objects.setBucketTags(bucket.id, null);
-  request.res.statusCode = 204;
-  request.res.end();
-};
+const deleteBucketTagging = clearingBucketSetting((request, bucketId) => request.store.objects.setBucketTags(bucketId, null));
 
 const getBucketAcl: S3Handler = async (request) => {
   const bucket = await request.access.bucket(request.caller, request.bucketName);
@@ -622,12 +617,7 @@ const putBucketOwnership: S3Handler = async (request) => {
   request.res.end();
 };
 
-const deleteBucketOwnership: S3Handler = async (request) => {
-  const bucket = await request.access.bucket(request.caller, request.bucketName);
-  await request.store.objects.setBucketOwnership(bucket.id, null);
-  request.res.statusCode = 204;
-  request.res.end();
-};
+const deleteBucketOwnership = clearingBucketSetting((request, bucketId) => request.store.objects.setBucketOwnership(bucketId, null));
 
 /** Bucket settings with modules of their own: encryption, CORS, lifecycle, object lock, policy and public access block. */
 const BUCKET_SETTINGS = {

@@ -4,7 +4,7 @@ import type { EmbeddedObjectStore } from '../store.ts';
 import { S3Error } from './errors.ts';
 import type { S3Platform } from './platform-port.ts';
 import { checkedBody } from './config-body.ts';
-import { sendXml, type S3Handler } from './request.ts';
+import { sendXml, clearingBucketSetting, type S3Handler } from './request.ts';
 import { blocks, document, text, unescapeXml } from './xml.ts';
 
 /**
@@ -186,11 +186,6 @@ const getBucketCors: S3Handler = async (request) => {
   );
 };
 
-const deleteBucketCors: S3Handler = async (request) => {
-  const bucket = await request.access.bucket(request.caller, request.bucketName);
-  await request.store.settings.setCors(bucket.id, null);
-  request.res.statusCode = 204;
-  request.res.end();
-};
+const deleteBucketCors = clearingBucketSetting((request, bucketId) => request.store.settings.setCors(bucketId, null));
 
 export const bucketCorsRoutes = { GET: getBucketCors, PUT: putBucketCors, DELETE: deleteBucketCors };

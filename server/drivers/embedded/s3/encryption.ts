@@ -5,7 +5,7 @@ import type { StoredBucket, StoredUpload, StoredVersion, VersionEncryption } fro
 import type { WrappingKey } from '../sealing.ts';
 import { S3Error, invalidArgument, notImplemented } from './errors.ts';
 import { checkedBody } from './config-body.ts';
-import { sendXml, type S3Handler } from './request.ts';
+import { sendXml, clearingBucketSetting, type S3Handler } from './request.ts';
 import { blocks, document, text } from './xml.ts';
 
 /**
@@ -182,12 +182,7 @@ const getBucketEncryption: S3Handler = async (request) => {
   );
 };
 
-const deleteBucketEncryption: S3Handler = async (request) => {
-  const bucket = await request.access.bucket(request.caller, request.bucketName);
-  await request.store.settings.setDefaultEncryption(bucket.id, null);
-  request.res.statusCode = 204;
-  request.res.end();
-};
+const deleteBucketEncryption = clearingBucketSetting((request, bucketId) => request.store.settings.setDefaultEncryption(bucketId, null));
 
 export const bucketEncryptionRoutes = {
   GET: getBucketEncryption,

@@ -3,7 +3,7 @@ import { expiryOf, ruleScope, type LifecycleRule } from '../lifecycle.ts';
 import type { StoredBucket, StoredVersion } from '../rows.ts';
 import { S3Error, invalidArgument, notImplemented } from './errors.ts';
 import { checkedBody } from './config-body.ts';
-import { sendXml, type S3Handler } from './request.ts';
+import { sendXml, clearingBucketSetting, type S3Handler } from './request.ts';
 import { blocks, document, text, type XmlNode } from './xml.ts';
 
 /**
@@ -195,11 +195,6 @@ const getLifecycle: S3Handler = async (request) => {
   sendXml(request.res, 200, document('LifecycleConfiguration', { Rule: rules.map(renderRule) }));
 };
 
-const deleteLifecycle: S3Handler = async (request) => {
-  const bucket = await request.access.bucket(request.caller, request.bucketName);
-  await request.store.settings.setLifecycle(bucket.id, null);
-  request.res.statusCode = 204;
-  request.res.end();
-};
+const deleteLifecycle = clearingBucketSetting((request, bucketId) => request.store.settings.setLifecycle(bucketId, null));
 
 export const bucketLifecycleRoutes = { GET: getLifecycle, PUT: putLifecycle, DELETE: deleteLifecycle };

@@ -2,7 +2,7 @@ import { effectiveGrants } from './acl-grants.ts';
 import { S3Error } from './errors.ts';
 import { checkedBody } from './config-body.ts';
 import { isPublicPolicy, parsePolicy, storedPolicy } from './policy.ts';
-import { sendXml, type S3Handler } from './request.ts';
+import { sendXml, clearingBucketSetting, type S3Handler } from './request.ts';
 import { blocks, document, text } from './xml.ts';
 
 /**
@@ -33,12 +33,7 @@ const getBucketPolicy: S3Handler = async (request) => {
   res.end(bucket.policy);
 };
 
-const deleteBucketPolicy: S3Handler = async (request) => {
-  const bucket = await request.access.bucket(request.caller, request.bucketName);
-  await request.store.settings.setPolicy(bucket.id, null);
-  request.res.statusCode = 204;
-  request.res.end();
-};
+const deleteBucketPolicy = clearingBucketSetting((request, bucketId) => request.store.settings.setPolicy(bucketId, null));
 
 /**
  * GetBucketPolicyStatus: whether the bucket is shared with every organization (S3's IsPublic), by
@@ -96,12 +91,7 @@ const getPublicAccessBlock: S3Handler = async (request) => {
   );
 };
 
-const deletePublicAccessBlock: S3Handler = async (request) => {
-  const bucket = await request.access.bucket(request.caller, request.bucketName);
-  await request.store.settings.setPublicAccessBlock(bucket.id, null);
-  request.res.statusCode = 204;
-  request.res.end();
-};
+const deletePublicAccessBlock = clearingBucketSetting((request, bucketId) => request.store.settings.setPublicAccessBlock(bucketId, null));
 
 export const bucketPolicyRoutes = {
   GET: { policy: getBucketPolicy, policyStatus: getBucketPolicyStatus, publicAccessBlock: getPublicAccessBlock },

@@ -33,6 +33,16 @@ export interface S3Request {
 
 export type S3Handler = (request: S3Request) => Promise<void>;
 
+/** The DELETE of a bucket setting (its CORS, policy, lifecycle…): the setting cleared by `clear`, answered 204. */
+export const clearingBucketSetting =
+  (clear: (request: S3Request, bucketId: string) => Promise<unknown>): S3Handler =>
+  async (request) => {
+    const bucket = await request.access.bucket(request.caller, request.bucketName);
+    await clear(request, bucket.id);
+    request.res.statusCode = 204;
+    request.res.end();
+  };
+
 /** Sends an XML answer. */
 export function sendXml(res: ServerResponse, status: number, xml: string, headers: Record<string, string> = {}): void {
   res.statusCode = status;
