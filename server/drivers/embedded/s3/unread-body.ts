@@ -10,11 +10,17 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
  * reports a TimeoutError; once in 30 refused 16 MiB uploads here, more on a busy machine). So a
  * body up to `DRAIN_LIMIT` is read to its end and thrown away first, for at most `LINGER_MS`,
  * and answered then. A larger one is answered at once with `Connection: close`, as S3 does:
- * reading gigabytes to refuse them costs more than the client's retry. So is a client that waits
- * for `100 Continue` and was not sent it (it sends no body), and one that stopped sending.
+ * reading gigabytes to refuse them costs more than the client's retry. So is a client that
+ * stopped sending.
+ *
+ * A client that asked for `100 Continue` and was not sent it may still send the body: the AWS SDK
+ * given its own agent sends it at once, curl after a second. Its body is read like any other if
+ * its first bytes come within `CONTINUE_GRACE_MS`; if none come, it is waiting, and is answered
+ * then with `Connection: close` (it will send nothing more on that connection).
  */
 const DRAIN_LIMIT = 64 * 1024 * 1024;
 const LINGER_MS = 10_000;
+const CONTINUE_GRACE_MS = 500;
 
 /** Answers to which `100 Continue` was sent: their client is sending the body. */
 const continued = new WeakSet<ServerResponse>();
@@ -35,7 +41,7 @@ export function answerAfterBody(req: IncomingMessage, res: ServerResponse, clien
   if (req.complete || req.destroyed) return send();
   const waitingForContinue = /100-continue/i.test(req.headers.expect ?? '') && !continued.has(res);
   const declared = req.headers['content-length'] === undefined ? undefined : Number(req.headers['content-length']);
-  if (clientStalled || waitingForContinue || (declared !== undefined && !(declared <= DRAIN_LIMIT))) {
+  if (clientStalled || (declared !== undefined && !(declared <= DRAIN_LIMIT))) {
     res.setHeader('Connection', 'close');
     send();
     // Node closes the connection once the answer is written; until then, the bytes are read.
@@ -46,6 +52,7 @@ export function answerAfterBody(req: IncomingMessage, res: ServerResponse, clien
   let answered = false;
   const answer = (whole: boolean) => {
     clearTimeout(linger);
+    clearTimeout(grace);
     req.off('data', onData);
     if (answered) return;
     answered = true;
@@ -57,6 +64,7 @@ export function answerAfterBody(req: IncomingMessage, res: ServerResponse, clien
     if (discarded > DRAIN_LIMIT) answer(false);
   };
   const linger = setTimeout(() => answer(false), LINGER_MS);
+  const grace = waitingForContinue ? setTimeout(() => discarded === 0 && answer(false), CONTINUE_GRACE_MS) : undefined;
   req.on('data', onData);
   req.once('end', () => answer(true));
   req.once('close', () => answer(req.complete));
