@@ -166,6 +166,13 @@ export interface S3Config {
   trustForwardedProto: boolean;
   /** How long a day of lifecycle rules lasts (S3_LIFECYCLE_DAY_SECONDS, default 86400; shorter for tests, as Ceph's debug interval). */
   lifecycleDaySeconds: number;
+  /**
+   * Unsigned requests, which do only what a bucket shares with everyone (a public ACL, a policy
+   * for `"*"`), are served (S3_PUBLIC_ACCESS, default true); false: every one is AccessDenied.
+   */
+  publicAccess: boolean;
+  /** Unsigned requests per client address per RATE_LIMIT_WINDOW_SECONDS (S3_PUBLIC_RATE_LIMIT, default 1200); past it, 503 SlowDown. */
+  publicRateLimit: number;
 }
 
 export interface OidcConfig {
@@ -341,6 +348,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       tls: tlsFiles(env),
       trustForwardedProto: boolean(env, 'S3_TRUST_FORWARDED_PROTO', false),
       lifecycleDaySeconds: integer(env, 'S3_LIFECYCLE_DAY_SECONDS', 86_400, 1, 86_400),
+      publicAccess: boolean(env, 'S3_PUBLIC_ACCESS', true),
+      publicRateLimit: integer(env, 'S3_PUBLIC_RATE_LIMIT', 1200, 1, 1_000_000),
     },
     simulators: {
       poolSize: integer(env, 'SIM_POOL_SIZE', 4, 1, 100),

@@ -15,7 +15,7 @@ export interface RateLimitOptions {
  * Fixed-window counters in this process's memory. With several processes on one DATABASE_URL
  * each counts its own requests (docs/operating.md, "Rate limits").
  */
-class WindowCounter {
+export class WindowCounter {
   private readonly windows = new Map<string, { start: number; count: number }>();
   private lastSweep = Date.now();
 

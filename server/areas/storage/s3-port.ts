@@ -64,6 +64,20 @@ export function s3Reads(pool: Pool): S3PlatformReads {
       return bucket && platformBucket(bucket);
     },
 
+    settingAudit(change) {
+      return auditStatement({
+        orgId: change.orgId,
+        action: change.action,
+        resourceType: 'bucket',
+        resourceId: change.bucketId,
+        before: change.before,
+        after: change.after,
+        operationId: null,
+        actor: actorOf(change.actor),
+        result: 'succeeded',
+        requestId: change.actor.requestId,
+      });
+    },
     async settled(orgId, operationId, timeoutMs) {
       const deadline = Date.now() + timeoutMs;
       for (let round = 0; ; round++) {

@@ -62,6 +62,9 @@ try {
     trustForwardedProto: config.s3.trustForwardedProto,
     region: config.s3.region,
     bodyTimeoutMs: config.s3.bodyTimeoutSeconds * 1000,
+    publicAccess: config.s3.publicAccess
+      ? { rateLimit: config.s3.publicRateLimit, windowSeconds: config.rateLimit.windowSeconds }
+      : undefined,
     log,
   });
   parent.once('message', () => {

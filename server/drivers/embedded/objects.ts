@@ -17,6 +17,8 @@ import {
   type AclGrant,
 } from './rows.ts';
 import { openRange, sealingTransform, type WrappingKey } from './sealing.ts';
+import { changeBucketRow, jsonb } from './bucket-settings.ts';
+import type { AuditStatement } from './s3/platform-port.ts';
 import { assertCommitFits, dropGarbage, markGarbage, streamedWrite, type StoreContext } from './write-path.ts';
 
 /** What a new version carries besides its bytes. */
@@ -416,16 +418,16 @@ export function objectOperations(context: StoreContext) {
       return target.version_id;
     },
 
-    /** Replaces the ACL grants of a version (the key's latest when no id is given); the version id they were set on. */
-    async setAcl(bucketId: string, key: string, versionId: string | undefined, acl: AclGrant[]): Promise<string> {
+    /** Replaces the ACL grants of a version (the key's latest when no id is given), with its audit event; the version id they were set on. */
+    async setAcl(bucketId: string, key: string, versionId: string | undefined, acl: AclGrant[], audit: AuditStatement): Promise<string> {
       const target = await versionIn(pool, bucketId, key, versionId);
       if (!target || target.delete_marker) return missingVersion(key, versionId, target);
-      await pool.query('UPDATE store_versions SET acl = $4 WHERE bucket_id = $1 AND key = $2 AND version_id = $3', [
-        bucketId,
-        key,
-        target.version_id,
-        JSON.stringify(acl),
-      ]);
+      await changeBucketRow(
+        pool,
+        'UPDATE store_versions SET acl = $4 WHERE bucket_id = $1 AND key = $2 AND version_id = $3',
+        [bucketId, key, target.version_id, JSON.stringify(acl)],
+        audit,
+      );
       return target.version_id;
     },
 
@@ -434,19 +436,19 @@ export function objectOperations(context: StoreContext) {
       await pool.query('UPDATE store_buckets SET location = $2 WHERE id = $1', [bucketId, location]);
     },
 
-    /** Replaces a bucket's ACL grants. */
-    async setBucketAcl(bucketId: string, acl: AclGrant[]): Promise<void> {
-      await pool.query('UPDATE store_buckets SET acl = $2 WHERE id = $1', [bucketId, JSON.stringify(acl)]);
+    /** Replaces a bucket's ACL grants, with its audit event. */
+    async setBucketAcl(bucketId: string, acl: AclGrant[], audit: AuditStatement): Promise<void> {
+      await changeBucketRow(pool, 'UPDATE store_buckets SET acl = $2 WHERE id = $1', [bucketId, JSON.stringify(acl)], audit);
     },
 
-    /** Sets a bucket's ObjectOwnership (null: removes it). */
-    async setBucketOwnership(bucketId: string, ownership: string | null): Promise<void> {
-      await pool.query('UPDATE store_buckets SET ownership = $2 WHERE id = $1', [bucketId, ownership]);
+    /** Sets a bucket's ObjectOwnership (null: removes it), with its audit event. */
+    async setBucketOwnership(bucketId: string, ownership: string | null, audit: AuditStatement): Promise<void> {
+      await changeBucketRow(pool, 'UPDATE store_buckets SET ownership = $2 WHERE id = $1', [bucketId, ownership], audit);
     },
 
-    /** Sets a bucket's TagSet (null: removes it). */
-    async setBucketTags(bucketId: string, tags: Tag[] | null): Promise<void> {
-      await pool.query('UPDATE store_buckets SET tags = $2 WHERE id = $1', [bucketId, tags === null ? null : JSON.stringify(tags)]);
+    /** Sets a bucket's TagSet (null: removes it), with its audit event. */
+    async setBucketTags(bucketId: string, tags: Tag[] | null, audit: AuditStatement): Promise<void> {
+      await changeBucketRow(pool, 'UPDATE store_buckets SET tags = $2 WHERE id = $1', [bucketId, jsonb(tags)], audit);
     },
 
     /**

@@ -58,7 +58,10 @@ export interface StoredBucket {
   location: string | null;
 }
 
-/** An ACL grant: to an organization (`org:<id>`, the owner's included) or to every organization's keys (`group:authenticated`). */
+/**
+ * An ACL grant: to an organization (`org:<id>`, the owner's included), to every organization's keys
+ * (`group:authenticated`), or to everyone, unsigned requests included (`group:all`).
+ */
 export interface AclGrant {
   grantee: string;
   permission: 'READ' | 'WRITE' | 'READ_ACP' | 'WRITE_ACP' | 'FULL_CONTROL';

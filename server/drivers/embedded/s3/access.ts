@@ -6,12 +6,21 @@ import { S3Error, accessDenied, noSuchBucket } from './errors.ts';
 import type { S3Platform } from './platform-port.ts';
 import { evaluatePolicy, grantableToOthers, sharesWith, storedPolicy, type PolicyPrincipal } from './policy.ts';
 
-/** The caller of an S3 request, once its key is known and accepted. */
+/** The caller of an S3 request, once its key is known and accepted; or no one, for an unsigned request. */
 export interface Caller {
   orgId: string;
   keyId: string;
   secret: string;
+  /** An unsigned request: it may do only what a bucket's ACL grants everyone, or its policy allows `"*"`. */
+  anonymous?: boolean;
 }
+
+/**
+ * The caller of an unsigned request. Its organization id is the nil uuid, which no organization
+ * has: it owns no bucket, and every bucket it reaches is found as another organization's is, by
+ * what that bucket shares with everyone.
+ */
+export const ANONYMOUS: Caller = Object.freeze({ orgId: '00000000-0000-0000-0000-000000000000', keyId: '', secret: '', anonymous: true });
 
 /** What a request does with a bucket, as its policy judges it (policy-actions.ts makes one). */
 export interface BucketUse {
@@ -26,6 +35,20 @@ export interface BucketUse {
 }
 
 const POLICY_MANAGEMENT = new Set(['s3:GetBucketPolicy', 's3:PutBucketPolicy', 's3:DeleteBucketPolicy']);
+const READS = new Set(['s3:GetObject', 's3:GetObjectVersion']);
+
+/**
+ * Whether the requester may list the bucket: then a read of a key it does not hold is let through
+ * to be answered NoSuchKey, as S3 answers it, since a listing would tell as much (without that
+ * right, S3 answers AccessDenied, which tells nothing).
+ */
+async function maySee(bucket: StoredBucket, use: BucketUse): Promise<boolean> {
+  const listing: BucketUse = { ...use, action: 's3:ListBucket', key: undefined, versionId: undefined };
+  const verdict = await judged(bucket, listing);
+  return (
+    verdict === 'allow' || (verdict === 'none' && aclAllows(effectiveGrants(bucket.acl, bucket), use.principal, 's3:ListBucket', 'bucket'))
+  );
+}
 
 /** What the bucket's policy says of a use: 'deny' (an explicit Deny), 'allow' (an Allow), or 'none'. */
 async function judged(bucket: StoredBucket, use: BucketUse): Promise<'allow' | 'deny' | 'none'> {
@@ -73,42 +96,47 @@ export function createAccess(platform: S3Platform, store: EmbeddedObjectStore, k
      * the use (AccessDenied). Otherwise another organization's bucket of that name whose policy
      * (object operations and listings only) or ACLs (the bucket's, the object's) allow the use to
      * the caller's organization; a name whose bucket shares nothing with the caller is NoSuchBucket,
-     * as any name the caller has not made, so that no organization learns another's names.
+     * as any name the caller has not made, so that no organization learns another's names (and
+     * AccessDenied for an unsigned request, what AWS answers it for a private bucket).
      */
     async bucket(caller: Caller, name: string, use?: BucketUse): Promise<StoredBucket> {
-      const [activeId, stored] = await Promise.all([
-        platform.activeBucketId(caller.orgId, name),
-        store.objects.bucketNamed(caller.orgId, name),
-      ]);
+      if (caller.anonymous && !use) throw accessDenied();
+      const [activeId, stored] = caller.anonymous
+        ? [undefined, undefined]
+        : await Promise.all([platform.activeBucketId(caller.orgId, name), store.objects.bucketNamed(caller.orgId, name)]);
       if (stored && !stored.suspended && stored.id === activeId) {
         // The bucket's own organization always manages its policy (as AWS's account root does): no policy locks it out.
         if (use && !POLICY_MANAGEMENT.has(use.action) && (await judged(stored, use)) === 'deny') throw accessDenied();
         return stored;
       }
       if (!use || stored) throw noSuchBucket(name);
-      // Another organization's bucket of that name that shares itself with the caller's (its policy or its ACLs).
-      const orgId = use.principal.orgId;
-      const objectAcl = async (candidate: StoredBucket) =>
-        use.key === undefined ? null : ((await store.objects.version(candidate.id, use.key, use.versionId))?.acl ?? null);
-      const shared: Array<{ bucket: StoredBucket; objectGrants: AclGrant[] | null }> = [];
+      // Another organization's bucket of that name that shares itself with the caller's (its policy
+      // or its ACLs), or with everyone for an unsigned request.
+      const who = use.principal;
+      const objectOf = async (candidate: StoredBucket) =>
+        use.key === undefined ? undefined : ((await store.objects.version(candidate.id, use.key, use.versionId)) ?? undefined);
+      const shared: Array<{ bucket: StoredBucket; objectGrants: AclGrant[] | null; objectMissing: boolean }> = [];
       for (const candidate of await store.objects.bucketsSharedElsewhere(caller.orgId, name, use.key)) {
-        const objectGrants = await objectAcl(candidate);
+        const object = await objectOf(candidate);
+        const objectGrants = object?.acl ?? null;
         const sharing =
           (candidate.policy !== null && sharesWith(storedPolicy(candidate.policy, name), use.principal)) ||
-          aclSharesWith(effectiveGrants(candidate.acl, candidate), orgId) ||
-          aclSharesWith(effectiveGrants(objectGrants, candidate), orgId);
+          aclSharesWith(effectiveGrants(candidate.acl, candidate), who) ||
+          aclSharesWith(effectiveGrants(objectGrants, candidate), who);
         if (!sharing || (await platform.activeBucketId(candidate.org_id, name)) !== candidate.id) continue;
-        shared.push({ bucket: candidate, objectGrants });
+        shared.push({ bucket: candidate, objectGrants, objectMissing: use.key !== undefined && (!object || object.delete_marker) });
       }
-      if (shared.length === 0) throw noSuchBucket(name);
+      // An unsigned request is denied whether or not the name is held, so it learns no names either.
+      if (shared.length === 0) throw caller.anonymous ? accessDenied() : noSuchBucket(name);
       const allowed = [];
-      for (const { bucket, objectGrants } of shared) {
+      for (const { bucket, objectGrants, objectMissing } of shared) {
         const verdict = await judged(bucket, use);
         if (verdict === 'deny') continue;
         if (
           (verdict === 'allow' && grantableToOthers(use.action)) ||
-          aclAllows(effectiveGrants(bucket.acl, bucket), orgId, use.action, 'bucket') ||
-          aclAllows(effectiveGrants(objectGrants, bucket), orgId, use.action, 'object')
+          aclAllows(effectiveGrants(bucket.acl, bucket), who, use.action, 'bucket') ||
+          aclAllows(effectiveGrants(objectGrants, bucket), who, use.action, 'object') ||
+          (objectMissing && READS.has(use.action) && (await maySee(bucket, use)))
         )
           allowed.push(bucket);
       }
@@ -122,17 +150,18 @@ export function createAccess(platform: S3Platform, store: EmbeddedObjectStore, k
       const verdict = await judged(bucket, use);
       if (verdict === 'deny') return false;
       return (
-        bucket.org_id === use.principal.orgId ||
+        (bucket.org_id === use.principal.orgId && !use.principal.anonymous) ||
         (verdict === 'allow' && grantableToOthers(use.action)) ||
-        aclAllows(effectiveGrants(bucket.acl, bucket), use.principal.orgId, use.action, 'bucket')
+        aclAllows(effectiveGrants(bucket.acl, bucket), use.principal, use.action, 'bucket')
       );
     },
 
     /** What the platform says of buckets (their lifecycle goes through it). */
     platform,
 
-    /** The caller's buckets that are served. */
+    /** The caller's buckets that are served (an unsigned request has none). */
     async buckets(caller: Caller): Promise<StoredBucket[]> {
+      if (caller.anonymous) return [];
       const [active, stored] = await Promise.all([platform.activeBucketIds(caller.orgId), store.objects.bucketsOf(caller.orgId)]);
       return stored.filter((bucket) => active.has(bucket.id));
     },

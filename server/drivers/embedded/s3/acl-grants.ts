@@ -1,4 +1,5 @@
 import type { AclGrant, StoredBucket } from '../rows.ts';
+import type { PolicyPrincipal } from './policy.ts';
 
 // What ACL grants let other organizations do (acl.ts reads and shows ACLs; access.ts applies them).
 
@@ -21,21 +22,29 @@ const OBJECT_PERMISSIONS: Record<AclGrant['permission'], string[]> = {
 for (const table of [BUCKET_PERMISSIONS, OBJECT_PERMISSIONS])
   table.FULL_CONTROL = [...table.READ, ...table.WRITE, ...table.READ_ACP, ...table.WRITE_ACP];
 
-const names = (grant: AclGrant, orgId: string) => grant.grantee === 'group:authenticated' || grant.grantee === `org:${orgId}`;
+/** Who a grant is to, as ACLs name requests: an organization, or an unsigned request (no one's). */
+export type Grantee = Pick<PolicyPrincipal, 'orgId' | 'anonymous'>;
 
-/** Whether ACL grants let another organization do an action (on a bucket, or on an object). */
-export function aclAllows(grants: AclGrant[] | null | undefined, orgId: string, action: string, level: 'bucket' | 'object'): boolean {
+/** Whether a grant names the requester: everyone does; every organization's keys and an organization's own name signed requests only. */
+const names = (grant: AclGrant, who: Grantee) =>
+  grant.grantee === 'group:all' || (!who.anonymous && (grant.grantee === 'group:authenticated' || grant.grantee === `org:${who.orgId}`));
+
+/** Grants S3 counts as public: to every organization's keys, or to everyone. */
+export const isPublicGrant = (grant: AclGrant): boolean => grant.grantee === 'group:authenticated' || grant.grantee === 'group:all';
+
+/** Whether ACL grants let another organization, or an unsigned request, do an action (on a bucket, or on an object). */
+export function aclAllows(grants: AclGrant[] | null | undefined, who: Grantee, action: string, level: 'bucket' | 'object'): boolean {
   const table = level === 'bucket' ? BUCKET_PERMISSIONS : OBJECT_PERMISSIONS;
-  return (grants ?? []).some((grant) => names(grant, orgId) && table[grant.permission].includes(action.toLowerCase()));
+  return (grants ?? []).some((grant) => names(grant, who) && table[grant.permission].includes(action.toLowerCase()));
 }
 
 /**
  * The grants a bucket's public access block lets count: IgnorePublicAcls ignores those to every
- * organization's keys (S3 counts AuthenticatedUsers as public).
+ * organization's keys and to everyone (S3 counts both as public).
  */
 export const effectiveGrants = (grants: AclGrant[] | null | undefined, bucket: StoredBucket): AclGrant[] =>
-  (grants ?? []).filter((grant) => !(bucket.public_access_block?.ignorePublicAcls && grant.grantee === 'group:authenticated'));
+  (grants ?? []).filter((grant) => !(bucket.public_access_block?.ignorePublicAcls && isPublicGrant(grant)));
 
-/** Whether ACL grants name an organization at all (then the bucket's name is no secret to it). */
-export const aclSharesWith = (grants: AclGrant[] | null | undefined, orgId: string): boolean =>
-  (grants ?? []).some((grant) => names(grant, orgId));
+/** Whether ACL grants name a requester at all (then the bucket's name is no secret to it). */
+export const aclSharesWith = (grants: AclGrant[] | null | undefined, who: Grantee): boolean =>
+  (grants ?? []).some((grant) => names(grant, who));

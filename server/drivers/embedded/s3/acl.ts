@@ -1,4 +1,5 @@
 import type { AclGrant, StoredBucket } from '../rows.ts';
+import { isPublicGrant } from './acl-grants.ts';
 import { S3Error, notImplemented } from './errors.ts';
 import { checkedSmallBody, headerOf, sendXml, type S3Request } from './request.ts';
 import { S3_NAMESPACE, blocks, escapeXml, malformedXml, text } from './xml.ts';
@@ -15,10 +16,12 @@ const XSI = 'xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"';
 
 /**
  * ACLs as this endpoint has them: every bucket and object belongs to its bucket's organization,
- * which keeps full control whatever its ACL says (an ACL is kept and shown as given); grants give other organizations (a CanonicalUser whose ID is an
- * organization id) or every organization's keys (the AuthenticatedUsers group) what S3's
- * permissions give (aclAllows). No request is anonymous here: grants to everyone (AllUsers,
- * `public-read`, `public-read-write`) are refused with 501 rather than stored and not honoured.
+ * which keeps full control whatever its ACL says (an ACL is kept and shown as given); grants give
+ * other organizations (a CanonicalUser whose ID is an organization id), every organization's keys
+ * (the AuthenticatedUsers group) or everyone, unsigned requests included (the AllUsers group,
+ * `public-read`, `public-read-write`), what S3's permissions give (aclAllows). Grants to groups
+ * this endpoint has no members for (`aws-exec-read`'s EC2, `log-delivery-write`'s LogDelivery)
+ * are refused with 501 rather than stored and not honoured.
  */
 export function sendAcl(
   request: S3Request,
@@ -29,8 +32,8 @@ export function sendAcl(
   const ownerId = bucket.org_id;
   const owner = `<ID>${escapeXml(ownerId)}</ID><DisplayName>${OWNER_DISPLAY}</DisplayName>`;
   const grantee = (grant: AclGrant) =>
-    grant.grantee === 'group:authenticated'
-      ? `<Grantee ${XSI} xsi:type="Group"><URI>${AUTHENTICATED_USERS}</URI></Grantee>`
+    grant.grantee === 'group:authenticated' || grant.grantee === 'group:all'
+      ? `<Grantee ${XSI} xsi:type="Group"><URI>${grant.grantee === 'group:all' ? ALL_USERS : AUTHENTICATED_USERS}</URI></Grantee>`
       : `<Grantee ${XSI} xsi:type="CanonicalUser"><ID>${escapeXml(grant.grantee.slice(4))}</ID><DisplayName>${OWNER_DISPLAY}</DisplayName></Grantee>`;
   // As given, the owner's own grants last (RGW lists other grantees first); none given: the owner's FULL_CONTROL.
   const given = grants ?? ownerOnly(ownerId);
@@ -51,19 +54,22 @@ export function sendAcl(
 /** The ACL every bucket and object has until one is given: its owner's FULL_CONTROL. */
 const ownerOnly = (ownerId: string): AclGrant[] => [{ grantee: `org:${ownerId}`, permission: 'FULL_CONTROL' }];
 
-/** The grants of each canned ACL besides the owner's FULL_CONTROL; 'public' for those that grant everyone. */
-const CANNED: Record<string, AclGrant[] | 'public'> = {
+/** The grants of each canned ACL besides the owner's FULL_CONTROL; 'unoffered' for those granting a group no one here belongs to. */
+const CANNED: Record<string, AclGrant[] | 'unoffered'> = {
   private: [],
   'bucket-owner-read': [],
   'bucket-owner-full-control': [],
   'authenticated-read': [{ grantee: 'group:authenticated', permission: 'READ' }],
-  'public-read': 'public',
-  'public-read-write': 'public',
-  'aws-exec-read': 'public',
-  'log-delivery-write': 'public',
+  'public-read': [{ grantee: 'group:all', permission: 'READ' }],
+  'public-read-write': [
+    { grantee: 'group:all', permission: 'READ' },
+    { grantee: 'group:all', permission: 'WRITE' },
+  ],
+  'aws-exec-read': 'unoffered',
+  'log-delivery-write': 'unoffered',
 };
 
-const publicRefused = () => notImplemented('Public access (a grant to AllUsers)');
+const unofferedGroup = (canned: string) => notImplemented(`The canned ACL ${canned} (a grant to a group of AWS services)`);
 
 /** One grantee of an ACL, checked: an organization (the owner's included), or every organization's keys. */
 function granteeOf(kind: 'id' | 'uri' | 'emailAddress', value: string): string {
@@ -71,7 +77,7 @@ function granteeOf(kind: 'id' | 'uri' | 'emailAddress', value: string): string {
     throw new S3Error('UnresolvableGrantByEmailAddress', 400, 'The e-mail address you provided does not match any account on record.');
   if (kind === 'uri') {
     if (value === AUTHENTICATED_USERS) return 'group:authenticated';
-    if (value === ALL_USERS) throw publicRefused();
+    if (value === ALL_USERS) return 'group:all';
     throw new S3Error('InvalidArgument', 400, 'Invalid group uri', { ArgumentName: 'Group/URI', ArgumentValue: value });
   }
   // An owner's id is an organization's uuid (saying so tells nothing of who exists).
@@ -88,6 +94,15 @@ const GRANT_HEADERS: Array<[string, AclGrant['permission']]> = [
   ['x-amz-grant-full-control', 'FULL_CONTROL'],
 ];
 
+/** The grants of a canned ACL (`x-amz-acl`, a form's `acl` field), checked. */
+export function cannedAcl(canned: string, ownerId: string): AclGrant[] {
+  const grants = CANNED[canned];
+  if (grants === undefined)
+    throw new S3Error('InvalidArgument', 400, `${canned} is not a canned ACL`, { ArgumentName: 'x-amz-acl', ArgumentValue: canned });
+  if (grants === 'unoffered') throw unofferedGroup(canned);
+  return [...grants, ...ownerOnly(ownerId)];
+}
+
 /**
  * The ACL a write asks for with its headers (a canned `x-amz-acl`, or `x-amz-grant-*`, which are
  * then the whole ACL, as S3 takes them), checked; undefined when it asks for none. `ownerId`: the
@@ -98,13 +113,7 @@ export function aclOfHeaders(request: S3Request, ownerId: string): AclGrant[] | 
   const granted = GRANT_HEADERS.filter(([name]) => headerOf(request, name) !== undefined);
   if (canned !== undefined && granted.length > 0)
     throw new S3Error('InvalidRequest', 400, 'Specifying both Canned ACLs and Header Grants is not allowed');
-  if (canned !== undefined) {
-    const grants = CANNED[canned];
-    if (grants === undefined)
-      throw new S3Error('InvalidArgument', 400, `${canned} is not a canned ACL`, { ArgumentName: 'x-amz-acl', ArgumentValue: canned });
-    if (grants === 'public') throw publicRefused();
-    return [...grants, ...ownerOnly(ownerId)];
-  }
+  if (canned !== undefined) return cannedAcl(canned, ownerId);
   if (granted.length === 0) return undefined;
   const grants: AclGrant[] = [];
   for (const [name, permission] of granted) {
@@ -164,10 +173,9 @@ export async function aclOfRequest(request: S3Request, ownerId: string): Promise
   return grants;
 }
 
-/** BlockPublicAcls: a new ACL that grants every organization's keys anything is AccessDenied, as S3 answers it. */
+/** BlockPublicAcls: a new ACL that grants everyone or every organization's keys anything is AccessDenied, as S3 answers it. */
 export function assertNotBlocked(grants: AclGrant[] | undefined, bucket: StoredBucket): void {
-  if (bucket.public_access_block?.blockPublicAcls && grants?.some((grant) => grant.grantee === 'group:authenticated'))
-    throw new S3Error('AccessDenied', 403, 'Access Denied');
+  if (bucket.public_access_block?.blockPublicAcls && grants?.some(isPublicGrant)) throw new S3Error('AccessDenied', 403, 'Access Denied');
 }
 
 /** The ObjectOwnership values S3 has: every one means the same here but for ACL requests (BucketOwnerEnforced: none). */

@@ -11,8 +11,17 @@ import { bucketCorsRoutes } from './cors.ts';
 import { bucketEncryptionRoutes } from './encryption.ts';
 import { bucketLifecycleRoutes } from './lifecycle.ts';
 import { bypassesGovernance, objectLockRoutes } from './object-lock.ts';
-import type { PlatformBucket, S3Actor } from './platform-port.ts';
-import { checkedSmallBody, headerOf, sendXml, clearingBucketSetting, type S3Handler, type S3Request } from './request.ts';
+import type { PlatformBucket } from './platform-port.ts';
+import {
+  actorOf,
+  checkedSmallBody,
+  clearingBucketSetting,
+  headerOf,
+  sendXml,
+  settingAudit,
+  type S3Handler,
+  type S3Request,
+} from './request.ts';
 import { MAX_BUCKET_TAGS, tagSetElement, tagsOfDocument } from './tagging.ts';
 import { S3_NAMESPACE, blocks, document, element, escapeXml, malformedXml, text, type XmlNode } from './xml.ts';
 
@@ -343,14 +352,6 @@ const deleteObjects: S3Handler = async (request) => {
 /** How long CreateBucket and DeleteBucket wait for their operation before answering 503 (a retry waits again). */
 const BUCKET_CHANGE_WAIT_MS = 20_000;
 
-/** The access key of the request, as the audit trail names who made a change. */
-const actorOf = (request: S3Request): S3Actor => ({
-  orgId: request.caller.orgId,
-  keyId: request.caller.keyId,
-  accessKeyId: request.signed.accessKeyId,
-  requestId: request.requestId,
-});
-
 /** S3's answer for the platform's refusal of a bucket change (the API's problem codes). */
 function s3ErrorOf(error: DomainError, bucket: string): S3Error {
   switch (error.code) {
@@ -510,8 +511,11 @@ const createBucket: S3Handler = async (request) => {
           BucketName: name,
         },
       );
-    if (ownership !== undefined) await request.store.objects.setBucketOwnership(change.bucket.id, ownership);
-    if (acl !== undefined && acl.length > 0) await request.store.objects.setBucketAcl(change.bucket.id, acl);
+    const made = { id: change.bucket.id, org_id: request.caller.orgId };
+    if (ownership !== undefined)
+      await request.store.objects.setBucketOwnership(made.id, ownership, settingAudit(request, made, 'ownership', null, ownership));
+    if (acl !== undefined && acl.length > 0)
+      await request.store.objects.setBucketAcl(made.id, acl, settingAudit(request, made, 'acl', null, acl));
     if (location !== undefined) await request.store.objects.setBucketLocation(change.bucket.id, location);
   }
   request.res.statusCode = 200;
@@ -574,12 +578,16 @@ const getBucketTagging: S3Handler = async (request) => {
 const putBucketTagging: S3Handler = async (request) => {
   const bucket = await request.access.bucket(request.caller, request.bucketName);
   const tags = tagsOfDocument(await checkedSmallBody(request), MAX_BUCKET_TAGS);
-  await request.store.objects.setBucketTags(bucket.id, tags);
+  await request.store.objects.setBucketTags(bucket.id, tags, settingAudit(request, bucket, 'tags', bucket.tags, tags));
   request.res.statusCode = 204;
   request.res.end();
 };
 
-const deleteBucketTagging = clearingBucketSetting((request, bucketId) => request.store.objects.setBucketTags(bucketId, null));
+const deleteBucketTagging = clearingBucketSetting(
+  'tags',
+  (bucket) => bucket.tags,
+  (request, bucketId, audit) => request.store.objects.setBucketTags(bucketId, null, audit),
+);
 
 const getBucketAcl: S3Handler = async (request) => {
   const bucket = await request.access.bucket(request.caller, request.bucketName);
@@ -591,7 +599,7 @@ const putBucketAcl: S3Handler = async (request) => {
   assertAclsTaken(request, bucket, true);
   const acl = await aclOfRequest(request, bucket.org_id);
   assertNotBlocked(acl, bucket);
-  await request.store.objects.setBucketAcl(bucket.id, acl);
+  await request.store.objects.setBucketAcl(bucket.id, acl, settingAudit(request, bucket, 'acl', bucket.acl, acl));
   request.res.statusCode = 200;
   request.res.setHeader('Content-Length', '0');
   request.res.end();
@@ -611,13 +619,21 @@ const putBucketOwnership: S3Handler = async (request) => {
   const rules = controls === undefined ? [] : blocks(controls, 'Rule');
   const ownership = rules.length === 1 ? text(rules[0]!, 'ObjectOwnership') : undefined;
   if (ownership === undefined || !OBJECT_OWNERSHIPS.includes(ownership)) throw malformedXml();
-  await request.store.objects.setBucketOwnership(bucket.id, ownership);
+  await request.store.objects.setBucketOwnership(
+    bucket.id,
+    ownership,
+    settingAudit(request, bucket, 'ownership', bucket.ownership, ownership),
+  );
   request.res.statusCode = 200;
   request.res.setHeader('Content-Length', '0');
   request.res.end();
 };
 
-const deleteBucketOwnership = clearingBucketSetting((request, bucketId) => request.store.objects.setBucketOwnership(bucketId, null));
+const deleteBucketOwnership = clearingBucketSetting(
+  'ownership',
+  (bucket) => bucket.ownership,
+  (request, bucketId, audit) => request.store.objects.setBucketOwnership(bucketId, null, audit),
+);
 
 /** Bucket settings with modules of their own: encryption, CORS, lifecycle, object lock, policy and public access block. */
 const BUCKET_SETTINGS = {

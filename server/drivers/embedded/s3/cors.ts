@@ -4,7 +4,7 @@ import type { EmbeddedObjectStore } from '../store.ts';
 import { S3Error } from './errors.ts';
 import type { S3Platform } from './platform-port.ts';
 import { checkedBody } from './config-body.ts';
-import { sendXml, clearingBucketSetting, type S3Handler } from './request.ts';
+import { sendXml, clearingBucketSetting, settingAudit, type S3Handler } from './request.ts';
 import { blocks, document, text, unescapeXml } from './xml.ts';
 
 /**
@@ -125,6 +125,20 @@ const NOT_ALLOWED =
  * Bucket names are per organization here: the preflight finds the bucket by its name among every
  * organization's, and is refused when the name is not one served bucket's.
  */
+/**
+ * The buckets in service of that name, in every organization: what a request that names no
+ * organization (a preflight, an unsigned request) may mean. Its CORS rules apply when there is one.
+ */
+export async function servedBucketsNamed(
+  bucketName: string,
+  deps: { store: EmbeddedObjectStore; platform: S3Platform },
+): Promise<StoredBucket[]> {
+  const served: StoredBucket[] = [];
+  for (const bucket of await deps.store.objects.bucketsNamed(bucketName))
+    if ((await deps.platform.activeBucketId(bucket.org_id, bucketName)) === bucket.id) served.push(bucket);
+  return served;
+}
+
 export async function preflight(
   req: IncomingMessage,
   res: ServerResponse,
@@ -136,9 +150,7 @@ export async function preflight(
   if (origin === undefined) throw new S3Error('BadRequest', 400, 'Insufficient information. Origin request header needed.');
   if (method === undefined || method === '') throw new S3Error('BadRequest', 400, 'Invalid Access-Control-Request-Method header.');
   if (bucketName === '') throw forbidden(NOT_ALLOWED);
-  const candidates = await deps.store.objects.bucketsNamed(bucketName);
-  const served: StoredBucket[] = [];
-  for (const bucket of candidates) if ((await deps.platform.activeBucketId(bucket.org_id, bucketName)) === bucket.id) served.push(bucket);
+  const served = await servedBucketsNamed(bucketName, deps);
   if (served.length === 0) throw new S3Error('NoSuchBucket', 404, 'The specified bucket does not exist', { BucketName: bucketName });
   const bucket = served.length === 1 ? served[0]! : undefined;
   const rules = bucket ? rulesOf(bucket) : [];
@@ -160,7 +172,7 @@ export async function preflight(
 const putBucketCors: S3Handler = async (request) => {
   const bucket = await request.access.bucket(request.caller, request.bucketName);
   const rules = parseCorsConfiguration(await checkedBody(request));
-  await request.store.settings.setCors(bucket.id, rules);
+  await request.store.settings.setCors(bucket.id, rules, settingAudit(request, bucket, 'cors', bucket.cors, rules));
   request.res.statusCode = 200;
   request.res.end();
 };
@@ -186,6 +198,10 @@ const getBucketCors: S3Handler = async (request) => {
   );
 };
 
-const deleteBucketCors = clearingBucketSetting((request, bucketId) => request.store.settings.setCors(bucketId, null));
+const deleteBucketCors = clearingBucketSetting(
+  'cors',
+  (bucket) => bucket.cors,
+  (request, bucketId, audit) => request.store.settings.setCors(bucketId, null, audit),
+);
 
 export const bucketCorsRoutes = { GET: getBucketCors, PUT: putBucketCors, DELETE: deleteBucketCors };

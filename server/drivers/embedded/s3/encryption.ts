@@ -5,7 +5,7 @@ import type { StoredBucket, StoredUpload, StoredVersion, VersionEncryption } fro
 import type { WrappingKey } from '../sealing.ts';
 import { S3Error, invalidArgument, notImplemented } from './errors.ts';
 import { checkedBody } from './config-body.ts';
-import { sendXml, clearingBucketSetting, type S3Handler } from './request.ts';
+import { sendXml, clearingBucketSetting, settingAudit, type S3Handler } from './request.ts';
 import { blocks, document, text } from './xml.ts';
 
 /**
@@ -162,7 +162,11 @@ const putBucketEncryption: S3Handler = async (request) => {
   if (KMS_VALUES.has(algorithm)) refuseKms();
   if (algorithm !== 'AES256') throw invalidArgument('The encryption method specified is not supported', 'SSEAlgorithm', algorithm);
   if (text(rules[0]!, 'KMSMasterKeyID') !== undefined) throw invalidArgument('A KMS key id needs SSEAlgorithm aws:kms');
-  await request.store.settings.setDefaultEncryption(bucket.id, 'AES256');
+  await request.store.settings.setDefaultEncryption(
+    bucket.id,
+    'AES256',
+    settingAudit(request, bucket, 'encryption', bucket.default_encryption, 'AES256'),
+  );
   request.res.statusCode = 200;
   request.res.end();
 };
@@ -182,7 +186,11 @@ const getBucketEncryption: S3Handler = async (request) => {
   );
 };
 
-const deleteBucketEncryption = clearingBucketSetting((request, bucketId) => request.store.settings.setDefaultEncryption(bucketId, null));
+const deleteBucketEncryption = clearingBucketSetting(
+  'encryption',
+  (bucket) => bucket.default_encryption,
+  (request, bucketId, audit) => request.store.settings.setDefaultEncryption(bucketId, null, audit),
+);
 
 export const bucketEncryptionRoutes = {
   GET: getBucketEncryption,

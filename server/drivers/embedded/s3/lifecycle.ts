@@ -3,7 +3,7 @@ import { expiryOf, ruleScope, type LifecycleRule } from '../lifecycle.ts';
 import type { StoredBucket, StoredVersion } from '../rows.ts';
 import { S3Error, invalidArgument, notImplemented } from './errors.ts';
 import { checkedBody } from './config-body.ts';
-import { sendXml, clearingBucketSetting, type S3Handler } from './request.ts';
+import { sendXml, clearingBucketSetting, settingAudit, type S3Handler } from './request.ts';
 import { blocks, document, text, type XmlNode } from './xml.ts';
 
 /**
@@ -182,7 +182,7 @@ export function expirationHeader(bucket: Pick<StoredBucket, 'lifecycle'>, versio
 const putLifecycle: S3Handler = async (request) => {
   const bucket = await request.access.bucket(request.caller, request.bucketName);
   const rules = parseLifecycleConfiguration(await checkedBody(request));
-  await request.store.settings.setLifecycle(bucket.id, rules);
+  await request.store.settings.setLifecycle(bucket.id, rules, settingAudit(request, bucket, 'lifecycle', bucket.lifecycle, rules));
   request.res.statusCode = 200;
   request.res.end();
 };
@@ -195,6 +195,10 @@ const getLifecycle: S3Handler = async (request) => {
   sendXml(request.res, 200, document('LifecycleConfiguration', { Rule: rules.map(renderRule) }));
 };
 
-const deleteLifecycle = clearingBucketSetting((request, bucketId) => request.store.settings.setLifecycle(bucketId, null));
+const deleteLifecycle = clearingBucketSetting(
+  'lifecycle',
+  (bucket) => bucket.lifecycle,
+  (request, bucketId, audit) => request.store.settings.setLifecycle(bucketId, null, audit),
+);
 
 export const bucketLifecycleRoutes = { GET: getLifecycle, PUT: putLifecycle, DELETE: deleteLifecycle };

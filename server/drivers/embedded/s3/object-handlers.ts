@@ -10,7 +10,7 @@ import { S3Error, assertStorable, invalidArgument, noSuchKey, notImplemented } f
 import { expirationHeader } from './lifecycle.ts';
 import { bypassesGovernance, lockHeaders, writeLock } from './object-lock.ts';
 import { useOf } from './policy-actions.ts';
-import { checkedSmallBody, sendXml, signedUploadBody, type S3Handler, type S3Request } from './request.ts';
+import { actorOf, checkedSmallBody, sendXml, signedUploadBody, type S3Handler, type S3Request } from './request.ts';
 import { MAX_OBJECT_TAGS, tagSetElement, tagsOfDocument, tagsOfHeader } from './tagging.ts';
 import { OBJECT_SUB_RESOURCES, subResourceOf } from './sub-resources.ts';
 import { S3_NAMESPACE, document, type XmlNode } from './xml.ts';
@@ -598,7 +598,22 @@ const putObjectAcl: S3Handler = async (request) => {
   assertAclsTaken(request, bucket, true);
   const acl = await aclOfRequest(request, bucket.org_id);
   assertNotBlocked(acl, bucket);
-  await request.store.objects.setAcl(bucket.id, request.key, version.version_id, acl);
+  // The object's ACL is recorded on its bucket's trail, naming the object (S3's ACL is what makes one public).
+  const object = (grants: unknown) => ({ key: request.key, version_id: version.version_id, grants });
+  await request.store.objects.setAcl(
+    bucket.id,
+    request.key,
+    version.version_id,
+    acl,
+    request.access.platform.settingAudit({
+      actor: actorOf(request),
+      orgId: bucket.org_id,
+      bucketId: bucket.id,
+      action: 'bucket.set_object_acl',
+      before: { object_acl: object(version.acl) },
+      after: { object_acl: object(acl) },
+    }),
+  );
   request.res.statusCode = 200;
   setHeaders(request.res, versionIdHeader(bucket, version));
   request.res.setHeader('Content-Length', '0');

@@ -3,7 +3,7 @@ import { defaultRetentionFrom, type DefaultRetention, type VersionLock } from '.
 import type { Retention, StoredBucket, StoredVersion } from '../rows.ts';
 import { S3Error, invalidArgument } from './errors.ts';
 import { checkedBody } from './config-body.ts';
-import { sendXml, type S3Handler, type S3Request } from './request.ts';
+import { sendXml, settingAudit, type S3Handler, type S3Request } from './request.ts';
 import { blocks, document, text } from './xml.ts';
 
 /**
@@ -105,7 +105,9 @@ const putObjectLockConfiguration: S3Handler = async (request) => {
   const rule = parseDefaultRetention(xml);
   if (!bucket.object_lock_enabled && !(await request.store.objectLock.enable(bucket.id)))
     throw new S3Error('InvalidBucketState', 409, 'Object Lock configuration cannot be enabled on a bucket whose versioning is not enabled');
-  await request.store.settings.setDefaultRetention(bucket.id, rule);
+  const before = bucket.object_lock_enabled ? { enabled: true, default_retention: bucket.object_lock_default } : null;
+  const after = { enabled: true, default_retention: rule };
+  await request.store.settings.setDefaultRetention(bucket.id, rule, settingAudit(request, bucket, 'object_lock', before, after));
   request.res.statusCode = 200;
   request.res.end();
 };

@@ -27,6 +27,32 @@ export interface S3Platform {
   setBucketVersioning(actor: S3Actor, name: string, enabled: boolean): Promise<PlatformBucketChange>;
   /** Waits, at most `timeoutMs`, for an operation to finish: its final state, or `pending` when it has not finished yet. */
   settled(orgId: string, operationId: string, timeoutMs: number): Promise<'succeeded' | 'failed' | 'cancelled' | 'pending'>;
+  /**
+   * The statement that records the audit event of a change of a bucket's configuration made over
+   * S3 (its ACL, policy, public access block, CORS…). The store runs it in the change's own
+   * transaction, so that no such change goes unrecorded: one that makes data public above all.
+   */
+  settingAudit(change: S3SettingChange): AuditStatement;
+}
+
+/** A change of a bucket's configuration over S3, as its audit event records it. */
+export interface S3SettingChange {
+  actor: S3Actor;
+  /** The bucket's organization, whose audit trail it is (the actor's key may be another's, by a grant). */
+  orgId: string;
+  bucketId: string;
+  /** `bucket.set_policy`, `bucket.delete_cors`, `bucket.set_object_acl`… */
+  action: string;
+  /** The setting before and after, by its name (`{"policy": …}`); null when there was none. */
+  before: Record<string, unknown> | null;
+  after: Record<string, unknown> | null;
+}
+
+/** A statement to run in a transaction of the store's (a query with its values). */
+export interface AuditStatement {
+  name?: string;
+  text: string;
+  values?: unknown[];
 }
 
 /** Who makes a change over S3, for its audit event: the access key that signed the request. */

@@ -96,7 +96,7 @@ export function useOf(request: S3Request, action: string, key: string | undefine
     action,
     key,
     versionId,
-    principal: { orgId: request.caller.orgId, accessKeyId: request.signed.accessKeyId },
+    principal: { orgId: request.caller.orgId, accessKeyId: request.signed.accessKeyId, anonymous: request.caller.anonymous },
     value: async (name: string, bucket: StoredBucket) => {
       if (name.startsWith('s3:x-amz-')) return header(request, name.slice(3));
       if (name.startsWith('s3:requestobjecttag/')) {
@@ -125,7 +125,7 @@ export function useOf(request: S3Request, action: string, key: string | undefine
         case 'aws:useragent':
           return header(request, 'user-agent');
         case 'aws:principalaccount':
-          return request.caller.orgId;
+          return request.caller.anonymous ? undefined : request.caller.orgId;
         default:
           return undefined;
       }

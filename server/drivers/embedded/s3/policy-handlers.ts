@@ -1,8 +1,8 @@
-import { effectiveGrants } from './acl-grants.ts';
+import { effectiveGrants, isPublicGrant } from './acl-grants.ts';
 import { S3Error } from './errors.ts';
 import { checkedBody } from './config-body.ts';
 import { isPublicPolicy, parsePolicy, storedPolicy } from './policy.ts';
-import { sendXml, clearingBucketSetting, type S3Handler } from './request.ts';
+import { sendXml, clearingBucketSetting, settingAudit, type S3Handler } from './request.ts';
 import { blocks, document, text } from './xml.ts';
 
 /**
@@ -16,7 +16,7 @@ const putBucketPolicy: S3Handler = async (request) => {
   const policy = parsePolicy(body, bucket.name);
   // BlockPublicPolicy: a policy that would share the bucket with everyone is refused, as S3 refuses it.
   if (bucket.public_access_block?.blockPublicPolicy && isPublicPolicy(policy)) throw new S3Error('AccessDenied', 403, 'Access Denied');
-  await request.store.settings.setPolicy(bucket.id, body);
+  await request.store.settings.setPolicy(bucket.id, body, settingAudit(request, bucket, 'policy', bucket.policy, body));
   request.res.statusCode = 204;
   request.res.end();
 };
@@ -33,17 +33,21 @@ const getBucketPolicy: S3Handler = async (request) => {
   res.end(bucket.policy);
 };
 
-const deleteBucketPolicy = clearingBucketSetting((request, bucketId) => request.store.settings.setPolicy(bucketId, null));
+const deleteBucketPolicy = clearingBucketSetting(
+  'policy',
+  (bucket) => bucket.policy,
+  (request, bucketId, audit) => request.store.settings.setPolicy(bucketId, null, audit),
+);
 
 /**
- * GetBucketPolicyStatus: whether the bucket is shared with every organization (S3's IsPublic), by
- * its policy or, as RGW counts it, by an AuthenticatedUsers grant of its ACL.
+ * GetBucketPolicyStatus: whether the bucket is shared with everyone or every organization (S3's
+ * IsPublic), by its policy or, as RGW counts it, by an AllUsers or AuthenticatedUsers grant of its ACL.
  */
 const getBucketPolicyStatus: S3Handler = async (request) => {
   const bucket = await request.access.bucket(request.caller, request.bucketName);
   const isPublic =
     (bucket.policy !== null && isPublicPolicy(storedPolicy(bucket.policy, bucket.name))) ||
-    effectiveGrants(bucket.acl, bucket).some((grant) => grant.grantee === 'group:authenticated');
+    effectiveGrants(bucket.acl, bucket).some(isPublicGrant);
   sendXml(request.res, 200, document('PolicyStatus', { IsPublic: isPublic }));
 };
 
@@ -66,12 +70,17 @@ const putPublicAccessBlock: S3Handler = async (request) => {
       throw new S3Error('MalformedXML', 400, 'The XML you provided was not well-formed or did not validate against our published schema');
     return value === 'true';
   };
-  await request.store.settings.setPublicAccessBlock(bucket.id, {
+  const block = {
     blockPublicAcls: flag('BlockPublicAcls'),
     ignorePublicAcls: flag('IgnorePublicAcls'),
     blockPublicPolicy: flag('BlockPublicPolicy'),
     restrictPublicBuckets: flag('RestrictPublicBuckets'),
-  });
+  };
+  await request.store.settings.setPublicAccessBlock(
+    bucket.id,
+    block,
+    settingAudit(request, bucket, 'public_access_block', bucket.public_access_block, block),
+  );
   request.res.statusCode = 200;
   request.res.setHeader('Content-Length', '0');
   request.res.end();
@@ -91,7 +100,11 @@ const getPublicAccessBlock: S3Handler = async (request) => {
   );
 };
 
-const deletePublicAccessBlock = clearingBucketSetting((request, bucketId) => request.store.settings.setPublicAccessBlock(bucketId, null));
+const deletePublicAccessBlock = clearingBucketSetting(
+  'public_access_block',
+  (bucket) => bucket.public_access_block,
+  (request, bucketId, audit) => request.store.settings.setPublicAccessBlock(bucketId, null, audit),
+);
 
 export const bucketPolicyRoutes = {
   GET: { policy: getBucketPolicy, policyStatus: getBucketPolicyStatus, publicAccessBlock: getPublicAccessBlock },

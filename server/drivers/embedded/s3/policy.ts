@@ -7,15 +7,19 @@ import { S3Error } from './errors.ts';
  * which resources (Resource or NotResource) and under which conditions. A request's keys act for
  * their organization: a policy's Deny takes from the bucket's own organization what its keys
  * could otherwise do, and its Allow gives another organization's keys the object operations and
- * listings it names (s3-access.ts says which). No request is anonymous here: `"*"` means every
- * organization's keys. What the endpoint cannot evaluate (an unknown condition operator) is
+ * listings it names (access.ts says which). `"*"` means anyone: every organization's keys, and
+ * unsigned (anonymous) requests, which no other principal names. What the endpoint cannot evaluate (an unknown condition operator) is
  * refused when the policy is put, never ignored when a request comes.
  */
 
-/** Who a request is, as a policy names it: its organization (the account) and its access key (the user). */
+/**
+ * Who a request is, as a policy names it: its organization (the account) and its access key (the
+ * user); or, for an unsigned request, no one (`anonymous`, whose orgId is no organization's).
+ */
 export interface PolicyPrincipal {
   orgId: string;
   accessKeyId: string;
+  anonymous?: boolean;
 }
 
 /** What a request asks, as a policy names it. */
@@ -188,6 +192,7 @@ export function parsePolicy(text: string, bucketName: string): BucketPolicy {
 /** Whether a principal entry names the request: `*`, its organization (id or `arn:aws:iam::<org>:root`), or its key (`…:user/<access key id>`). */
 function names(entry: string, principal: PolicyPrincipal): boolean {
   if (entry === '*') return true;
+  if (principal.anonymous) return false;
   if (entry === principal.orgId) return true;
   const arn = /^arn:aws:iam::([^:]*):(root|user\/(.+))$/.exec(entry);
   if (!arn || arn[1] !== principal.orgId) return false;
@@ -298,7 +303,7 @@ export function sharesWith(policy: BucketPolicy, principal: PolicyPrincipal): bo
 
 /**
  * Whether a policy is public in S3's sense: an Allow to every principal (`*`) with no condition
- * that narrows who may use it. Here that is every organization's keys (no request is anonymous).
+ * that narrows who may use it: every organization's keys and unsigned requests.
  */
 export function isPublicPolicy(policy: BucketPolicy): boolean {
   return policy.statements.some(

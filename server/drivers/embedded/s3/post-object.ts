@@ -5,7 +5,8 @@ import { Readable } from 'node:stream';
 import { CHECKSUM_ALGORITHMS, runningChecksum, type ChecksumAlgorithm } from '../checksums.ts';
 import { hashing } from '../hashing.ts';
 import type { EmbeddedObjectStore } from '../store.ts';
-import type { Access } from './access.ts';
+import { ANONYMOUS, type Access, type BucketUse, type Caller } from './access.ts';
+import { assertNotBlocked, cannedAcl } from './acl.ts';
 import { applyCors } from './cors.ts';
 import { encryptionHeaders, writeEncryption } from './encryption.ts';
 import { MAX_OBJECT_TAGS, tagsOfDocument } from './tagging.ts';
@@ -30,7 +31,6 @@ const EXEMPT = (name: string): boolean =>
   ['policy', 'x-amz-signature', 'signature', 'awsaccesskeyid', 'file'].includes(name) ||
   name.startsWith('x-ignore-') ||
   name.startsWith('x-amz-checksum-');
-const OWNER_ONLY_ACLS = new Set(['private', 'bucket-owner-full-control']);
 /** The longest field value read (S3's form fields are small; the file is not a field). */
 const FIELD_LIMIT = 1024 * 1024;
 const ISO_INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?Z$/;
@@ -175,11 +175,15 @@ function checkConditions(policy: Policy, values: Map<string, string>): { min: nu
 }
 
 /** The key the form signs with, checked: SigV4 (`x-amz-*` fields) or the older `AWSAccessKeyId`/`signature`. */
-async function formCaller(fields: Map<string, string>, access: Access) {
+async function formCaller(fields: Map<string, string>, deps: PostObjectDependencies): Promise<Caller> {
+  const { access } = deps;
   const policy = fields.get('policy');
   const v4 = fields.has('x-amz-algorithm') || fields.has('x-amz-credential') || fields.has('x-amz-signature');
-  if (!v4 && !fields.has('awsaccesskeyid'))
-    throw accessDenied('Anonymous uploads are not allowed: sign the form with an S3 access key of your organization');
+  // An unsigned form is anonymous: it writes only where a bucket lets everyone write (anonymous.ts).
+  if (!v4 && !fields.has('awsaccesskeyid')) {
+    deps.admitUnsigned();
+    return ANONYMOUS;
+  }
   if (policy === undefined) throw invalidArgument("Bucket POST must contain a field named 'policy'.", 'policy', '');
   if (v4) {
     const algorithm = fields.get('x-amz-algorithm');
@@ -207,6 +211,14 @@ async function formCaller(fields: Map<string, string>, access: Access) {
   return caller;
 }
 
+/** The use an unsigned form makes of the bucket, as its ACL and policy judge it: a PutObject of its key. */
+const anonymousPut = (req: IncomingMessage, key: string): BucketUse => ({
+  action: 's3:PutObject',
+  key,
+  principal: { orgId: ANONYMOUS.orgId, accessKeyId: '', anonymous: true },
+  value: async (name) => (name === 'aws:sourceip' ? req.socket.remoteAddress : undefined),
+});
+
 const signatureMismatch = () =>
   new S3Error('SignatureDoesNotMatch', 403, 'The request signature we calculated does not match the signature you provided.');
 
@@ -218,8 +230,6 @@ function sameText(expected: string, given: string): boolean {
 
 /** What the form asks beyond what is offered: refused, never dropped. */
 function refuseUnoffered(fields: Map<string, string>): void {
-  const acl = fields.get('acl');
-  if (acl !== undefined && !OWNER_ONLY_ACLS.has(acl.trim())) throw notImplemented(`The canned ACL ${acl.trim()}`);
   if (fields.has('x-amz-website-redirect-location')) throw notImplemented('Website redirects');
   const storageClass = fields.get('x-amz-storage-class');
   if (storageClass !== undefined && storageClass.trim() !== 'STANDARD')
@@ -243,6 +253,8 @@ function redirectOf(fields: Map<string, string>, bucket: string, key: string, et
 export interface PostObjectDependencies {
   store: EmbeddedObjectStore;
   access: Access;
+  /** Admits an unsigned form, or throws (public access off, or the address over its limit). */
+  admitUnsigned(): void;
   /** The request came over TLS (SSE-C fields need it). */
   secure: boolean;
 }
@@ -264,9 +276,7 @@ export async function postObject(
   const form = await readForm(req);
   const { fields } = form;
   try {
-    const caller = await formCaller(fields, deps.access);
-    const bucket = await deps.access.bucket(caller, bucketName);
-    applyCors(req, res, bucket);
+    const caller = await formCaller(fields, deps);
     const rawKey = fields.get('key');
     if (rawKey === undefined || rawKey === '')
       throw invalidArgument(
@@ -276,12 +286,21 @@ export async function postObject(
       );
     const key = rawKey.replaceAll('${filename}', form.file.filename);
     if (Buffer.byteLength(key) > 1024) throw new S3Error('KeyTooLongError', 400, 'Your key is too long');
+    const bucket = await deps.access.bucket(caller, bucketName, caller.anonymous ? anonymousPut(req, key) : undefined);
+    applyCors(req, res, bucket);
     const values = new Map(fields);
     values.set('key', key);
-    // The bucket is the one posted to, whatever a field says: the policy must name it.
+    // The bucket is the one posted to, whatever a field says: the policy must name it. An unsigned
+    // form needs no policy; one it carries still binds it.
     values.set('bucket', bucketName);
-    const range = checkConditions(parsePolicy(fields.get('policy')!), values);
+    const policy = fields.get('policy');
+    const range = policy === undefined ? { min: 0, max: declared } : checkConditions(parsePolicy(policy), values);
     refuseUnoffered(fields);
+    const cannedField = fields.get('acl')?.trim();
+    const acl = cannedField === undefined ? undefined : cannedAcl(cannedField, bucket.org_id);
+    if (cannedField !== undefined && bucket.ownership === 'BucketOwnerEnforced' && cannedField !== 'bucket-owner-full-control')
+      throw new S3Error('AccessControlListNotSupported', 400, 'The bucket does not allow ACLs');
+    assertNotBlocked(acl, bucket);
 
     // The fields stand for the headers a PUT would carry.
     const headers: IncomingHttpHeaders = Object.fromEntries(fields);
@@ -313,12 +332,13 @@ export async function postObject(
     const tagging = fields.get('tagging');
     const tags = tagging === undefined ? [] : tagsOfDocument(tagging, MAX_OBJECT_TAGS);
     const version = await deps.store.objects.putObject({
-      orgId: caller.orgId,
+      orgId: bucket.org_id,
       bucketId: bucket.id,
       key,
       contentType: fields.get('content-type') ?? null,
       headers: stored,
       tags,
+      acl,
       size: limit,
       sizeIsLimit: true,
       body,

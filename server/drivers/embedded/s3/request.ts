@@ -1,7 +1,9 @@
 import { createHash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { EmbeddedObjectStore } from '../store.ts';
+import type { StoredBucket } from '../rows.ts';
 import type { Access, Caller } from './access.ts';
+import type { AuditStatement, S3Actor } from './platform-port.ts';
 import { S3Error } from './errors.ts';
 import { assertContentMd5, uploadBody } from './payload.ts';
 import { requestTimeout } from './stall.ts';
@@ -33,12 +35,53 @@ export interface S3Request {
 
 export type S3Handler = (request: S3Request) => Promise<void>;
 
-/** The DELETE of a bucket setting (its CORS, policy, lifecycle…): the setting cleared by `clear`, answered 204. */
+/** The access key of the request, as the audit trail names who made a change. */
+export const actorOf = (request: S3Request): S3Actor => ({
+  orgId: request.caller.orgId,
+  keyId: request.caller.keyId,
+  accessKeyId: request.signed.accessKeyId,
+  requestId: request.requestId,
+});
+
+/** The settings of a bucket an S3 request changes, by the name its audit events give them (`bucket.set_<name>`). */
+export type BucketSetting =
+  'acl' | 'policy' | 'public_access_block' | 'cors' | 'lifecycle' | 'encryption' | 'object_lock' | 'tags' | 'ownership';
+
+/**
+ * The audit statement of a change this request makes to a bucket's setting, which the store runs
+ * in the change's transaction: `bucket.set_<setting>`, or `bucket.delete_<setting>` when `after`
+ * is null, in the bucket's organization's trail.
+ */
+export function settingAudit(
+  request: S3Request,
+  bucket: Pick<StoredBucket, 'id' | 'org_id'>,
+  setting: BucketSetting,
+  before: unknown,
+  after: unknown,
+): AuditStatement {
+  return request.access.platform.settingAudit({
+    actor: actorOf(request),
+    orgId: bucket.org_id,
+    bucketId: bucket.id,
+    action: `bucket.${after === null ? 'delete' : 'set'}_${setting}`,
+    before: before === null || before === undefined ? null : { [setting]: before },
+    after: after === null ? null : { [setting]: after },
+  });
+}
+
+/**
+ * The DELETE of a bucket setting (its CORS, policy, lifecycle…): the setting cleared by `clear`
+ * with its audit event (what it was: `current`), answered 204.
+ */
 export const clearingBucketSetting =
-  (clear: (request: S3Request, bucketId: string) => Promise<unknown>): S3Handler =>
+  (
+    setting: BucketSetting,
+    current: (bucket: StoredBucket) => unknown,
+    clear: (request: S3Request, bucketId: string, audit: AuditStatement) => Promise<unknown>,
+  ): S3Handler =>
   async (request) => {
     const bucket = await request.access.bucket(request.caller, request.bucketName);
-    await clear(request, bucket.id);
+    await clear(request, bucket.id, settingAudit(request, bucket, setting, current(bucket), null));
     request.res.statusCode = 204;
     request.res.end();
   };

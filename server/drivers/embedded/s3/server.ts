@@ -7,10 +7,11 @@ import { StoreRefusal } from '../refusals.ts';
 import type { EmbeddedObjectStore } from '../store.ts';
 import type { Logger } from '../../../logging.ts';
 import type { CacheSection } from '../../../db/announced-cache.ts';
-import { createAccess, type Caller } from './access.ts';
+import { ANONYMOUS, createAccess, type Caller } from './access.ts';
+import { publicRequestGate, unsignedRequest, type PublicAccess } from './anonymous.ts';
 import type { S3Platform } from './platform-port.ts';
 import { bucketRoutes } from './bucket-handlers.ts';
-import { applyCors, preflight } from './cors.ts';
+import { applyCors, preflight, servedBucketsNamed } from './cors.ts';
 import { isDatabaseError } from '../../../db/unavailable.ts';
 import { REFUSAL_STATUS, S3Error, accessDenied, assertStorable, unavailableError } from './errors.ts';
 import { multipartRoutes } from './multipart-handlers.ts';
@@ -58,9 +59,12 @@ export async function startS3Endpoint(options: {
   tls?: { cert: Buffer; key: Buffer };
   /** Count `X-Forwarded-Proto: https` as TLS (behind a proxy that terminates it). */
   trustForwardedProto?: boolean;
+  /** Serve unsigned requests what buckets share with everyone, within this limit (anonymous.ts); unset: refuse them. */
+  publicAccess?: PublicAccess;
 }): Promise<S3Endpoint> {
   const { store, region, log } = options;
   const access = createAccess(options.platform, store, options.keys);
+  const admitUnsigned = publicRequestGate(options.publicAccess);
   const isSecure = (req: IncomingMessage): boolean =>
     (req.socket as TLSSocket).encrypted === true ||
     (options.trustForwardedProto === true &&
@@ -100,13 +104,14 @@ export async function startS3Endpoint(options: {
       rawQuery === '' &&
       /^multipart\/form-data/i.test(req.headers['content-type'] ?? '')
     )
-      return postObject(req, res, bucketOf(rawPath), { store, access, secure: isSecure(req) });
-    const signed = parseSignature(parts, new Date());
-    if (!signed) throw accessDenied('Anonymous access is not allowed: sign requests with an S3 access key of your organization');
+      return postObject(req, res, bucketOf(rawPath), { store, access, secure: isSecure(req), admitUnsigned: () => admitUnsigned(req) });
+    const signature = parseSignature(parts, new Date());
+    if (!signature) admitUnsigned(req);
+    const signed = signature ?? unsignedRequest(req);
     // A Content-MD5 that cannot be an MD5 is refused as S3 refuses it, whatever the signature.
     assertContentMd5(typeof req.headers['content-md5'] === 'string' ? req.headers['content-md5'] : undefined);
-    const caller = await access.caller(signed.accessKeyId);
-    const signingKey = verify(parts, signed, caller.secret);
+    const caller = signature ? await access.caller(signature.accessKeyId) : ANONYMOUS;
+    const signingKey = signature ? verify(parts, signature, caller.secret) : Buffer.alloc(0);
     const path = decodePath(rawPath.replace(/^\/+/, ''));
     const slash = path.indexOf('/');
     const bucketName = slash < 0 ? path : path.slice(0, slash);
@@ -137,13 +142,20 @@ export async function startS3Endpoint(options: {
     const handler = route(request);
     // The bucket's policy judges what the request does with it (access.ts): its action, on its object.
     const action = actionOf(request);
+    // An unsigned request makes no bucket, and owns none to list (ListBuckets answers it none).
+    if (caller.anonymous && request.bucketName !== '' && (action === undefined || action === 's3:CreateBucket')) throw accessDenied();
     if (action !== undefined) {
       const use = useOf(request, action, request.key === '' ? undefined : request.key, request.query.get('versionId') ?? undefined);
       request.access = { ...access, bucket: (caller, name, asked) => access.bucket(caller, name, asked ?? use) };
     }
     // A browser's real request gets its bucket's CORS headers, on errors too (the page reads those).
+    // An unsigned one names no organization: the bucket is found as a preflight finds it.
     if (req.headers.origin !== undefined && request.bucketName !== '') {
-      const bucket = await store.objects.bucketNamed(caller.orgId, request.bucketName);
+      const bucket = caller.anonymous
+        ? await servedBucketsNamed(request.bucketName, { store, platform: options.platform }).then((served) =>
+            served.length === 1 ? served[0] : undefined,
+          )
+        : await store.objects.bucketNamed(caller.orgId, request.bucketName);
       if (bucket) applyCors(req, res, bucket);
     }
     await handler(request);
