@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'node:http';
-import { WindowCounter } from '../../../http/rate-limit.ts';
+import { WindowCounter } from '../../../core/window-counter.ts';
 import { S3Error, accessDenied } from './errors.ts';
 import type { SignedRequest } from './signed-request.ts';
 
