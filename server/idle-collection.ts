@@ -12,8 +12,10 @@ import type { Logger } from './logging.ts';
  * with this, it went from 356 to 141 MiB within five seconds of the burst (Node 20: 224 to 109).
  *
  * Every `checkEveryMs`, once the event loop has been busy less than `quietBelow` of the time for
- * `quietForMs` and the heap has grown `growthBytes` since the last collection, this runs one full
- * collection. It takes a few tens of milliseconds (a request that comes meanwhile waits that long);
+ * `quietForMs` and the heap or the resident memory has grown `growthBytes` since the last
+ * collection, this runs one full collection. Both, because V8 may have shrunk its heap by itself
+ * during the burst while keeping the pages it used: the heap then looks small, and the process
+ * stays large until a memory-reducing collection gives those pages back. It takes a few tens of milliseconds (a request that comes meanwhile waits that long);
  * under load it never runs, and V8 collects as it always does.
  *
  * Why quiet for seconds rather than for one check: the collection also frees the hidden classes
@@ -80,6 +82,7 @@ export async function startIdleCollection(
   // Zero at first: the garbage of start-up (the contract compiled into validators) goes once the
   // process has first been quiet long enough.
   let heapAfterCollection = 0;
+  let residentAfterCollection = 0;
   let collecting = false;
   let quietChecks = 0;
   const quietChecksNeeded = Math.max(1, Math.ceil(options.quietForMs / options.checkEveryMs));
@@ -89,15 +92,24 @@ export async function startIdleCollection(
     const busy = performance.eventLoopUtilization(now, lastUtilization).utilization;
     lastUtilization = now;
     quietChecks = busy < options.quietBelow ? quietChecks + 1 : 0;
+    if (collecting || quietChecks < quietChecksNeeded) return;
     const before = heapBytes();
-    if (collecting || quietChecks < quietChecksNeeded || before - heapAfterCollection < options.growthBytes) return;
+    const residentBefore = process.memoryUsage.rss();
+    if (before - heapAfterCollection < options.growthBytes && residentBefore - residentAfterCollection < options.growthBytes) return;
     collecting = true;
     const started = performance.now();
     collect()
       .then(() => {
         heapAfterCollection = heapBytes();
+        residentAfterCollection = process.memoryUsage.rss();
         log.debug(
-          { heap_before_mib: mib(before), heap_after_mib: mib(heapAfterCollection), ms: Math.round(performance.now() - started) },
+          {
+            heap_before_mib: mib(before),
+            heap_after_mib: mib(heapAfterCollection),
+            rss_before_mib: mib(residentBefore),
+            rss_after_mib: mib(residentAfterCollection),
+            ms: Math.round(performance.now() - started),
+          },
           'quiet: collected the garbage of the last burst',
         );
       })
