@@ -219,6 +219,17 @@ function decodePath(path: string): string {
   }
 }
 
+/**
+ * Whether an error that is no query's is the client's going away: its socket closed under a write
+ * (ECANCELED, EPIPE), its body cut short, or a reset of its own connection, while receiving the
+ * body or the answer. A reset of the database's connection has the same code, but its client's
+ * socket is still open: that one is an outage.
+ */
+export function clientGone(req: IncomingMessage, res: ServerResponse, code: string | undefined): boolean {
+  if (code === 'ERR_STREAM_PREMATURE_CLOSE' || code === 'ABORTED' || code === 'ECANCELED' || code === 'EPIPE') return true;
+  return code === 'ECONNRESET' && ((!req.complete && req.destroyed) || res.destroyed || req.socket?.destroyed === true);
+}
+
 function answerError(req: IncomingMessage, res: ServerResponse, error: unknown, requestId: string, log: Logger): void {
   let s3: S3Error;
   if (error instanceof S3Error) s3 = error;
@@ -230,14 +241,7 @@ function answerError(req: IncomingMessage, res: ServerResponse, error: unknown, 
     // request's own connection) is no fault of ours; a reset of the database's (the same code, on an
     // error a query failed with) is an outage, answered 503 for the client to retry. A failed query
     // also ends the request's body stream, which then looks cut: the query's error decides.
-    if (
-      !isDatabaseError(error) &&
-      (code === 'ERR_STREAM_PREMATURE_CLOSE' ||
-        code === 'ABORTED' ||
-        code === 'ECANCELED' ||
-        code === 'EPIPE' ||
-        (code === 'ECONNRESET' && !req.complete && req.destroyed))
-    ) {
+    if (!isDatabaseError(error) && clientGone(req, res, code)) {
       s3 = new S3Error('IncompleteBody', 400, 'The request body ended before its declared length');
     } else if (unavailable) {
       log.warn({ reason: (error as Error).message, method: req.method }, 'the database is unavailable; answered 503');
