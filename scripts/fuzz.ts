@@ -155,6 +155,13 @@ async function startServer(): Promise<Server> {
     if (values['server-log']) writeFileSync(values['server-log'], started.output());
     rmSync(dataDir, { recursive: true, force: true });
   };
+  // The server runs in a process group of its own (so that its stop ends its PostgreSQL too), which
+  // a Ctrl-C or a kill of the fuzzer does not reach: the fuzzer stops it before it goes.
+  for (const [signal, code] of [
+    ['SIGINT', 130],
+    ['SIGTERM', 143],
+  ] as const)
+    process.once(signal, () => void stop().finally(() => process.exit(code)));
   try {
     await waitForHttp(`${baseUrl}/v1/orgs/00000000-0000-0000-0000-000000000000`, started);
     const bootstrap = await readBootstrap(dataDir, started);

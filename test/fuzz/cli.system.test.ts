@@ -2,11 +2,12 @@
 // its fixtures, runs a campaign over every operation of the contract and says how it went. A
 // small campaign here keeps the command working: it was once broken for weeks (its server's
 // anonymous rate limit refused every case after the hundredth) with nothing to notice.
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { expect, test } from 'vitest';
 import { Campaign } from '../support/fuzz/campaign.ts';
 import { repoRoot } from '../../scripts/lib/run.ts';
+import { eventually } from '../support/eventually.ts';
 
 test('a small campaign over every operation runs against the server the command starts, and passes', () => {
   const run = spawnSync(
@@ -28,4 +29,21 @@ test('a small campaign over every operation runs against the server the command 
   // Each operation had its cases, and none found the server unresponsive.
   for (const operation of operations) expect(output).toMatch(new RegExp(`^  ${operation.operationId} +3 cases, +0 failed`, 'm'));
   expect(output).not.toContain('stopped answering');
+}, 180_000);
+
+test('killing the command (Ctrl-C, SIGTERM) stops the server it started, rather than leaving it running', async () => {
+  const fuzzer = spawn(
+    process.execPath,
+    [path.join(repoRoot, 'node_modules', 'tsx', 'dist', 'cli.mjs'), path.join(repoRoot, 'scripts', 'fuzz.ts'), '--count', '100000'],
+    { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  let output = '';
+  fuzzer.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  fuzzer.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const exited = new Promise<number | null>((resolve) => fuzzer.once('exit', (code) => resolve(code)));
+  const serverUrl = await eventually(() => /fuzzing (http:\/\/\S+);/.exec(output)?.[1], 'the fuzzer to start its server', 120_000);
+  expect((await fetch(serverUrl)).status).toBeGreaterThan(0);
+  fuzzer.kill('SIGTERM');
+  expect(await exited, output).toBe(143);
+  await expect(fetch(serverUrl)).rejects.toThrow();
 }, 180_000);
