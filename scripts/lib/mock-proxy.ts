@@ -41,7 +41,7 @@ export interface MockProxyOptions {
  * - it keeps no state, so it refuses nothing the server refuses by looking at its data (a name
  *   taken, an unknown image): `Prefer` serves those answers on demand;
  * - a list accepts only the cursors its own examples hand out (`next_cursor`); any other is the
- *   server's `400 invalid_cursor`;
+ *   server's `400 invalid_cursor`. The page such a cursor names is the last (`next_cursor` null);
  * - `Prefer: example=<name>` serves that named example whatever status it belongs to (Prism looks
  *   only in the first success response); a name the operation does not have is
  *   `400 validation_failed` at `/header/Prefer`, naming the examples it has;
@@ -183,6 +183,10 @@ function prism({ prismPort, story }: MockProxyOptions) {
     // A problem names the request it answers, not the example's.
     if (upstream.status >= 400 && isObject(answer) && 'request_id' in answer) answer = { ...answer, request_id: stateOf(res).requestId };
     if (upstream.status < 300) answer = answerForOperation(stateOf(res).route!, answer, story);
+    // The page a cursor names is the list's last: an example hands out one cursor, and the page it
+    // named handed out the same one again, so a client paging to the end never got there.
+    if (upstream.status < 300 && typeof req.query.cursor === 'string' && isObject(answer) && 'next_cursor' in answer)
+      answer = { ...answer, next_cursor: null };
     // A newline ends every JSON answer, as on the server (server/http/send.ts).
     res.type(mediaType).send(`${stringify(answer)}\n`);
   };

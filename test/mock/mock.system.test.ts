@@ -60,10 +60,12 @@ describe('the mock', () => {
     expect(page.next_cursor).toEqual(expect.any(String));
   });
 
-  test("follows a list's next_cursor, and refuses a cursor another list handed out, as the server does", async () => {
+  test("follows a list's next_cursor to its last page, and refuses a cursor another list handed out, as the server does", async () => {
     const { next_cursor } = examples.invoices_page!.value as { next_cursor: string };
     const nextPage = await fetch(`${base}/invoices?cursor=${next_cursor}`, { headers: auth });
     expect(nextPage.status).toBe(200);
+    // It is the last page: a client paging to the end gets there.
+    expect(((await nextPage.json()) as { next_cursor: unknown }).next_cursor).toBeNull();
     const otherList = await fetch(`${base}/operations?cursor=${next_cursor}`, { headers: auth });
     expect(otherList.status).toBe(400);
     expect(await otherList.json()).toMatchObject({ code: 'invalid_cursor', errors: [{ pointer: '/query/cursor' }] });
