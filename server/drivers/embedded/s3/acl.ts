@@ -186,8 +186,14 @@ export const OBJECT_OWNERSHIPS = ['BucketOwnerEnforced', 'BucketOwnerPreferred',
  * (S3: ACLs are disabled there), on writes and on ACL requests alike.
  */
 export function assertAclsTaken(request: S3Request, bucket: StoredBucket, aclRequest = false): void {
-  if (bucket.ownership !== 'BucketOwnerEnforced') return;
-  const canned = headerOf(request, 'x-amz-acl')?.trim();
-  if (aclRequest || (canned !== undefined && canned !== 'bucket-owner-full-control'))
-    throw new S3Error('AccessControlListNotSupported', 400, 'The bucket does not allow ACLs');
+  if (aclRequest && bucket.ownership === 'BucketOwnerEnforced') throw aclsNotSupported();
+  assertCannedAclTaken(headerOf(request, 'x-amz-acl')?.trim(), bucket);
 }
+
+/** The same for a write's canned ACL alone (`x-amz-acl`, a form's `acl` field); undefined when it gives none. */
+export function assertCannedAclTaken(canned: string | undefined, bucket: StoredBucket): void {
+  if (bucket.ownership === 'BucketOwnerEnforced' && canned !== undefined && canned !== 'bucket-owner-full-control')
+    throw aclsNotSupported();
+}
+
+const aclsNotSupported = () => new S3Error('AccessControlListNotSupported', 400, 'The bucket does not allow ACLs');

@@ -1,6 +1,8 @@
 import type { IncomingMessage } from 'node:http';
 import { WindowCounter } from '../../../core/window-counter.ts';
 import { S3Error, accessDenied } from './errors.ts';
+import { STREAMING_UNSIGNED } from './payload.ts';
+import { UNSIGNED_PAYLOAD } from './sigv4.ts';
 import type { SignedRequest } from './signed-request.ts';
 
 /**
@@ -50,8 +52,6 @@ export function unsignedRequest(req: IncomingMessage): SignedRequest {
   if (typeof given === 'string' && STREAMING_SIGNED.test(given))
     throw new S3Error('InvalidRequest', 400, 'A body with chunk signatures needs a signed request');
   const payloadHash =
-    typeof given === 'string' && (/^[0-9a-f]{64}$/.test(given) || given === 'STREAMING-UNSIGNED-PAYLOAD-TRAILER')
-      ? given
-      : 'UNSIGNED-PAYLOAD';
+    typeof given === 'string' && (/^[0-9a-f]{64}$/.test(given) || given === STREAMING_UNSIGNED) ? given : UNSIGNED_PAYLOAD;
   return { accessKeyId: '', date: '', region: '', amzDate: '', signedHeaders: [], signature: '', payloadHash, presigned: false };
 }

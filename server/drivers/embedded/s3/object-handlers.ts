@@ -10,7 +10,7 @@ import { S3Error, assertStorable, invalidArgument, noSuchKey, notImplemented } f
 import { expirationHeader } from './lifecycle.ts';
 import { bypassesGovernance, lockHeaders, writeLock } from './object-lock.ts';
 import { useOf } from './policy-actions.ts';
-import { actorOf, checkedSmallBody, sendXml, signedUploadBody, type S3Handler, type S3Request } from './request.ts';
+import { checkedSmallBody, sendXml, settingAudit, signedUploadBody, type S3Handler, type S3Request } from './request.ts';
 import { MAX_OBJECT_TAGS, tagSetElement, tagsOfDocument, tagsOfHeader } from './tagging.ts';
 import { OBJECT_SUB_RESOURCES, subResourceOf } from './sub-resources.ts';
 import { S3_NAMESPACE, document, type XmlNode } from './xml.ts';
@@ -605,14 +605,7 @@ const putObjectAcl: S3Handler = async (request) => {
     request.key,
     version.version_id,
     acl,
-    request.access.platform.settingAudit({
-      actor: actorOf(request),
-      orgId: bucket.org_id,
-      bucketId: bucket.id,
-      action: 'bucket.set_object_acl',
-      before: { object_acl: object(version.acl) },
-      after: { object_acl: object(acl) },
-    }),
+    settingAudit(request, bucket, 'object_acl', object(version.acl), object(acl)),
   );
   request.res.statusCode = 200;
   setHeaders(request.res, versionIdHeader(bucket, version));

@@ -20,7 +20,7 @@ export interface UploadBody {
 }
 
 const STREAMING_SIGNED = new Set(['STREAMING-AWS4-HMAC-SHA256-PAYLOAD', 'STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER']);
-const STREAMING_UNSIGNED = 'STREAMING-UNSIGNED-PAYLOAD-TRAILER';
+export const STREAMING_UNSIGNED = 'STREAMING-UNSIGNED-PAYLOAD-TRAILER';
 
 const header = (request: IncomingMessage, name: string): string | undefined => {
   const value = request.headers[name];

@@ -6,7 +6,7 @@ import { CHECKSUM_ALGORITHMS, runningChecksum, type ChecksumAlgorithm } from '..
 import { hashing } from '../hashing.ts';
 import type { EmbeddedObjectStore } from '../store.ts';
 import { ANONYMOUS, type Access, type BucketUse, type Caller } from './access.ts';
-import { assertNotBlocked, cannedAcl } from './acl.ts';
+import { assertCannedAclTaken, assertNotBlocked, cannedAcl } from './acl.ts';
 import { applyCors } from './cors.ts';
 import { encryptionHeaders, writeEncryption } from './encryption.ts';
 import { MAX_OBJECT_TAGS, tagsOfDocument } from './tagging.ts';
@@ -298,8 +298,7 @@ export async function postObject(
     refuseUnoffered(fields);
     const cannedField = fields.get('acl')?.trim();
     const acl = cannedField === undefined ? undefined : cannedAcl(cannedField, bucket.org_id);
-    if (cannedField !== undefined && bucket.ownership === 'BucketOwnerEnforced' && cannedField !== 'bucket-owner-full-control')
-      throw new S3Error('AccessControlListNotSupported', 400, 'The bucket does not allow ACLs');
+    assertCannedAclTaken(cannedField, bucket);
     assertNotBlocked(acl, bucket);
 
     // The fields stand for the headers a PUT would carry.

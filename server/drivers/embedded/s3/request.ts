@@ -43,9 +43,12 @@ export const actorOf = (request: S3Request): S3Actor => ({
   requestId: request.requestId,
 });
 
-/** The settings of a bucket an S3 request changes, by the name its audit events give them (`bucket.set_<name>`). */
+/**
+ * The settings of a bucket an S3 request changes, by the name its audit events give them
+ * (`bucket.set_<name>`); an object's ACL among them, recorded on its bucket's trail.
+ */
 export type BucketSetting =
-  'acl' | 'policy' | 'public_access_block' | 'cors' | 'lifecycle' | 'encryption' | 'object_lock' | 'tags' | 'ownership';
+  'acl' | 'object_acl' | 'policy' | 'public_access_block' | 'cors' | 'lifecycle' | 'encryption' | 'object_lock' | 'tags' | 'ownership';
 
 /**
  * The audit statement of a change this request makes to a bucket's setting, which the store runs
