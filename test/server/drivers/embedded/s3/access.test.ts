@@ -10,7 +10,7 @@ import { readdirSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { createAccessKey, createBucket, s3Client, s3ErrorOf, settles, startS3Server, type IssuedKey } from './support.ts';
+import { createAccessKey, createBucket, egressBytes, s3Client, s3ErrorOf, settles, startS3Server, type IssuedKey } from './support.ts';
 
 let server: Awaited<ReturnType<typeof startS3Server>>;
 let key: IssuedKey;
@@ -197,17 +197,7 @@ describe('signed aws-chunked bodies', () => {
 });
 
 describe('metering', () => {
-  /** The store's egress figure: what the sweep folded, and the log it has not folded yet. */
-  const egress = async () =>
-    Number(
-      (
-        await server.pool.query(
-          `SELECT egress_bytes + (SELECT coalesce(sum(bytes), 0) FROM store_egress WHERE org_id = $1) AS bytes
-           FROM store_orgs WHERE org_id = $1`,
-          [server.org.orgId],
-        )
-      ).rows[0].bytes,
-    );
+  const egress = () => egressBytes(server, server.org.orgId);
 
   test('bytes served are egress of the organization, ranges counted as served; usage is what is stored', async () => {
     const before = await egress();

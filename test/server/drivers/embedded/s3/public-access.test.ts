@@ -18,7 +18,7 @@ import {
   type S3Client,
 } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { createAccessKey, s3Client, s3ErrorOf, settles, startS3Server } from './support.ts';
+import { createAccessKey, egressBytes, s3Client, s3ErrorOf, settles, startS3Server } from './support.ts';
 
 let server: Awaited<ReturnType<typeof startS3Server>>;
 let owner: S3Client;
@@ -93,16 +93,7 @@ describe('an unsigned read', () => {
   });
 
   test("is egress of the bucket's organization", async () => {
-    const egress = async () =>
-      Number(
-        (
-          await server.pool.query(
-            `SELECT egress_bytes + (SELECT coalesce(sum(bytes), 0) FROM store_egress WHERE org_id = $1) AS bytes
-             FROM store_orgs WHERE org_id = $1`,
-            [server.org.orgId],
-          )
-        ).rows[0].bytes,
-      );
+    const egress = () => egressBytes(server, server.org.orgId);
     const before = await egress();
     await owner.send(new PutObjectCommand({ Bucket: 'site', Key: 'big.bin', Body: Buffer.alloc(20_000, 7), ACL: 'public-read' }));
     expect((await (await unsigned('/site/big.bin')).arrayBuffer()).byteLength).toBe(20_000);

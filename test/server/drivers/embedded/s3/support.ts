@@ -164,3 +164,13 @@ export async function signedRequest(
   if (text.includes('<Code>SignatureDoesNotMatch</Code>')) throw new Error(`the test's request was signed wrongly: ${text}`);
   return { status: response.status, headers: response.headers, text, code: /<Code>([^<]+)<\/Code>/.exec(text)?.[1] };
 }
+
+/** The store's egress figure of an organization: what the sweep folded, and the log it has not folded yet. */
+export async function egressBytes(server: TestServer, orgId: string): Promise<number> {
+  const { rows } = await server.pool.query<{ bytes: string }>(
+    `SELECT egress_bytes + (SELECT coalesce(sum(bytes), 0) FROM store_egress WHERE org_id = $1) AS bytes
+     FROM store_orgs WHERE org_id = $1`,
+    [orgId],
+  );
+  return Number(rows[0]!.bytes);
+}
