@@ -118,6 +118,66 @@ export async function keysetPage<Row extends { id: string }, Item>(
   query: { cursor?: string; limit?: number },
   toItem: (row: Row) => Item,
 ): Promise<{ items: Item[]; next_cursor: string | null }> {
+  const { pageSql, params, limit, direction } = pageQuery(list, query);
+  // The cursor key is written after the LIMIT, for the page's rows only: where the plan sorts
+  // (a label filter read through its index), a key written in the scan was written for every
+  // matching row before the sort kept a page of them (1,000 of them for a label on 1%).
+  const { rows } = await db.query<Row & { sort_key: string }>(
+    `SELECT page.*, ${sortKeySql(`page.${list.sortColumn}`)} AS sort_key
+     FROM (${pageSql}) page
+     ORDER BY page.${list.sortColumn} ${direction}, page.id ${direction}`,
+    params,
+  );
+  return page(list.name, rows, limit, (row) => ({ key: row.sort_key, id: row.id }), toItem);
+}
+
+/** An item of a list read by `keysetVersions`: its id and the version of its row. */
+export interface Versioned {
+  id: string;
+  version: string;
+}
+
+/**
+ * A page of a list as each item's id and row version (`list.columns` names them `id` and
+ * `version`, beside the sort column), for lists whose answers are kept by version. The page
+ * comes back as one row holding one string, rather than a row per item: for a page of a hundred,
+ * pg's handling of a hundred rows (a message, an object and a parsed timestamp each) was most of
+ * what reading it cost the server, for two short strings an item. Ids and versions hold neither
+ * a space nor a comma (uuids or the `idKind` text ids, and digits), so they are split back without
+ * escaping. Only the last item's sort key is written: the cursor's.
+ */
+export async function keysetVersions(
+  db: Queryable,
+  list: KeysetList,
+  query: { cursor?: string; limit?: number },
+): Promise<{ items: Versioned[]; next_cursor: string | null }> {
+  const { pageSql, params, limit, direction } = pageQuery(list, query);
+  const order = `page.${list.sortColumn} ${direction}, page.id ${direction}`;
+  const { rows } = await db.query<{ entries: string | null; count: number; last_key: string | null }>(
+    `SELECT string_agg(page.id::text || ' ' || page.version, ',' ORDER BY ${order}) AS entries,
+            count(*)::int AS count,
+            ${sortKeySql(`(array_agg(page.${list.sortColumn} ORDER BY ${order}))[$${params.length}::int - 1]`)} AS last_key
+     FROM (${pageSql}) page`,
+    params,
+  );
+  const { entries, count, last_key: lastKey } = rows[0] ?? { entries: null, count: 0, last_key: null };
+  const items: Versioned[] = [];
+  if (entries !== null) {
+    for (const entry of entries.split(',')) {
+      const space = entry.indexOf(' ');
+      items.push({ id: entry.slice(0, space), version: entry.slice(space + 1) });
+    }
+  }
+  const pageItems = items.slice(0, limit);
+  const last = pageItems[pageItems.length - 1];
+  return {
+    items: pageItems,
+    next_cursor: count > limit && last !== undefined && lastKey !== null ? encodeCursor(list.name, { key: lastKey, id: last.id }) : null,
+  };
+}
+
+/** The SELECT of a page's rows, `limit + 1` of them after the cursor's position, and its parameters. */
+function pageQuery(list: KeysetList, query: { cursor?: string; limit?: number }) {
   const limit = query.limit ?? DEFAULT_PAGE_SIZE;
   const idKind = list.idKind ?? 'uuid';
   const after = decodeCursor(list.name, query.cursor, idKind);
@@ -130,17 +190,9 @@ export async function keysetPage<Row extends { id: string }, Item>(
     position = ` AND (${list.sortColumn}, id) ${comparison} ($${params.length - 1}::timestamptz, $${params.length}::${idKind})`;
   }
   params.push(limit + 1);
-  // The cursor key is written after the LIMIT, for the page's rows only: where the plan sorts
-  // (a label filter read through its index), a key written in the scan was written for every
-  // matching row before the sort kept a page of them (1,000 of them for a label on 1%).
-  const { rows } = await db.query<Row & { sort_key: string }>(
-    `SELECT page.*, ${sortKeySql(`page.${list.sortColumn}`)} AS sort_key
-     FROM (SELECT ${list.columns ?? '*'} FROM ${list.from}${position}
-           ORDER BY ${list.sortColumn} ${direction}, id ${direction} LIMIT $${params.length}) page
-     ORDER BY page.${list.sortColumn} ${direction}, page.id ${direction}`,
-    params,
-  );
-  return page(list.name, rows, limit, (row) => ({ key: row.sort_key, id: row.id }), toItem);
+  const pageSql = `SELECT ${list.columns ?? '*'} FROM ${list.from}${position}
+           ORDER BY ${list.sortColumn} ${direction}, id ${direction} LIMIT $${params.length}`;
+  return { pageSql, params, limit, direction };
 }
 
 /**

@@ -5,7 +5,7 @@ import { iso, isoOrNull } from '../../../core/clock.ts';
 import type { FirewallRuleSpec, InstalledSshKey, ServerReport } from '../../../drivers/hypervisor.ts';
 import type { OperationFailure } from '../../../engine/executor.ts';
 import { allowedActions, type DesiredState, type DiskRedundancy, type VmOut, type VmState } from './vm-policy.ts';
-import { listName, oldestFirst } from '../../../core/pagination.ts';
+import { keysetVersions, listName, type Versioned } from '../../../core/pagination.ts';
 
 /** A row of the vms table. */
 export interface VmRow {
@@ -283,10 +283,7 @@ export const failureFields = (failure: OperationFailure) => ({ error_class: fail
 export const NO_FAILURE = { error_class: null, error_detail: null } as const;
 
 /** An instance in a list: its id and the version of its row (PostgreSQL's `xmin`, new with every change). */
-export interface VmVersion {
-  id: string;
-  version: string;
-}
+export type VmVersion = Versioned;
 
 export interface VmFilters {
   region?: string;
@@ -301,18 +298,18 @@ export function listVms(db: Queryable, orgId: string, filters: VmFilters, query:
     filters.labels.map((label) => [label.slice(0, label.indexOf(':')), label.slice(label.indexOf(':') + 1)]),
   );
   const list = listName('vms', { region: filters.region ?? null, state: filters.state ?? null, labels: [...filters.labels].sort() });
-  return oldestFirst<VmVersion, VmVersion>(
+  return keysetVersions(
     db,
-    list,
-    query,
     {
-      table: 'vms',
+      name: list,
+      from: `vms WHERE org_id = $1 AND deleted_at IS NULL AND ($2::text IS NULL OR region_id = $2) AND ($3::text IS NULL OR state = $3) AND ($4::jsonb IS NULL OR labels @> $4::jsonb)`,
       columns: 'id, xmin::text AS version, created_at',
       // Without label filters the containment test is left out (null), rather than `@> '{}'`,
       // which the planner might try to answer from the labels index.
-      where: `org_id = $1 AND deleted_at IS NULL AND ($2::text IS NULL OR region_id = $2) AND ($3::text IS NULL OR state = $3) AND ($4::jsonb IS NULL OR labels @> $4::jsonb)`,
       params: [orgId, filters.region ?? null, filters.state ?? null, filters.labels.length > 0 ? JSON.stringify(labels) : null],
+      sortColumn: 'created_at',
+      order: 'oldest first',
     },
-    ({ id, version }) => ({ id, version }),
+    query,
   );
 }

@@ -287,6 +287,10 @@ describe('getVm and listVms', () => {
     const second = await lister.call('GET', `/compute/vms?limit=2&label=team%3A${team}&cursor=${first.body.next_cursor}`);
     expect(second.body.items.map((vm: VmOut) => vm.id)).toEqual([c.id]);
     expect(second.body.next_cursor).toBeNull();
+    // A page that ends exactly at the list's end names no next page.
+    const whole = await lister.call('GET', `/compute/vms?limit=3&label=team%3A${team}`);
+    expect(whole.body.items.map((vm: VmOut) => vm.id)).toEqual([a.id, b.id, c.id]);
+    expect(whole.body.next_cursor).toBeNull();
     // A cursor of other filters, or of another list, is refused.
     const otherFilters = await lister.call('GET', `/compute/vms?limit=2&cursor=${first.body.next_cursor}`);
     expect(otherFilters.status).toBe(400);
