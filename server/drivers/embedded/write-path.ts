@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { Transform, type Readable } from 'node:stream';
-import { withTransaction, withTransactionCommitLater, type Pool, type PoolClient } from '../../db/pool.ts';
+import type { Pool, PoolClient } from '../../db/pool.ts';
 import { BlobFiles } from './blobs.ts';
+import { orgWriteGroups } from './org-write-groups.ts';
 import { assertWithinLimits, lockWithSnapshot, reservedSpace, type Locked } from './quota.ts';
 import { StoreRefusal } from './refusals.ts';
 import type { ObjectKeyring } from './sealing.ts';
@@ -58,8 +59,10 @@ export const READ_EARLY_MAX_BYTES = 8 * 1024 * 1024;
  * first byte is read (a write that cannot fit is refused at once, with nothing stored; only a
  * small body sent without waiting to be asked is read meanwhile, see `readEarly`), the bytes are
  * streamed to a temporary file, verified, moved into place and synced, and one short
- * transaction checks the limits again exactly and commits the row that makes them visible (its
- * COMMIT once the bytes are durable). Any failure removes the file and releases the space.
+ * transaction checks the limits again exactly and commits the row that makes them visible (once
+ * the bytes are durable). Any failure removes the file and releases the space. Both transactions
+ * are shared with the organization's writes arriving with them (org-write-groups.ts): one lock
+ * and one WAL flush for all of them, each write in a savepoint of its own.
  *
  * The reservation's COMMIT is not waited for before the bytes start: its WAL flush overlaps the
  * streaming (the lock it holds keeps other writers waiting until it is visible, so the quota
@@ -70,7 +73,9 @@ export async function streamedWrite<T>(context: StoreContext, spec: WriteSpec<T>
   const { pool, blobs, instance } = context;
   const reservationId = randomUUID();
   const blob = BlobFiles.newName();
-  const reservation = withTransactionCommitLater(pool, async (tx) => {
+  const groups = orgWriteGroups(pool);
+  // In a transaction shared with the organization's other writes arriving with it (org-write-groups.ts).
+  const reservation = groups.run(spec.orgId, async (tx) => {
     // The reservation is inserted with the reads; should the limits refuse the write, the
     // transaction rolls it back and no one has seen it.
     const locked = await lockWithSnapshot(tx, spec.orgId, spec.bucketId, {
@@ -110,28 +115,25 @@ export async function streamedWrite<T>(context: StoreContext, spec: WriteSpec<T>
     if (written !== spec.size && !spec.sizeIsLimit)
       throw new StoreRefusal('IncompleteBody', `You did not provide the number of bytes specified by the Content-Length HTTP header`);
     // The file moves into place and is flushed (its bytes and its name) while the last digests
-    // come back from the hashing workers and while the committing transaction does its work.
+    // come back from the hashing workers.
     published = reserved.then(() => blobs.publish(blob));
     published.catch(() => {});
-    const verified = spec.verify();
-    verified.catch(() => {});
-    return await withTransaction(pool, async (tx) => {
+    // The row needs the digests (its ETag and checksums): a mismatch refuses the write here. The
+    // row is committed only once the bytes are durable, so no committed row ever names bytes a
+    // crash could lose. Both are waited for before the organization's lock is asked for: its
+    // writes commit together (org-write-groups.ts), and one waiting on its disk inside the group
+    // would hold up all of them.
+    await Promise.all([spec.verify(), published]);
+    const { result, committed } = await groups.run(spec.orgId, async (tx) => {
       const locked = await lockWithSnapshot(tx, spec.orgId, spec.bucketId, {
         key: spec.key,
         excludeUpload: spec.excludeUpload,
         release: reservationId,
       });
-      // The row needs the digests (its ETag and checksums); a mismatch rolls the transaction back.
-      await verified;
-      const result = await spec.commit(tx, locked, blob, written);
-      // The row that makes the bytes visible is written, but COMMIT is sent only once they are
-      // durable: until COMMIT the row exists in no one's view and in no durable state (a crash
-      // aborts the transaction; a failed flush rolls it back), so no committed row ever names
-      // bytes a crash could lose, as when the flushes came first; the transaction's statements
-      // just no longer wait for them. Its locks are held meanwhile (about a disk flush).
-      await published;
-      return result;
+      return spec.commit(tx, locked, blob, written);
     });
+    await committed;
+    return result;
   } catch (error) {
     // The reservation may still be committing: its row is deleted once it is there (or never was).
     await reserved.catch(() => {});
