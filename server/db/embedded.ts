@@ -43,6 +43,8 @@ export async function startEmbeddedDatabase(
   dataDir: string,
   log: (message: string) => void,
   signal?: AbortSignal,
+  /** Called once PostgreSQL's first process (initdb on a first start) has said something: it runs. */
+  launched?: () => void,
 ): Promise<EmbeddedDatabase> {
   mkdirSync(dataDir, { recursive: true });
   // As root, PostgreSQL runs as its own OS user (initdb refuses root): that user must be able to
@@ -96,7 +98,10 @@ export async function startEmbeddedDatabase(
       (setting) => ['-c', setting],
     ),
     // PostgreSQL's own lines are kept only to say why it stopped, should it stop while starting.
-    onLog: (message: string) => startLog.push(message),
+    onLog: (message: string) => {
+      startLog.push(message);
+      launched?.();
+    },
     onError: (message: unknown) => log(`postgres: ${String(message)}`),
   });
   if (!existsSync(path.join(clusterDir, 'PG_VERSION'))) {
