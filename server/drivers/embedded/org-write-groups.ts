@@ -38,6 +38,8 @@ type Work = (tx: PoolClient) => Promise<unknown>;
 
 interface Waiting {
   work: Work;
+  /** Settles before the group may commit (the write's bytes made durable); a failure fails the group. */
+  beforeCommit?: Promise<unknown>;
   resolve: (write: GroupedWrite<unknown>) => void;
   reject: (error: unknown) => void;
 }
@@ -53,10 +55,17 @@ export class OrgWriteGroups {
     this.pool = pool;
   }
 
-  /** Runs `work` in a transaction of the organization's writes; resolves once its statements are done. */
-  run<T>(orgId: string, work: (tx: PoolClient) => Promise<T>): Promise<GroupedWrite<T>> {
+  /**
+   * Runs `work` in a transaction of the organization's writes; resolves once its statements are
+   * done. `beforeCommit`: what must be done before the transaction may commit (a row naming a
+   * file is committed only once the file is durable), waited for after the group's statements,
+   * so that it overlaps them. Should it fail, the whole group rolls back and fails with it (a disk
+   * that cannot make a file durable; rolling back one write after its savepoint was released is
+   * not possible): each of its writes then cleans up after itself, as after any failure.
+   */
+  run<T>(orgId: string, work: (tx: PoolClient) => Promise<T>, beforeCommit?: Promise<unknown>): Promise<GroupedWrite<T>> {
     return new Promise((resolve, reject) => {
-      const waiting: Waiting = { work, resolve: resolve as (write: GroupedWrite<unknown>) => void, reject };
+      const waiting: Waiting = { work, beforeCommit, resolve: resolve as (write: GroupedWrite<unknown>) => void, reject };
       const queue = this.waiting.get(orgId);
       if (queue) {
         queue.push(waiting);
@@ -86,7 +95,11 @@ export class OrgWriteGroups {
   private async runGroup(group: Waiting[]): Promise<{ ended: Promise<void> }> {
     let transaction: { result: Outcome[]; committed: Promise<void> };
     try {
-      transaction = await withTransactionCommitLater(this.pool, (tx) => runInSavepoints(tx, group));
+      transaction = await withTransactionCommitLater(this.pool, async (tx) => {
+        const outcomes = await runInSavepoints(tx, group);
+        await Promise.all(group.map(({ beforeCommit }, index) => (outcomes[index]!.ok ? beforeCommit : undefined)));
+        return outcomes;
+      });
     } catch (error) {
       for (const { reject } of group) reject(error);
       return { ended: Promise.resolve() };

@@ -115,23 +115,29 @@ export async function streamedWrite<T>(context: StoreContext, spec: WriteSpec<T>
     if (written !== spec.size && !spec.sizeIsLimit)
       throw new StoreRefusal('IncompleteBody', `You did not provide the number of bytes specified by the Content-Length HTTP header`);
     // The file moves into place and is flushed (its bytes and its name) while the last digests
-    // come back from the hashing workers.
+    // come back from the hashing workers and while the committing transaction does its work.
     published = reserved.then(() => blobs.publish(blob));
     published.catch(() => {});
-    // The row needs the digests (its ETag and checksums): a mismatch refuses the write here. The
-    // row is committed only once the bytes are durable, so no committed row ever names bytes a
-    // crash could lose. Both are waited for before the organization's lock is asked for: its
-    // writes commit together (org-write-groups.ts), and one waiting on its disk inside the group
-    // would hold up all of them.
-    await Promise.all([spec.verify(), published]);
-    const { result, committed } = await groups.run(spec.orgId, async (tx) => {
-      const locked = await lockWithSnapshot(tx, spec.orgId, spec.bucketId, {
-        key: spec.key,
-        excludeUpload: spec.excludeUpload,
-        release: reservationId,
-      });
-      return spec.commit(tx, locked, blob, written);
-    });
+    // The row needs the digests (its ETag and checksums): a mismatch refuses the write here,
+    // before the organization's lock is asked for (its writes commit together, org-write-groups.ts).
+    await spec.verify();
+    // The row that makes the bytes visible is written, but COMMIT is sent only once they are
+    // durable (`published`, the group's beforeCommit): until COMMIT the row exists in no one's
+    // view and in no durable state (a crash aborts the transaction; a failed flush rolls it back),
+    // so no committed row ever names bytes a crash could lose; the statements just do not wait
+    // for the flush. The locks are held meanwhile (about a disk flush).
+    const { result, committed } = await groups.run(
+      spec.orgId,
+      async (tx) => {
+        const locked = await lockWithSnapshot(tx, spec.orgId, spec.bucketId, {
+          key: spec.key,
+          excludeUpload: spec.excludeUpload,
+          release: reservationId,
+        });
+        return spec.commit(tx, locked, blob, written);
+      },
+      published,
+    );
     await committed;
     return result;
   } catch (error) {

@@ -133,4 +133,51 @@ describe("an organization's writes", () => {
     ).committed;
     expect(await stored([`a-${org}`, `b-${org}`, `c-${org}`, `d-${org}`])).toEqual([`a-${org}`, `d-${org}`]);
   });
+  test("commit only once every write's beforeCommit has settled; one that fails fails the group, and nothing of it is kept", async () => {
+    const groups = new OrgWriteGroups(pool);
+    for (const outcome of ['durable', 'disk failed'] as const) {
+      const org = randomUUID();
+      await pool.query('INSERT INTO gate (org) VALUES ($1)', [org]);
+      const release = await holdLock(org);
+      const first = groups.run(org, write(org, `first-${org}`));
+      await someoneWaitsOnALock();
+      let settle!: (failed: boolean) => void;
+      const durable = new Promise<void>(
+        (resolve, reject) => (settle = (failed) => (failed ? reject(new Error('fsync failed')) : resolve())),
+      );
+      // As the store's own is: a failure is the group's to report.
+      durable.catch(() => {});
+      const ids = [`a-${org}`, `b-${org}`, `c-${org}`];
+      const queued = ids.map((id, index) => groups.run(org, write(org, id), index === 1 ? durable : undefined));
+      const settled = queued.map((each) =>
+        each
+          .then((done) => done.committed)
+          .then(
+            () => 'committed',
+            (error: Error) => error.message,
+          ),
+      );
+      await release();
+      await (
+        await first
+      ).committed;
+      // The group's statements are done and it holds the lock, but it may not commit yet.
+      await eventually(async () => {
+        const { rows } = await pool.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM pg_stat_activity a JOIN pg_locks l ON l.pid = a.pid
+           WHERE a.state = 'idle in transaction' AND l.relation = 'written'::regclass`,
+        );
+        return rows[0]!.n >= 1 ? true : undefined;
+      }, 'the group to wait for its beforeCommit');
+      expect(await stored(ids)).toEqual([]);
+      settle(outcome === 'disk failed');
+      if (outcome === 'durable') {
+        expect(await Promise.all(settled)).toEqual(['committed', 'committed', 'committed']);
+        expect(await stored(ids)).toEqual([...ids].sort());
+      } else {
+        expect(await Promise.all(settled)).toEqual(['fsync failed', 'fsync failed', 'fsync failed']);
+        expect(await stored(ids)).toEqual([]);
+      }
+    }
+  });
 });
