@@ -118,9 +118,8 @@ export async function streamedWrite<T>(context: StoreContext, spec: WriteSpec<T>
     // come back from the hashing workers and while the committing transaction does its work.
     published = reserved.then(() => blobs.publish(blob));
     published.catch(() => {});
-    // The row needs the digests (its ETag and checksums): a mismatch refuses the write here,
-    // before the organization's lock is asked for (its writes commit together, org-write-groups.ts).
-    await spec.verify();
+    const verified = spec.verify();
+    verified.catch(() => {});
     // The row that makes the bytes visible is written, but COMMIT is sent only once they are
     // durable (`published`, the group's beforeCommit): until COMMIT the row exists in no one's
     // view and in no durable state (a crash aborts the transaction; a failed flush rolls it back),
@@ -134,6 +133,8 @@ export async function streamedWrite<T>(context: StoreContext, spec: WriteSpec<T>
           excludeUpload: spec.excludeUpload,
           release: reservationId,
         });
+        // The row needs the digests (its ETag and checksums); a mismatch rolls this write back alone.
+        await verified;
         return spec.commit(tx, locked, blob, written);
       },
       published,
