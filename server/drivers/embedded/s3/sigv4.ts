@@ -172,11 +172,26 @@ function signedText(value: string): string {
   return Buffer.from(utf8, 'utf8').equals(bytes) ? utf8 : value;
 }
 
+/**
+ * Signing keys derived lately, by day, region and secret: a key signs every request of its day
+ * and region, and deriving it is four HMACs, as much as the rest of checking a small request's
+ * signature (AWS's SDKs keep it likewise). Only ever found through the secret, which the key's
+ * lookup (and so its revocation) gives first.
+ */
+const derivedKeys = new Map<string, Buffer>();
+const MAX_DERIVED_KEYS = 1_000;
+
 export function signingKey(secret: string, date: string, region: string): Buffer {
+  const cacheKey = `${date}\n${region}\n${secret}`;
+  const cached = derivedKeys.get(cacheKey);
+  if (cached) return cached;
   const kDate = hmac(`AWS4${secret}`, date);
   const kRegion = hmac(kDate, region);
   const kService = hmac(kRegion, 's3');
-  return hmac(kService, 'aws4_request');
+  const key = hmac(kService, 'aws4_request');
+  if (derivedKeys.size >= MAX_DERIVED_KEYS) derivedKeys.delete(derivedKeys.keys().next().value!);
+  derivedKeys.set(cacheKey, key);
+  return key;
 }
 
 export function hmac(key: string | Buffer, data: string): Buffer {
