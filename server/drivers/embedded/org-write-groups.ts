@@ -97,7 +97,9 @@ export class OrgWriteGroups {
     try {
       transaction = await withTransactionCommitLater(this.pool, async (tx) => {
         const outcomes = await runInSavepoints(tx, group);
-        await Promise.all(group.map(({ beforeCommit }, index) => (outcomes[index]!.ok ? beforeCommit : undefined)));
+        // Only the writes that stay in the transaction: a refused one's file is not committed.
+        const durable = group.flatMap(({ beforeCommit }, index) => (outcomes[index]!.ok && beforeCommit ? [beforeCommit] : []));
+        await Promise.all(durable);
         return outcomes;
       });
     } catch (error) {
