@@ -80,15 +80,23 @@ export class OrgWriteGroups {
   private async lead(orgId: string): Promise<void> {
     const queue = this.waiting.get(orgId)!;
     let committing: Promise<void> = Promise.resolve();
-    while (queue.length > 0) {
-      const group = queue.splice(0, MAX_GROUP);
-      // The next group starts as soon as this one has sent its COMMIT (its first statement waits
-      // for the locks); at most two transactions of the organization, one committing.
-      const { ended } = await this.runGroup(group);
-      await committing;
-      committing = ended;
+    try {
+      while (queue.length > 0) {
+        const group = queue.splice(0, MAX_GROUP);
+        // The next group starts as soon as this one has sent its COMMIT (its first statement waits
+        // for the locks); at most two transactions of the organization, one committing.
+        const { ended } = await this.runGroup(group);
+        await committing;
+        committing = ended;
+      }
+    } catch (error) {
+      // Not expected (runGroup settles every write it takes), but never a queue without a leader,
+      // whose writes would wait forever: those waiting fail, and the next write leads anew.
+      for (const waiting of queue.splice(0)) waiting.reject(error);
+    } finally {
+      // In the same turn as the loop's last look at the queue: no write can slip in between.
+      this.waiting.delete(orgId);
     }
-    this.waiting.delete(orgId);
   }
 
   /** Runs a group's writes; resolves once their statements are done, with the end of its COMMIT. */
