@@ -27,7 +27,7 @@ import {
 } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import type { TestOrg } from '../../../../support/server.ts';
-import { createAccessKey, s3Client, s3ErrorOf, settles, startS3Server, type IssuedKey } from './support.ts';
+import { createAccessKey, policy, s3Client, s3ErrorOf, settles, startS3Server, type IssuedKey } from './support.ts';
 
 let server: Awaited<ReturnType<typeof startS3Server>>;
 let owner: S3Client;
@@ -44,7 +44,6 @@ beforeAll(async () => {
 }, 120_000);
 afterAll(async () => server?.close());
 
-const policy = (statements: object[]) => JSON.stringify({ Version: '2012-10-17', Statement: statements });
 const body = async (client: S3Client, Bucket: string, Key: string) =>
   (await client.send(new GetObjectCommand({ Bucket, Key }))).Body!.transformToString();
 

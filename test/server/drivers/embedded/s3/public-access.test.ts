@@ -18,7 +18,7 @@ import {
   type S3Client,
 } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { createAccessKey, egressBytes, s3Client, s3ErrorOf, settles, startS3Server } from './support.ts';
+import { createAccessKey, egressBytes, policy, s3Client, s3ErrorOf, settles, startS3Server } from './support.ts';
 
 let server: Awaited<ReturnType<typeof startS3Server>>;
 let owner: S3Client;
@@ -108,10 +108,7 @@ describe('a bucket policy for "*"', () => {
     await owner.send(
       new PutBucketPolicyCommand({
         Bucket: 'downloads',
-        Policy: JSON.stringify({
-          Version: '2012-10-17',
-          Statement: [{ Effect: 'Allow', Principal: '*', Action: 's3:GetObject', Resource: 'arn:aws:s3:::downloads/v1/*' }],
-        }),
+        Policy: policy([{ Effect: 'Allow', Principal: '*', Action: 's3:GetObject', Resource: 'arn:aws:s3:::downloads/v1/*' }]),
       }),
     );
     const got = await unsigned('/downloads/v1/tool.tar');
@@ -210,11 +207,8 @@ describe('the audit trail', () => {
     await auditor.send(new PutBucketAclCommand({ Bucket: 'audited', ACL: 'public-read' }));
     await auditor.send(new PutObjectAclCommand({ Bucket: 'audited', Key: 'report.pdf', ACL: 'public-read' }));
     const everyone = 'group:all';
-    const policy = JSON.stringify({
-      Version: '2012-10-17',
-      Statement: [{ Effect: 'Allow', Principal: '*', Action: 's3:GetObject', Resource: 'arn:aws:s3:::audited/*' }],
-    });
-    await auditor.send(new PutBucketPolicyCommand({ Bucket: 'audited', Policy: policy }));
+    const everyoneReads = policy([{ Effect: 'Allow', Principal: '*', Action: 's3:GetObject', Resource: 'arn:aws:s3:::audited/*' }]);
+    await auditor.send(new PutBucketPolicyCommand({ Bucket: 'audited', Policy: everyoneReads }));
     await auditor.send(new DeleteBucketPolicyCommand({ Bucket: 'audited' }));
     const events = async (action: string) => (await server.org.call('GET', `/audit-events?action=${action}`)).body.items;
     const [bucketAcl] = await events('bucket.set_acl');
@@ -233,8 +227,8 @@ describe('the audit trail', () => {
       grants: expect.arrayContaining([{ grantee: everyone, permission: 'READ' }]),
     });
     expect(objectAcl.resource_id).toBe(bucketAcl.resource_id);
-    expect((await events('bucket.set_policy'))[0]).toMatchObject({ before: null, after: { policy } });
-    expect((await events('bucket.delete_policy'))[0]).toMatchObject({ before: { policy }, after: null });
+    expect((await events('bucket.set_policy'))[0]).toMatchObject({ before: null, after: { policy: everyoneReads } });
+    expect((await events('bucket.delete_policy'))[0]).toMatchObject({ before: { policy: everyoneReads }, after: null });
   });
 });
 

@@ -174,3 +174,6 @@ export async function egressBytes(server: TestServer, orgId: string): Promise<nu
   );
   return Number(rows[0]!.bytes);
 }
+
+/** A bucket policy document of `statements`, as PutBucketPolicy takes it. */
+export const policy = (statements: object[]): string => JSON.stringify({ Version: '2012-10-17', Statement: statements });
