@@ -108,7 +108,7 @@ export interface EventsConfig {
   timeoutMs: number;
   /** Attempts under way to one endpoint at most, across processes (WEBHOOK_ENDPOINT_CONCURRENCY). */
   endpointConcurrency: number;
-  /** Attempts under way at most, across processes: the rest of the engine is the operations' (WEBHOOK_MAX_IN_FLIGHT). */
+  /** Attempts under way at most, across processes (WEBHOOK_MAX_IN_FLIGHT). */
   maxInFlight: number;
   /** How often due deliveries are looked for, besides when one is announced (WEBHOOK_DISPATCH_INTERVAL_MS). */
   dispatchIntervalMs: number;
@@ -186,7 +186,7 @@ export interface EngineConfig {
   /** Operations one process works on at once. */
   concurrency: number;
   pollIntervalMs: number;
-  /** How long a claimed operation stays ours without a heartbeat. */
+  /** How long a claimed operation (or webhook attempt) stays ours without a heartbeat. */
   leaseMs: number;
   maxAttempts: number;
   /** Backoff before retry n is retryBaseMs * 2^(n-1), capped at retryMaxMs. */

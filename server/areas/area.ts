@@ -14,7 +14,7 @@ import type { EmbeddedObjectStore } from '../drivers/embedded/store.ts';
 import type { Drivers } from '../drivers/index.ts';
 import type { OperationEngine } from '../engine/engine.ts';
 import type { Executors } from '../engine/executor.ts';
-import type { WorkType } from '../engine/operation-record.ts';
+import type { OperationType } from '../engine/operation-record.ts';
 import type { Logger } from '../logging.ts';
 import type { Metrics } from '../metrics.ts';
 import type { CredentialCache } from './identity/credentials/credential-cache.ts';
@@ -88,7 +88,7 @@ export interface StartedPart {
  * server/platform.ts builds every area from one list with the same dependencies; an operation of
  * the contract without a handler, or an operation type without an executor, does not compile there.
  */
-export interface Area<Ops extends OperationId = never, Types extends WorkType = never> {
+export interface Area<Ops extends OperationId = never, Types extends OperationType = never> {
   handlers: Pick<OperationHandlers<RequestContext>, Ops>;
   /** The audit action and resource of each operation that leaves audit events (every write; a read that hands out access). */
   auditNames: AuditNames<Ops>;
@@ -113,7 +113,7 @@ export function budgetOf(ports: Pick<AreaPorts, 'budget'>): BudgetGuard {
 }
 
 /** An area's value, its operations inferred from its handlers (so that they are written once). */
-export function defineArea<Ops extends OperationId = never, Types extends WorkType = never>(area: Area<Ops, Types>): Area<Ops, Types> {
+export function defineArea<Ops extends OperationId = never, Types extends OperationType = never>(area: Area<Ops, Types>): Area<Ops, Types> {
   return area;
 }
 

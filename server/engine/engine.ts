@@ -8,7 +8,7 @@ import type { Logger } from '../logging.ts';
 import type { AfterCommit } from '../core/write.ts';
 import type { Executor, ExecutorRegistry, OperationFailure } from './executor.ts';
 import { recordEvents } from '../core/events.ts';
-import { JOB_TYPES, OPERATION_COLUMNS, OPERATIONS_CHANNEL, operationEndEvents, type OperationRow } from './operation-record.ts';
+import { OPERATION_COLUMNS, OPERATIONS_CHANNEL, operationEndEvents, type OperationRow } from './operation-record.ts';
 
 /** A cancelled operation, and the backend work its undoing left for after the commit. */
 export interface CancelledOperation {
@@ -163,8 +163,8 @@ export class OperationEngine {
   async cancelQueued(tx: PoolClient, orgId: string, operationId: string): Promise<CancelledOperation | undefined> {
     const { rows } = await tx.query<OperationRow>(
       `UPDATE operations SET state = 'cancelled', finished_at = now()
-       WHERE id = $1 AND org_id = $2 AND state = 'queued' AND attempt = 0 AND NOT (type = ANY ($3::text[])) RETURNING *`,
-      [operationId, orgId, JOB_TYPES],
+       WHERE id = $1 AND org_id = $2 AND state = 'queued' AND attempt = 0 RETURNING *`,
+      [operationId, orgId],
     );
     const operation = rows[0];
     if (!operation) return undefined;

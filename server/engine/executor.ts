@@ -1,7 +1,7 @@
 import type { PoolClient } from '../db/pool.ts';
 import type { AfterCommit } from '../core/write.ts';
 import type { Logger } from '../logging.ts';
-import type { OperationRow, WorkType } from './operation-record.ts';
+import type { OperationRow, OperationType } from './operation-record.ts';
 
 /**
  * Carries out one type of operation. The engine calls `perform` (the backend work, which must
@@ -45,15 +45,15 @@ export interface OperationFailure {
 }
 
 /**
- * An executor for every operation type of the contract and every job of the platform: the platform
- * composes it from the areas' `Executors`, and a type without one does not compile.
+ * An executor for every operation type of the contract: the platform composes it from the areas'
+ * `Executors`, and a type without one does not compile.
  */
 // `any`: each executor has its own outcome type, and the engine only passes it from perform to succeeded.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
-export type ExecutorRegistry = { [Type in WorkType]: Executor<any> };
+export type ExecutorRegistry = { [Type in OperationType]: Executor<any> };
 
-/** The executors of some operation types and jobs (an area's share of the registry). */
-export type Executors<Types extends WorkType> = Pick<ExecutorRegistry, Types>;
+/** The executors of some operation types (an area's share of the registry). */
+export type Executors<Types extends OperationType> = Pick<ExecutorRegistry, Types>;
 
 /**
  * Executors whose operations' resources are rows of `table`. Rows are always locked in one order,
@@ -62,7 +62,7 @@ export type Executors<Types extends WorkType> = Pick<ExecutorRegistry, Types>;
  * one way, never deadlock. A batch recording successes in the order its operations were accepted
  * would lock its instances in that order, against a reconciler locking them by id.
  */
-export function lockingRows<Types extends WorkType>(table: string, executors: Executors<Types>): Executors<Types> {
+export function lockingRows<Types extends OperationType>(table: string, executors: Executors<Types>): Executors<Types> {
   return Object.fromEntries(
     Object.entries(executors).map(([type, executor]) => [type, { ...(executor as Executor), lockedTable: table }]),
   ) as Executors<Types>;

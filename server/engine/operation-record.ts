@@ -9,23 +9,12 @@ export type OperationRef = components['schemas']['OperationRef'];
 export type OperationType = OperationRef['type'];
 export type ResourceType = OperationRef['resource_type'];
 
-/**
- * Work the engine runs for the platform itself (a webhook delivery's attempt): queued, claimed,
- * leased and retried as operations are, across processes, but never an organization's operation:
- * the operations it reads, lists or cancels leave jobs out, and a job's end announces nothing.
- */
-export type JobType = 'webhook.deliver';
-export const JOB_TYPES: readonly JobType[] = ['webhook.deliver'];
-/** What the engine runs: the contract's operation types and the platform's jobs. */
-export type WorkType = OperationType | JobType;
-export const isJob = (type: WorkType): type is JobType => (JOB_TYPES as readonly string[]).includes(type);
-
 /** A row of the operations table. */
 export interface OperationRow {
   id: string;
   org_id: string;
-  type: WorkType;
-  resource_type: ResourceType | 'webhook_delivery';
+  type: OperationType;
+  resource_type: ResourceType;
   resource_id: string;
   state: OperationRef['state'];
   attempt: number;
@@ -67,12 +56,12 @@ const OPERATION_FIELDS = {
 
 export const OPERATION_COLUMNS = columnsOf<OperationRow>(OPERATION_FIELDS);
 
-/** An operation as the contract shows it (never a job: the reads of operations leave jobs out). */
+/** An operation as the contract shows it. */
 export function toOperationRef(row: OperationRow): OperationRef {
   return {
     id: row.id,
-    type: row.type as OperationType,
-    resource_type: row.resource_type as ResourceType,
+    type: row.type,
+    resource_type: row.resource_type,
     resource_id: row.resource_id,
     state: row.state,
     attempt: row.attempt,
@@ -86,8 +75,8 @@ export function toOperationRef(row: OperationRow): OperationRef {
 
 export interface NewOperation {
   orgId: string;
-  type: WorkType;
-  resourceType: ResourceType | 'webhook_delivery';
+  type: OperationType;
+  resourceType: ResourceType;
   resourceId: string;
   payload?: Record<string, unknown>;
   maxAttempts: number;
@@ -145,10 +134,10 @@ export async function recordFinishedOperation(db: Queryable, operation: NewOpera
 
 const END_EVENTS = { succeeded: 'operation.succeeded', failed: 'operation.failed', cancelled: 'operation.cancelled' } as const;
 
-/** The events announcing these operations' ends (none for jobs, nor for an operation not ended). */
+/** The events announcing these operations' ends (none for an operation not ended). */
 export function operationEndEvents(rows: readonly OperationRow[]): NewEvent[] {
   return rows.flatMap((row): NewEvent[] =>
-    isJob(row.type) || !(row.state in END_EVENTS)
+    !(row.state in END_EVENTS)
       ? []
       : [
           {

@@ -8,6 +8,8 @@ export interface ReceivedWebhook {
   headers: IncomingHttpHeaders;
   body: string;
   receivedAt: number;
+  /** When the answer was sent (undefined until it is). */
+  answeredAt?: number;
 }
 
 export interface WebhookReceiver {
@@ -29,10 +31,18 @@ export async function startWebhookReceiver(): Promise<WebhookReceiver> {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
-      const request = { path: req.url ?? '/', headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), receivedAt: Date.now() };
+      const request: ReceivedWebhook = {
+        path: req.url ?? '/',
+        headers: req.headers,
+        body: Buffer.concat(chunks).toString('utf8'),
+        receivedAt: Date.now(),
+      };
       received.push(request);
       const code = typeof status === 'function' ? status(request) : status;
-      setTimeout(() => res.writeHead(code, { 'content-type': 'text/plain' }).end('ok'), delayMs);
+      setTimeout(() => {
+        request.answeredAt = Date.now();
+        res.writeHead(code, { 'content-type': 'text/plain' }).end('ok');
+      }, delayMs);
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

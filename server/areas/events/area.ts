@@ -1,7 +1,7 @@
 import { lookup } from 'node:dns/promises';
 import { defineArea, type AreaDependencies } from '../area.ts';
-import { deliveryDispatcher } from './deliveries/delivery-dispatcher.ts';
-import { deliveryExecutor } from './deliveries/delivery-executor.ts';
+import { deliverer } from './deliveries/deliverer.ts';
+import { deliveryAttempts } from './deliveries/delivery-attempt.ts';
 import { eventHandlers } from './events/event-handlers.ts';
 import { eventRetention } from './events/event-retention.ts';
 import { endpointHandlers } from './webhook-endpoints/endpoint-handlers.ts';
@@ -16,11 +16,11 @@ const systemResolver: HostResolver = async (hostname) =>
 /**
  * Events: the organization's event log (written by every area where its changes commit, through
  * core/events.ts; read here, and purged after the operator's retention) and its webhooks:
- * endpoints with sealed signing secrets, and deliveries fanned out from the log by the database
- * and attempted as `webhook.deliver` jobs on the operations engine, signed as the Standard
- * Webhooks specification says.
+ * endpoints with sealed signing secrets, and deliveries fanned out from the log by the database,
+ * leased to a process's deliverer and attempted there, signed as the Standard Webhooks
+ * specification says.
  */
-export function eventsArea({ pool, config, clock, listener, resolveHost = systemResolver }: AreaDependencies) {
+export function eventsArea({ pool, config, clock, listener, log, resolveHost = systemResolver }: AreaDependencies) {
   const secrets = endpointSecrets(config.dataDir, config.s3.secretStoreKey);
   const endpoints = createEndpointService({ config: config.events, clock, secrets, resolveHost });
   return defineArea({
@@ -35,9 +35,16 @@ export function eventsArea({ pool, config, clock, listener, resolveHost = system
       testWebhookEndpoint: { action: 'webhook_endpoint.test', resourceType: 'organization' },
       resendWebhookEndpointDelivery: { action: 'webhook_endpoint.resend', resourceType: 'organization' },
     },
-    executors: { 'webhook.deliver': deliveryExecutor({ pool, config: config.events, secrets, resolveHost }) },
+    executors: {},
     background: [
-      deliveryDispatcher({ pool, config: config.events, listener, maxAttempts: config.engine.maxAttempts }),
+      deliverer({
+        pool,
+        config: config.events,
+        listener,
+        leaseMs: config.engine.leaseMs,
+        attempt: deliveryAttempts({ config: config.events, secrets, resolveHost }),
+        log,
+      }),
       eventRetention({ pool, clock, retentionDays: config.events.retentionDays }),
     ],
   });

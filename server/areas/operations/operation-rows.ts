@@ -1,15 +1,11 @@
 import { keysetPage } from '../../core/pagination.ts';
 import { notFound } from '../../core/errors.ts';
 import type { Queryable } from '../../db/pool.ts';
-import { JOB_TYPES, toOperationRef, type OperationRow } from '../../engine/operation-record.ts';
+import { toOperationRef, type OperationRow } from '../../engine/operation-record.ts';
 
 /** The organization's operation, or 404. */
 export async function findOperation(db: Queryable, orgId: string, operationId: string): Promise<OperationRow> {
-  // The platform's own jobs (webhook deliveries) run on the engine too, but are no one's operations.
-  const { rows } = await db.query<OperationRow>(
-    'SELECT * FROM operations WHERE org_id = $1 AND id = $2 AND NOT (type = ANY ($3::text[]))',
-    [orgId, operationId, JOB_TYPES],
-  );
+  const { rows } = await db.query<OperationRow>('SELECT * FROM operations WHERE org_id = $1 AND id = $2', [orgId, operationId]);
   if (!rows[0]) throw notFound(`No operation ${operationId} in this organization.`);
   return rows[0];
 }
@@ -23,9 +19,8 @@ export function operationsPage(
 ) {
   const list = {
     name: 'operations',
-    from: `operations WHERE org_id = $1 AND ($2::text IS NULL OR resource_type = $2) AND ($3::text IS NULL OR state = $3)
-             AND NOT (type = ANY ($4::text[]))`,
-    params: [orgId, filters.resource, filters.state, JOB_TYPES],
+    from: `operations WHERE org_id = $1 AND ($2::text IS NULL OR resource_type = $2) AND ($3::text IS NULL OR state = $3)`,
+    params: [orgId, filters.resource, filters.state],
     sortColumn: 'created_at',
     order: 'newest first',
   } as const;

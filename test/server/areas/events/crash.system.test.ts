@@ -1,7 +1,8 @@
 // Deliveries survive a crash: the server is killed (SIGKILL) while attempts are under way at a
 // slow receiver, another process starts on the same database, and every event of the log arrives
 // at least once, signed; a message that arrives twice carries the same webhook-id, and the
-// deliveries end succeeded, in agreement with what the receiver got.
+// deliveries end succeeded, in agreement with what the receiver got. A process stopped (SIGTERM)
+// hands its attempts back: the next one sends them at once, without waiting for their leases.
 import { randomBytes } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, expect, test } from 'vitest';
@@ -12,9 +13,11 @@ import { startWebhookReceiver, type WebhookReceiver } from '../../../support/web
 
 const running: Started[] = [];
 let receiver: WebhookReceiver | undefined;
+let stoppedReceiver: WebhookReceiver | undefined;
 afterAll(async () => {
   await Promise.all(running.map((process) => process.stop()));
   await receiver?.close();
+  await stoppedReceiver?.close();
 });
 
 const EVENTS = 24;
@@ -90,3 +93,50 @@ test('killed mid-delivery, the next process delivers every event at least once, 
   }, 'every delivery succeeded');
   expect(new Set(deliveries.map((delivery) => delivery.event_id))).toEqual(logIds);
 }, 180_000);
+
+test('stopped mid-delivery, the process hands its attempts back and the next sends them at once', async () => {
+  stoppedReceiver = await startWebhookReceiver();
+  stoppedReceiver.delay(1_000);
+  const databaseUrl = await createTestDatabase();
+  const env = {
+    WEBHOOK_ALLOW_INSECURE: 'true',
+    WEBHOOK_DISPATCH_INTERVAL_MS: '100',
+    WEBHOOK_TIMEOUT_MS: '5000',
+    // Leases far longer than the test: an attempt not handed back would wait this long.
+    WORKER_LEASE_MS: '600000',
+    SECRET_STORE_KEY: randomBytes(32).toString('base64'),
+  };
+  const first = await startServerProcess(databaseUrl, env);
+  running.push(first);
+  const credentials = await readBootstrap(first.dataDir);
+  const api = (base: string) => (method: string, path: string, body?: unknown) =>
+    call(`${base}/v1/orgs/${credentials.org_id}`, method, path, {
+      defaultKey: credentials.api_key,
+      ...(body === undefined ? {} : { body }),
+    });
+  const created = await api(first.url)('POST', '/webhook-endpoints', {
+    url: `${stoppedReceiver.url}/stop`,
+    event_types: ['api_key.created'],
+  });
+  expect(created.status, created.text).toBe(201);
+  for (let index = 0; index < 6; index++) expect((await api(first.url)('POST', '/api-tokens', { name: `stop-${index}` })).status).toBe(201);
+  await eventually(() => (stoppedReceiver!.received.length >= 1 ? true : undefined), 'attempts under way', 20_000);
+  first.child.kill('SIGTERM');
+  await new Promise((resolve) => (first.child.exitCode !== null ? resolve(null) : first.child.once('exit', resolve)));
+  expect(first.child.exitCode).toBe(0);
+
+  stoppedReceiver.delay(0);
+  const second = await startServerProcess(databaseUrl, env, { dataDir: first.dataDir });
+  running.push(second);
+  const deliveries = await eventually(
+    async () => {
+      const items = (await api(second.url)('GET', `/webhook-endpoints/${created.body.webhook_endpoint.id}/deliveries?limit=200`)).body
+        .items as any[];
+      return items.length === 6 && items.every((delivery) => delivery.status === 'succeeded') ? items : undefined;
+    },
+    'every delivery succeeded',
+    60_000,
+  );
+  const arrived = new Set(stoppedReceiver.received.map((request) => request.headers['webhook-id']));
+  expect(new Set(deliveries.map((delivery) => delivery.event_id))).toEqual(arrived);
+}, 120_000);

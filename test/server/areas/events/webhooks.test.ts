@@ -19,6 +19,7 @@ beforeAll(async () => {
     WEBHOOK_RETRY_SCHEDULE: '100ms,200ms,300ms',
     WEBHOOK_DISPATCH_INTERVAL_MS: '100',
     WEBHOOK_TIMEOUT_MS: '2000',
+    WEBHOOK_ENDPOINT_CONCURRENCY: '2',
   });
 });
 afterAll(async () => {
@@ -152,6 +153,34 @@ describe('a webhook endpoint', () => {
     }
   });
 
+  test('a slow receiver has at most the endpoint concurrency of attempts at once, and hears every event', async () => {
+    const org = await server.createOrg('Slow receiver');
+    await createEndpoint(org, '/slow', { event_types: ['api_key.created'] });
+    receiver.delay(500);
+    try {
+      const created = await Promise.all(
+        Array.from({ length: 8 }, (_, index) => org.call('POST', '/api-tokens', { body: { name: `slow-${index}` } })),
+      );
+      expect(created.map((response) => response.status)).toEqual(Array(8).fill(201));
+      const requests = await eventually(
+        () => {
+          const sent = at('/slow');
+          return sent.length >= 8 && sent.every((request) => request.answeredAt !== undefined) ? sent : undefined;
+        },
+        'every event answered',
+        30_000,
+      );
+      expect(new Set(requests.map((request) => request.headers['webhook-id'])).size).toBe(8);
+      // The most requests open at once: at each arrival, those that arrived and were not answered yet.
+      const open = requests.map(
+        (request) => requests.filter((other) => other.receivedAt <= request.receivedAt && request.receivedAt < other.answeredAt!).length,
+      );
+      expect(Math.max(...open)).toBeLessThanOrEqual(2);
+    } finally {
+      receiver.delay(0);
+    }
+  });
+
   test('after a rotation both secrets sign until the previous one expires', async () => {
     const org = await server.createOrg('Rotation');
     const first = await createEndpoint(org, '/rotated', { event_types: ['ping'] });
@@ -190,7 +219,7 @@ describe('a webhook endpoint', () => {
     expect(deliveries[0].attempts[0]).toMatchObject({ status_code: 200, outcome: 'succeeded' });
   });
 
-  test("the engine's delivery jobs are no organization's operations", async () => {
+  test("webhook deliveries are no organization's operations", async () => {
     const org = await server.createOrg('Jobs unseen');
     const endpoint = await createEndpoint(org, '/jobs', { event_types: ['ping'] });
     await org.call('POST', `/webhook-endpoints/${endpoint.webhook_endpoint.id}/test`);

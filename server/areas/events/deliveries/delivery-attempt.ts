@@ -1,0 +1,72 @@
+import { stringify } from 'lossless-json';
+import type { EventsConfig } from '../../../config.ts';
+import { iso } from '../../../core/clock.ts';
+import { DomainError } from '../../../core/errors.ts';
+import type { SecretBox } from '../../../drivers/embedded/secret-box.ts';
+import { toEventOut, type EventRow } from '../events/event-rows.ts';
+import { signatureHeader } from '../webhook-endpoints/endpoint-secrets.ts';
+import type { EndpointRow } from '../webhook-endpoints/endpoint-rows.ts';
+import { allowedAddresses, checkUrlForm, type HostResolver } from '../webhook-endpoints/url-safety.ts';
+import { postSigned } from './delivery-http.ts';
+import type { DeliveryAttempt } from './delivery-rows.ts';
+
+/** A delivery claimed for an attempt: its event and its endpoint as they are now. */
+export interface ClaimedDelivery {
+  id: string;
+  event: EventRow;
+  endpoint: EndpointRow;
+}
+
+export type AttemptDelivery = (delivery: ClaimedDelivery, signal: AbortSignal) => Promise<DeliveryAttempt>;
+
+/**
+ * One attempt of a delivery, signed as the Standard Webhooks specification says: the event's own
+ * id is the `webhook-id` (a message sent again is the same message), and the endpoint's current
+ * secret signs it, with the previous one too until it expires. Never throws for what the receiver
+ * does: its answer, silence or refusal is the attempt's record.
+ */
+export function deliveryAttempts(deps: { config: EventsConfig; secrets: SecretBox; resolveHost: HostResolver }): AttemptDelivery {
+  const { config, secrets, resolveHost } = deps;
+
+  /** The secrets that sign now: the current one, and the previous one until it expires. */
+  function signingSecrets(endpoint: EndpointRow, now: Date): string[] {
+    const previous =
+      endpoint.previous_secret_sealed && endpoint.previous_secret_expires_at && endpoint.previous_secret_expires_at > now
+        ? [secrets.open(endpoint.previous_secret_sealed)]
+        : [];
+    return [secrets.open(endpoint.secret_sealed), ...previous];
+  }
+
+  return async (delivery, signal) => {
+    const { event, endpoint } = delivery;
+    const attemptedAt = new Date();
+    const at = iso(attemptedAt);
+    if (!endpoint.enabled) return { attempted_at: at, status_code: null, latency_ms: 0, outcome: 'endpoint_disabled' };
+    let url: URL;
+    let addresses: string[];
+    try {
+      // Checked again at every attempt: the name may resolve elsewhere than when it was created.
+      url = checkUrlForm(endpoint.url, config.allowInsecureUrls);
+      addresses = await allowedAddresses(url, resolveHost, config.allowInsecureUrls);
+    } catch (error) {
+      if (!(error instanceof DomainError)) throw error;
+      return { attempted_at: at, status_code: null, latency_ms: 0, outcome: 'address_not_allowed' };
+    }
+    const body = stringify(toEventOut(event))!;
+    const result = await postSigned({
+      url,
+      addresses,
+      body,
+      timeoutMs: config.timeoutMs,
+      signal,
+      headers: {
+        'content-type': 'application/json',
+        'user-agent': 'CloudPlatform-Webhooks/1.0',
+        'webhook-id': event.id,
+        'webhook-timestamp': String(Math.floor(attemptedAt.getTime() / 1000)),
+        'webhook-signature': signatureHeader(signingSecrets(endpoint, attemptedAt), event.id, attemptedAt, body),
+      },
+    });
+    return { attempted_at: at, ...result };
+  };
+}

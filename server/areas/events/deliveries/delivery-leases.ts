@@ -1,0 +1,108 @@
+import type { EventsConfig } from '../../../config.ts';
+import type { Pool, PoolClient } from '../../../db/pool.ts';
+import type { EventRow } from '../events/event-rows.ts';
+import type { EndpointRow } from '../webhook-endpoints/endpoint-rows.ts';
+import type { ClaimedDelivery } from './delivery-attempt.ts';
+
+/**
+ * Announced when a delivery is due (the fan-out trigger, a resend, a ping) or attempts are
+ * recorded (their slots are free); the deliverer that recorded them names itself (its token), and
+ * has claimed the free slots already.
+ */
+export const DELIVERIES_DUE_CHANNEL = 'webhook_deliveries_due';
+
+/** Advisory lock of a claim: one process at a time counts the endpoints' free slots and fills them. */
+const CLAIM_LOCK = 7_361_204_131;
+
+/**
+ * The deliveries due now, oldest first, within two limits that keep a slow or hostile receiver
+ * from costing anyone else: at most `endpointConcurrency` attempts under way per endpoint, and at
+ * most `maxInFlight` in all, across processes. A few per endpoint, so that an endpoint with a long
+ * backlog never holds back another. Each is leased to the claiming deliverer in the same
+ * statement, and comes back with its event and its endpoint (read through jsonb: one row each).
+ */
+const CLAIM = `
+  WITH busy AS (SELECT count(*)::int AS n FROM webhook_deliveries WHERE in_flight),
+  due AS (
+    SELECT due.id FROM webhook_endpoints w
+    CROSS JOIN LATERAL (SELECT count(*)::int AS n FROM webhook_deliveries f WHERE f.endpoint_id = w.id AND f.in_flight) slots
+    CROSS JOIN LATERAL (
+      SELECT d.id, d.next_attempt_at FROM webhook_deliveries d
+      WHERE d.endpoint_id = w.id AND d.next_attempt_at <= now()
+      ORDER BY d.next_attempt_at LIMIT greatest(0, $1 - slots.n)) due
+    ORDER BY due.next_attempt_at
+    LIMIT greatest(0, $2 - (SELECT n FROM busy))),
+  claimed AS (
+    UPDATE webhook_deliveries d SET next_attempt_at = NULL, in_flight = true,
+      lease_token = $3, lease_expires_at = now() + $4 * interval '1 millisecond'
+    FROM due WHERE d.id = due.id
+    RETURNING d.id, d.event_id, d.endpoint_id)
+  SELECT c.id, to_jsonb(e) AS event, to_jsonb(w) AS endpoint
+  FROM claimed c JOIN events e ON e.id = c.event_id JOIN webhook_endpoints w ON w.id = c.endpoint_id`;
+
+/** Deliveries whose deliverer stopped renewing their lease (its process died) are due again. */
+const LAPSED = `
+  UPDATE webhook_deliveries SET in_flight = false, lease_token = NULL, lease_expires_at = NULL, next_attempt_at = now()
+  WHERE in_flight AND lease_expires_at <= now()`;
+
+export interface DeliveryLeases {
+  /**
+   * Claims the deliveries due now for `token` in the caller's transaction, which it begins with
+   * the claims' lock (so that, in a transaction that records attempts too, a claim never waits
+   * for rows another holds while holding them itself). First makes those with a lapsed lease due,
+   * when `reclaimLapsed`.
+   */
+  claim(tx: PoolClient, token: string, reclaimLapsed: boolean): Promise<ClaimedDelivery[]>;
+  /** Takes the claims' lock: the first statement of a transaction that records attempts and claims. */
+  lock(tx: PoolClient): Promise<void>;
+  /** Extends the leases `token` holds on these deliveries. */
+  renew(token: string, ids: readonly string[]): Promise<void>;
+  /** Hands back deliveries `token` holds without an attempt on record: due again now. */
+  release(token: string, ids: readonly string[]): Promise<void>;
+}
+
+export function deliveryLeases(pool: Pool, config: EventsConfig, leaseMs: number): DeliveryLeases {
+  return {
+    async lock(tx) {
+      await tx.query('SELECT pg_advisory_xact_lock($1)', [CLAIM_LOCK]);
+    },
+
+    async claim(tx, token, reclaimLapsed) {
+      if (reclaimLapsed) await tx.query(LAPSED);
+      const { rows } = await tx.query<{ id: string; event: Record<string, unknown>; endpoint: Record<string, unknown> }>(CLAIM, [
+        config.endpointConcurrency,
+        config.maxInFlight,
+        token,
+        leaseMs,
+      ]);
+      return rows.map((row) => ({ id: row.id, event: eventOf(row.event), endpoint: endpointOf(row.endpoint) }));
+    },
+
+    async renew(token, ids) {
+      await pool.query(
+        `UPDATE webhook_deliveries SET lease_expires_at = now() + $3 * interval '1 millisecond'
+         WHERE id = ANY ($1::uuid[]) AND lease_token = $2 AND in_flight`,
+        [ids, token, leaseMs],
+      );
+    },
+
+    async release(token, ids) {
+      await pool.query(
+        `UPDATE webhook_deliveries SET in_flight = false, lease_token = NULL, lease_expires_at = NULL, next_attempt_at = now()
+         WHERE id = ANY ($1::uuid[]) AND lease_token = $2 AND in_flight`,
+        [ids, token],
+      );
+    },
+  };
+}
+
+// Rows read through jsonb carry their timestamps as text.
+const eventOf = (json: Record<string, unknown>): EventRow => ({
+  ...(json as unknown as EventRow),
+  created_at: new Date(json.created_at as string),
+});
+
+const endpointOf = (json: Record<string, unknown>): EndpointRow => ({
+  ...(json as unknown as EndpointRow),
+  previous_secret_expires_at: json.previous_secret_expires_at ? new Date(json.previous_secret_expires_at as string) : null,
+});

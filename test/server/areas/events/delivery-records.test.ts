@@ -1,0 +1,118 @@
+// Webhook attempts recorded in batches (server/areas/events/deliveries/delivery-records.ts): the
+// attempts of one batch are taken in the order they were made, so an endpoint's `failing_since`
+// is what recording them one by one would leave; and only the deliverer holding a delivery's
+// lease records on it.
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, expect, test } from 'vitest';
+import type { EventsConfig } from '../../../../server/config.ts';
+import { recordAttempts, type MadeAttempt } from '../../../../server/areas/events/deliveries/delivery-records.ts';
+import { createPool, withTransaction, type Pool } from '../../../../server/db/pool.ts';
+import { migrate } from '../../../../server/db/migrate.ts';
+import { createTestDatabase } from '../../../support/server.ts';
+
+const config: EventsConfig = {
+  recording: true,
+  retentionDays: 30,
+  allowInsecureUrls: false,
+  retryScheduleMs: [60_000, 120_000],
+  timeoutMs: 1_000,
+  endpointConcurrency: 4,
+  maxInFlight: 16,
+  dispatchIntervalMs: 1_000,
+};
+
+let pool: Pool;
+const orgId = randomUUID();
+beforeAll(async () => {
+  pool = createPool(await createTestDatabase(), 4);
+  await migrate(pool);
+  await pool.query(`INSERT INTO orgs (id, name) VALUES ($1, 'Recorded')`, [orgId]);
+});
+afterAll(() => pool?.end());
+
+/** An endpoint (failing since `failingSince`, if given) with `count` deliveries, leased to `token`. */
+async function leasedDeliveries(token: string, count: number, failingSince: string | null = null) {
+  const endpointId = randomUUID();
+  await pool.query(
+    `INSERT INTO webhook_endpoints (id, org_id, url, event_types, secret_sealed, failing_since)
+     VALUES ($1, $2, 'https://hooks.example.com/', '{api_key.created}', 'sealed', $3)`,
+    [endpointId, orgId, failingSince],
+  );
+  // The fan-out trigger makes each event a delivery to the endpoint.
+  for (let index = 0; index < count; index++)
+    await pool.query(
+      `INSERT INTO events (id, org_id, type, resource_type, resource_id, data) VALUES ($1, $2, 'api_key.created', 'api_token', $3, '{}')`,
+      [`evt_${randomUUID().replaceAll('-', '')}`, orgId, randomUUID()],
+    );
+  const { rows } = await pool.query<{ id: string }>(
+    `UPDATE webhook_deliveries SET in_flight = true, next_attempt_at = NULL, lease_token = $2, lease_expires_at = now() + interval '1 minute'
+     WHERE endpoint_id = $1 RETURNING id`,
+    [endpointId, token],
+  );
+  return { endpointId, deliveryIds: rows.map((row) => row.id) };
+}
+
+const attempt = (deliveryId: string, endpointId: string, at: string, succeeded: boolean): MadeAttempt => ({
+  deliveryId,
+  endpointId,
+  attempt: succeeded
+    ? { attempted_at: at, status_code: 200, latency_ms: 3, outcome: 'succeeded' }
+    : { attempted_at: at, status_code: 503, latency_ms: 3, outcome: 'http_error' },
+});
+
+const record = (token: string, made: MadeAttempt[]) => withTransaction(pool, (tx) => recordAttempts(tx, config, token, made));
+
+const failingSince = async (endpointId: string) =>
+  (await pool.query<{ failing_since: Date | null }>('SELECT failing_since FROM webhook_endpoints WHERE id = $1', [endpointId])).rows[0]!
+    .failing_since;
+
+const deliveries = async (ids: string[]) =>
+  (
+    await pool.query<{ id: string; status: string; attempt_count: number; in_flight: boolean; next_attempt_at: Date | null }>(
+      'SELECT id, status, attempt_count, in_flight, next_attempt_at FROM webhook_deliveries WHERE id = ANY($1)',
+      [ids],
+    )
+  ).rows.sort((a, b) => ids.indexOf(a.id) - ids.indexOf(b.id));
+
+test('a failure then a success, recorded together, leave the endpoint answering', async () => {
+  const token = randomUUID();
+  const { endpointId, deliveryIds } = await leasedDeliveries(token, 2);
+  // Listed, and stored, in another order than they were made: the success came last.
+  await record(token, [
+    attempt(deliveryIds[0]!, endpointId, '2026-11-27T10:00:02.000Z', true),
+    attempt(deliveryIds[1]!, endpointId, '2026-11-27T10:00:01.000Z', false),
+  ]);
+  expect(await failingSince(endpointId)).toBeNull();
+  const [succeeded, failed] = await deliveries(deliveryIds);
+  expect(failed).toMatchObject({ status: 'pending', attempt_count: 1, in_flight: false });
+  expect(failed!.next_attempt_at).not.toBeNull();
+  expect(succeeded).toMatchObject({ status: 'succeeded', attempt_count: 1, in_flight: false, next_attempt_at: null });
+});
+
+test('a success then failures, recorded together, leave the endpoint failing since the first failure after it', async () => {
+  const token = randomUUID();
+  const { endpointId, deliveryIds } = await leasedDeliveries(token, 3, '2026-11-27T09:00:00.000Z');
+  await record(token, [
+    attempt(deliveryIds[0]!, endpointId, '2026-11-27T10:00:03.000Z', false),
+    attempt(deliveryIds[1]!, endpointId, '2026-11-27T10:00:02.000Z', false),
+    attempt(deliveryIds[2]!, endpointId, '2026-11-27T10:00:01.000Z', true),
+  ]);
+  expect(await failingSince(endpointId)).toEqual(new Date('2026-11-27T10:00:02.000Z'));
+});
+
+test('an endpoint already failing keeps the time it began failing', async () => {
+  const token = randomUUID();
+  const { endpointId, deliveryIds } = await leasedDeliveries(token, 1, '2026-11-27T09:00:00.000Z');
+  await record(token, [attempt(deliveryIds[0]!, endpointId, '2026-11-27T10:00:01.000Z', false)]);
+  expect(await failingSince(endpointId)).toEqual(new Date('2026-11-27T09:00:00.000Z'));
+});
+
+test('only the deliverer holding the lease records: another one changes nothing', async () => {
+  const holder = randomUUID();
+  const { endpointId, deliveryIds } = await leasedDeliveries(holder, 1);
+  await record(randomUUID(), [attempt(deliveryIds[0]!, endpointId, '2026-11-27T10:00:01.000Z', false)]);
+  expect(await deliveries(deliveryIds)).toMatchObject([{ status: 'pending', attempt_count: 0, in_flight: true }]);
+  expect(await failingSince(endpointId)).toBeNull();
+  await record(holder, [attempt(deliveryIds[0]!, endpointId, '2026-11-27T10:00:02.000Z', true)]);
+  expect(await deliveries(deliveryIds)).toMatchObject([{ status: 'succeeded', attempt_count: 1, in_flight: false }]);
+});
