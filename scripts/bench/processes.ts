@@ -98,7 +98,11 @@ export function memoryOf(pid: number, postgresDir?: string): { rss: number; pss:
 /** CPU time (user + system, ms) used so far by a process and, as for `memoryOf`, its PostgreSQL. */
 export function cpuOf(pid: number, postgresDir?: string): { node: number; postgres: number } {
   const postgres = postgresDir ? postgresPids(postgresDir) : [];
-  return { node: cpuMsOf(pid), postgres: postgres.reduce((sum, each) => sum + cpuMsOf(each), 0) };
+  // A backend that ended between two readings takes its CPU with it from the sum of the live
+  // ones (a pool closing idle connections made a figure taken over a minute read less than
+  // nothing): the postmaster's count of its ended children keeps it.
+  const ended = postgres.length > 0 ? cpuMsOf(postgres[0]!, 'ended children') : 0;
+  return { node: cpuMsOf(pid), postgres: postgres.reduce((sum, each) => sum + cpuMsOf(each), ended) };
 }
 
 /**
@@ -125,12 +129,16 @@ function postgresPids(postgresDir: string): number[] {
   return [postmaster, ...descendantsOf(postmaster)];
 }
 
-/** utime + stime of /proc/<pid>/stat, in ms (clock ticks of 10 ms). */
-function cpuMsOf(pid: number): number {
+/**
+ * utime + stime of /proc/<pid>/stat, in ms (clock ticks of 10 ms); or, for 'ended children',
+ * cutime + cstime: the CPU of the children it has waited for.
+ */
+function cpuMsOf(pid: number, whose: 'own' | 'ended children' = 'own'): number {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) * 10;
+    const first = whose === 'own' ? 11 : 13;
+    return (Number(fields[first]) + Number(fields[first + 1])) * 10;
   } catch {
     // Ended meanwhile.
     return 0;
