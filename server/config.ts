@@ -106,6 +106,8 @@ export interface EventsConfig {
   retryScheduleMs: number[];
   /** One attempt, connection to answer (WEBHOOK_TIMEOUT_MS). */
   timeoutMs: number;
+  /** How long a connection to a receiver is kept open after an attempt, for the next; 0: none (WEBHOOK_KEEP_ALIVE_MS). */
+  keepAliveMs: number;
   /** Attempts under way to one endpoint at most, across processes (WEBHOOK_ENDPOINT_CONCURRENCY). */
   endpointConcurrency: number;
   /** Attempts under way at most, across processes (WEBHOOK_MAX_IN_FLIGHT). */
@@ -387,6 +389,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       allowInsecureUrls: boolean(env, 'WEBHOOK_ALLOW_INSECURE', false),
       retryScheduleMs: durations(env, 'WEBHOOK_RETRY_SCHEDULE', DEFAULT_RETRY_SCHEDULE),
       timeoutMs: integer(env, 'WEBHOOK_TIMEOUT_MS', 10_000, 100, 60_000),
+      keepAliveMs: integer(env, 'WEBHOOK_KEEP_ALIVE_MS', 4_000, 0, 60_000),
       endpointConcurrency: integer(env, 'WEBHOOK_ENDPOINT_CONCURRENCY', 4, 1, 64),
       maxInFlight: integer(env, 'WEBHOOK_MAX_IN_FLIGHT', 16, 1, 1024),
       dispatchIntervalMs: integer(env, 'WEBHOOK_DISPATCH_INTERVAL_MS', 1_000, 10, 600_000),

@@ -10,6 +10,10 @@ export interface ReceivedWebhook {
   receivedAt: number;
   /** When the answer was sent (undefined until it is). */
   answeredAt?: number;
+  /** The sender's end of the connection it came on (`address:port`): one connection, one value. */
+  connection: string;
+  /** It came on a connection that had carried a request before, and the receiver reset it unanswered (`resetReused`). */
+  reset?: true;
 }
 
 export interface WebhookReceiver {
@@ -20,6 +24,8 @@ export interface WebhookReceiver {
   answer(status: number | ((request: ReceivedWebhook) => number)): void;
   /** How long each answer waits from now on (0 at first): a slow receiver. */
   delay(ms: number): void;
+  /** From now on, a request on a connection that carried one before is reset unanswered (a receiver that dropped it idle). */
+  resetReused(on: boolean): void;
   close(): Promise<void>;
 }
 
@@ -27,6 +33,8 @@ export async function startWebhookReceiver(): Promise<WebhookReceiver> {
   const received: ReceivedWebhook[] = [];
   let status: number | ((request: ReceivedWebhook) => number) = 200;
   let delayMs = 0;
+  let resetting = false;
+  const served = new WeakSet<object>();
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -36,8 +44,15 @@ export async function startWebhookReceiver(): Promise<WebhookReceiver> {
         headers: req.headers,
         body: Buffer.concat(chunks).toString('utf8'),
         receivedAt: Date.now(),
+        connection: `${req.socket.remoteAddress}:${req.socket.remotePort}`,
       };
       received.push(request);
+      if (resetting && served.has(req.socket)) {
+        request.reset = true;
+        req.socket.resetAndDestroy();
+        return;
+      }
+      served.add(req.socket);
       const code = typeof status === 'function' ? status(request) : status;
       setTimeout(() => {
         request.answeredAt = Date.now();
@@ -45,6 +60,9 @@ export async function startWebhookReceiver(): Promise<WebhookReceiver> {
       }, delayMs);
     });
   });
+  // Idle connections are the sender's to close: a test that sees them reused does not depend on
+  // how long the platform took between two deliveries.
+  server.keepAliveTimeout = 120_000;
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   return {
@@ -52,6 +70,7 @@ export async function startWebhookReceiver(): Promise<WebhookReceiver> {
     received,
     answer: (next) => (status = next),
     delay: (ms) => (delayMs = ms),
+    resetReused: (on) => (resetting = on),
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();

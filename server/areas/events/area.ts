@@ -42,7 +42,7 @@ export function eventsArea({ pool, config, clock, listener, log, resolveHost = s
         config: config.events,
         listener,
         leaseMs: config.engine.leaseMs,
-        attempt: deliveryAttempts({ config: config.events, secrets, resolveHost }),
+        attempts: deliveryAttempts({ config: config.events, secrets, resolveHost }),
         log,
       }),
       eventRetention({ pool, clock, retentionDays: config.events.retentionDays }),

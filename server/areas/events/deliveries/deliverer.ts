@@ -4,7 +4,7 @@ import type { BackgroundTask } from '../../../core/background.ts';
 import type { DatabaseListener } from '../../../db/listener.ts';
 import { withTransaction, type Pool } from '../../../db/pool.ts';
 import type { Logger } from '../../../logging.ts';
-import type { AttemptDelivery, ClaimedDelivery } from './delivery-attempt.ts';
+import type { ClaimedDelivery, DeliveryAttempts } from './delivery-attempt.ts';
 import { DELIVERIES_DUE_CHANNEL, deliveryLeases } from './delivery-leases.ts';
 import { recordAttempts, type MadeAttempt } from './delivery-records.ts';
 
@@ -26,10 +26,10 @@ export function deliverer(deps: {
   config: EventsConfig;
   listener: DatabaseListener;
   leaseMs: number;
-  attempt: AttemptDelivery;
+  attempts: DeliveryAttempts;
   log: Logger;
 }): BackgroundTask {
-  const { pool, config, listener, leaseMs, attempt, log } = deps;
+  const { pool, config, listener, leaseMs, attempts, log } = deps;
   const leases = deliveryLeases(pool, config, leaseMs);
   /** This process's deliverer, in the leases it holds. */
   const token = randomUUID();
@@ -62,7 +62,7 @@ export function deliverer(deps: {
     held.add(delivery.id);
     // Claimed as the stop began: handed back with the rest.
     if (cut.signal.aborted) return;
-    attempt(delivery, cut.signal).then(
+    attempts.make(delivery, cut.signal).then(
       (made) => {
         // Cut short by the stop: no attempt to speak of; handed back instead.
         if (cut.signal.aborted) return;
@@ -119,6 +119,7 @@ export function deliverer(deps: {
   async function stop(): Promise<void> {
     cut.abort();
     clearInterval(renewal);
+    attempts.close();
     await recording;
     await recordWaiting();
     if (held.size === 0) return;

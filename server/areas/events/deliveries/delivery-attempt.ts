@@ -9,6 +9,7 @@ import type { EndpointRow } from '../webhook-endpoints/endpoint-rows.ts';
 import { allowedAddresses, checkUrlForm, type HostResolver } from '../webhook-endpoints/url-safety.ts';
 import { postSigned } from './delivery-http.ts';
 import type { DeliveryAttempt } from './delivery-rows.ts';
+import { ReceiverConnections } from './receiver-connections.ts';
 
 /** A delivery claimed for an attempt: its event and its endpoint as they are now. */
 export interface ClaimedDelivery {
@@ -17,7 +18,12 @@ export interface ClaimedDelivery {
   endpoint: EndpointRow;
 }
 
-export type AttemptDelivery = (delivery: ClaimedDelivery, signal: AbortSignal) => Promise<DeliveryAttempt>;
+export interface DeliveryAttempts {
+  /** One attempt of the delivery; `signal` cuts it short (the stop). */
+  make(delivery: ClaimedDelivery, signal: AbortSignal): Promise<DeliveryAttempt>;
+  /** Closes the connections kept to receivers. */
+  close(): void;
+}
 
 /**
  * One attempt of a delivery, signed as the Standard Webhooks specification says: the event's own
@@ -25,8 +31,9 @@ export type AttemptDelivery = (delivery: ClaimedDelivery, signal: AbortSignal) =
  * secret signs it, with the previous one too until it expires. Never throws for what the receiver
  * does: its answer, silence or refusal is the attempt's record.
  */
-export function deliveryAttempts(deps: { config: EventsConfig; secrets: SecretBox; resolveHost: HostResolver }): AttemptDelivery {
+export function deliveryAttempts(deps: { config: EventsConfig; secrets: SecretBox; resolveHost: HostResolver }): DeliveryAttempts {
   const { config, secrets, resolveHost } = deps;
+  const connections = new ReceiverConnections(config.keepAliveMs);
 
   /** The secrets that sign now: the current one, and the previous one until it expires. */
   function signingSecrets(endpoint: EndpointRow, now: Date): string[] {
@@ -37,7 +44,7 @@ export function deliveryAttempts(deps: { config: EventsConfig; secrets: SecretBo
     return [secrets.open(endpoint.secret_sealed), ...previous];
   }
 
-  return async (delivery, signal) => {
+  async function make(delivery: ClaimedDelivery, signal: AbortSignal): Promise<DeliveryAttempt> {
     const { event, endpoint } = delivery;
     const attemptedAt = new Date();
     const at = iso(attemptedAt);
@@ -59,6 +66,7 @@ export function deliveryAttempts(deps: { config: EventsConfig; secrets: SecretBo
       body,
       timeoutMs: config.timeoutMs,
       signal,
+      agent: connections.agentFor(url, addresses[0]!),
       headers: {
         'content-type': 'application/json',
         'user-agent': 'CloudPlatform-Webhooks/1.0',
@@ -68,5 +76,7 @@ export function deliveryAttempts(deps: { config: EventsConfig; secrets: SecretBo
       },
     });
     return { attempted_at: at, ...result };
-  };
+  }
+
+  return { make, close: () => connections.close() };
 }

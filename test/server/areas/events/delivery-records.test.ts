@@ -16,6 +16,7 @@ const config: EventsConfig = {
   allowInsecureUrls: false,
   retryScheduleMs: [60_000, 120_000],
   timeoutMs: 1_000,
+  keepAliveMs: 4_000,
   endpointConcurrency: 4,
   maxInFlight: 16,
   dispatchIntervalMs: 1_000,

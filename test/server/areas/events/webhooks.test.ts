@@ -20,6 +20,8 @@ beforeAll(async () => {
     WEBHOOK_DISPATCH_INTERVAL_MS: '100',
     WEBHOOK_TIMEOUT_MS: '2000',
     WEBHOOK_ENDPOINT_CONCURRENCY: '2',
+    // Longer than any pause between two deliveries of a test, however loaded the machine.
+    WEBHOOK_KEEP_ALIVE_MS: '60000',
   });
 });
 afterAll(async () => {
@@ -178,6 +180,43 @@ describe('a webhook endpoint', () => {
       expect(Math.max(...open)).toBeLessThanOrEqual(2);
     } finally {
       receiver.delay(0);
+    }
+  });
+
+  test('deliveries one after another reuse one connection; one the receiver reset idle is not a failed attempt', async () => {
+    const org = await server.createOrg('Kept connection');
+    const endpoint = await createEndpoint(org, '/kept', { event_types: ['api_key.created'] });
+    const delivered = (count: number) =>
+      eventually(() => {
+        const sent = at('/kept').filter((request) => !request.reset);
+        return sent.length >= count && sent.every((request) => request.answeredAt !== undefined) ? sent : undefined;
+      }, `${count} deliveries answered`);
+    for (let count = 1; count <= 3; count++) {
+      await org.call('POST', '/api-tokens', { body: { name: `kept-${count}` } });
+      await delivered(count);
+    }
+    expect(new Set(at('/kept').map((request) => request.connection)).size).toBe(1);
+
+    // The receiver drops the kept connection under the next request: it is sent again on a new
+    // one, and the delivery's record shows one attempt, which succeeded.
+    receiver.resetReused(true);
+    try {
+      await org.call('POST', '/api-tokens', { body: { name: 'kept-after-reset' } });
+      const sent = await delivered(4);
+      // Each connection kept to this receiver (earlier tests' too) is tried and reset, then a new one serves.
+      const reset = at('/kept').filter((request) => request.reset);
+      expect(reset.length).toBeGreaterThanOrEqual(1);
+      expect(new Set(reset.map((request) => request.headers['webhook-id']))).toEqual(new Set([sent[3]!.headers['webhook-id']]));
+      expect(reset.map((request) => request.connection)).not.toContain(sent[3]!.connection);
+      const deliveries = await eventually(async () => {
+        const items = (await org.call('GET', `/webhook-endpoints/${endpoint.webhook_endpoint.id}/deliveries`)).body.items;
+        return items.length === 4 && items.every((delivery: any) => delivery.status === 'succeeded') ? items : undefined;
+      });
+      expect(deliveries.map((delivery: any) => delivery.attempts.map((attempt: any) => attempt.outcome))).toEqual(
+        Array(4).fill(['succeeded']),
+      );
+    } finally {
+      receiver.resetReused(false);
     }
   });
 
