@@ -22,31 +22,48 @@ afterAll(async () => {
 
 const EVENTS = 24;
 
+/**
+ * A server process on a new database with webhooks to `receiver` (the development switch on, a
+ * retry schedule of short pauses, `env` besides), its first organization's API, and an endpoint
+ * at `receiver` for api_key.created.
+ */
+async function deliveringServer(receiver: WebhookReceiver, path: string, env: Record<string, string>) {
+  const databaseUrl = await createTestDatabase();
+  const serverEnv = {
+    WEBHOOK_ALLOW_INSECURE: 'true',
+    WEBHOOK_DISPATCH_INTERVAL_MS: '100',
+    WEBHOOK_TIMEOUT_MS: '5000',
+    // Processes sharing a database share the key that seals the endpoints' secrets.
+    SECRET_STORE_KEY: randomBytes(32).toString('base64'),
+    ...env,
+  };
+  const first = await startServerProcess(databaseUrl, serverEnv);
+  running.push(first);
+  const credentials = await readBootstrap(first.dataDir);
+  const api = (base: string) => (method: string, urlPath: string, body?: unknown) =>
+    call(`${base}/v1/orgs/${credentials.org_id}`, method, urlPath, {
+      defaultKey: credentials.api_key,
+      ...(body === undefined ? {} : { body }),
+    });
+  const created = await api(first.url)('POST', '/webhook-endpoints', { url: `${receiver.url}${path}`, event_types: ['api_key.created'] });
+  expect(created.status, created.text).toBe(201);
+  /** Another process on the same database and data directory. */
+  const next = async () => {
+    const started = await startServerProcess(databaseUrl, serverEnv, { dataDir: first.dataDir });
+    running.push(started);
+    return started;
+  };
+  return { first, api, created, next };
+}
+
 test('killed mid-delivery, the next process delivers every event at least once, duplicates with the same webhook-id', async () => {
   receiver = await startWebhookReceiver();
   // Each answer takes a second: attempts are certainly under way when the process dies.
   receiver.delay(1_000);
-  const databaseUrl = await createTestDatabase();
-  const env = {
-    WEBHOOK_ALLOW_INSECURE: 'true',
-    WEBHOOK_DISPATCH_INTERVAL_MS: '100',
+  const { first, api, created, next } = await deliveringServer(receiver, '/crash', {
     WEBHOOK_RETRY_SCHEDULE: '200ms,400ms,800ms,1s,2s',
-    WEBHOOK_TIMEOUT_MS: '5000',
     WORKER_LEASE_MS: '1500',
-    // Processes sharing a database share the key that seals the endpoints' secrets.
-    SECRET_STORE_KEY: randomBytes(32).toString('base64'),
-  };
-  const first = await startServerProcess(databaseUrl, env);
-  running.push(first);
-  const credentials = await readBootstrap(first.dataDir);
-  const api = (base: string) => (method: string, path: string, body?: unknown) =>
-    call(`${base}/v1/orgs/${credentials.org_id}`, method, path, {
-      defaultKey: credentials.api_key,
-      ...(body === undefined ? {} : { body }),
-    });
-
-  const created = await api(first.url)('POST', '/webhook-endpoints', { url: `${receiver.url}/crash`, event_types: ['api_key.created'] });
-  expect(created.status, created.text).toBe(201);
+  });
   const secret = created.body.secret as string;
   for (let index = 0; index < EVENTS; index++) {
     const key = await api(first.url)('POST', '/api-tokens', { name: `crash-${index}` });
@@ -60,8 +77,7 @@ test('killed mid-delivery, the next process delivers every event at least once, 
   expect(beforeRestart).toBeLessThan(EVENTS);
 
   receiver.delay(0);
-  const second = await startServerProcess(databaseUrl, env, { dataDir: first.dataDir });
-  running.push(second);
+  const second = await next();
   const log = (await api(second.url)('GET', '/events?type=api_key.created&limit=200')).body.items as Array<{ id: string }>;
   expect(log).toHaveLength(EVENTS);
   const logIds = new Set(log.map((event) => event.id));
@@ -96,29 +112,8 @@ test('killed mid-delivery, the next process delivers every event at least once, 
 
 test('stopped mid-delivery, the process hands its attempts back and the next sends them at once', async () => {
   stoppedReceiver = await startWebhookReceiver();
-  stoppedReceiver.delay(1_000);
-  const databaseUrl = await createTestDatabase();
-  const env = {
-    WEBHOOK_ALLOW_INSECURE: 'true',
-    WEBHOOK_DISPATCH_INTERVAL_MS: '100',
-    WEBHOOK_TIMEOUT_MS: '5000',
-    // Leases far longer than the test: an attempt not handed back would wait this long.
-    WORKER_LEASE_MS: '600000',
-    SECRET_STORE_KEY: randomBytes(32).toString('base64'),
-  };
-  const first = await startServerProcess(databaseUrl, env);
-  running.push(first);
-  const credentials = await readBootstrap(first.dataDir);
-  const api = (base: string) => (method: string, path: string, body?: unknown) =>
-    call(`${base}/v1/orgs/${credentials.org_id}`, method, path, {
-      defaultKey: credentials.api_key,
-      ...(body === undefined ? {} : { body }),
-    });
-  const created = await api(first.url)('POST', '/webhook-endpoints', {
-    url: `${stoppedReceiver.url}/stop`,
-    event_types: ['api_key.created'],
-  });
-  expect(created.status, created.text).toBe(201);
+  // Leases far longer than the test: an attempt not handed back would wait this long.
+  const { first, api, created, next } = await deliveringServer(stoppedReceiver, '/stop', { WORKER_LEASE_MS: '600000' });
   for (let index = 0; index < 6; index++) expect((await api(first.url)('POST', '/api-tokens', { name: `stop-${index}` })).status).toBe(201);
   await eventually(() => (stoppedReceiver!.received.length >= 1 ? true : undefined), 'attempts under way', 20_000);
   first.child.kill('SIGTERM');
@@ -126,8 +121,7 @@ test('stopped mid-delivery, the process hands its attempts back and the next sen
   expect(first.child.exitCode).toBe(0);
 
   stoppedReceiver.delay(0);
-  const second = await startServerProcess(databaseUrl, env, { dataDir: first.dataDir });
-  running.push(second);
+  const second = await next();
   const deliveries = await eventually(
     async () => {
       const items = (await api(second.url)('GET', `/webhook-endpoints/${created.body.webhook_endpoint.id}/deliveries?limit=200`)).body
