@@ -88,7 +88,7 @@ export async function eventsSection(start: Start, stop: (server: RunningServer) 
         return pending();
       };
       await drained();
-      const processOf = (server: RunningServer) => ({ pid: server.child.pid!, postgresDir: path.join(server.dataDir, 'postgres') });
+      const processOf = (server: RunningServer) => ({ pid: server.child.pid, postgresDir: path.join(server.dataDir, 'postgres') });
       const wholeRunBefore = servers.map((server) => cpuOf(processOf(server).pid, processOf(server).postgresDir));
       const requestsOf = servers.map(() => 0);
       delivered = 0;
