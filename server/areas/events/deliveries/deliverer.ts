@@ -12,6 +12,13 @@ import { recordAttempts, type MadeAttempt } from './delivery-records.ts';
 const MAX_RECORD_BATCH = 256;
 
 /**
+ * How long an attempt made waits for the others under way before it is recorded without them: a
+ * transaction records (and claims for) a batch, whatever its size, so attempts that end together
+ * are recorded together.
+ */
+const RECORD_LINGER_MS = 5;
+
+/**
  * The deliverer: claims due deliveries (a lease each, across processes), makes their attempts in
  * this process, and records them in batches: one transaction records the attempts that ended while
  * the last was being written, and claims the slots they free. A delivery costs the database a
@@ -38,6 +45,9 @@ export function deliverer(deps: {
   const cut = new AbortController();
   let toRecord: MadeAttempt[] = [];
   let recording: Promise<void> | undefined;
+  let lingering: NodeJS.Timeout | undefined;
+  /** Attempts started and not yet ended. */
+  let underWay = 0;
   let renewal: NodeJS.Timeout | undefined;
   let nextReclaimAt = 0;
 
@@ -62,17 +72,21 @@ export function deliverer(deps: {
     held.add(delivery.id);
     // Claimed as the stop began: handed back with the rest.
     if (cut.signal.aborted) return;
+    underWay++;
     attempts.make(delivery, cut.signal).then(
       (made) => {
+        underWay--;
         // Cut short by the stop: no attempt to speak of; handed back instead.
         if (cut.signal.aborted) return;
         toRecord.push({ deliveryId: delivery.id, endpointId: delivery.endpoint.id, attempt: made });
         recordSoon();
       },
       (error: unknown) => {
+        underWay--;
         // The platform failed (not the receiver): the lease lapses and the delivery is sent again.
         held.delete(delivery.id);
         log.error({ err: error, delivery: delivery.id }, 'a webhook attempt failed; it is made again once its lease lapses');
+        recordSoon();
       },
     );
     renewal ??= setInterval(() => {
@@ -81,8 +95,25 @@ export function deliverer(deps: {
     }, leaseMs / 3).unref();
   }
 
-  /** Starts recording the attempts made, unless a recording is under way (it takes them next). */
+  /**
+   * Records the attempts made once no other is under way, or after RECORD_LINGER_MS; unless a
+   * recording is under way (it takes them next).
+   */
   function recordSoon(): void {
+    if (recording || toRecord.length === 0) return;
+    if (underWay > 0 && toRecord.length < MAX_RECORD_BATCH) {
+      lingering ??= setTimeout(() => {
+        lingering = undefined;
+        recordNow();
+      }, RECORD_LINGER_MS);
+      return;
+    }
+    recordNow();
+  }
+
+  function recordNow(): void {
+    clearTimeout(lingering);
+    lingering = undefined;
     if (recording) return;
     recording = recordWaiting().finally(() => {
       recording = undefined;
@@ -119,6 +150,7 @@ export function deliverer(deps: {
   async function stop(): Promise<void> {
     cut.abort();
     clearInterval(renewal);
+    clearTimeout(lingering);
     attempts.close();
     await recording;
     await recordWaiting();

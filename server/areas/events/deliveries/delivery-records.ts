@@ -1,6 +1,7 @@
 import type { EventsConfig } from '../../../config.ts';
 import { recordEvents } from '../../../core/events.ts';
 import type { PoolClient } from '../../../db/pool.ts';
+import { prepared, runPrepared } from '../../../db/statements.ts';
 import { toWebhookEndpointOut, type EndpointRow } from '../webhook-endpoints/endpoint-rows.ts';
 import { DELIVERIES_DUE_CHANNEL } from './delivery-leases.ts';
 import type { DeliveryAttempt } from './delivery-rows.ts';
@@ -12,6 +13,20 @@ export interface MadeAttempt {
   attempt: DeliveryAttempt;
 }
 
+/** The attempts' records on their deliveries, with each delivery's next step. */
+const RECORD = prepared(
+  'webhook_deliveries_record',
+  `UPDATE webhook_deliveries d SET attempts = d.attempts || jsonb_build_array(u.attempt), attempt_count = d.attempt_count + 1,
+     in_flight = false, lease_token = NULL, lease_expires_at = NULL,
+     status = CASE WHEN u.succeeded THEN 'succeeded' WHEN u.final OR d.attempt_count >= cardinality($5::bigint[]) THEN 'failed' ELSE 'pending' END,
+     next_attempt_at = CASE WHEN u.succeeded OR u.final OR d.attempt_count >= cardinality($5::bigint[]) THEN NULL
+                            ELSE now() + ($5::bigint[])[d.attempt_count + 1] * interval '1 millisecond' END,
+     finished_at = CASE WHEN u.succeeded OR u.final OR d.attempt_count >= cardinality($5::bigint[]) THEN now() END
+   FROM unnest($1::uuid[], $2::jsonb[], $3::boolean[], $4::boolean[]) AS u (id, attempt, succeeded, final)
+   WHERE d.id = u.id AND d.status = 'pending' AND d.lease_token = $6
+   RETURNING d.id, d.endpoint_id, d.status, (d.attempts -> 0 ->> 'attempted_at')::timestamptz AS first_attempt_at`,
+);
+
 /**
  * Records attempts, many at once, in the caller's transaction, and what follows each: success ends its delivery; a
  * failure schedules the next attempt (the retry schedule's next pause) or, when the schedule is
@@ -22,25 +37,14 @@ export interface MadeAttempt {
  * The deliverers are told that slots are free and retries may be due (signed with `token`).
  */
 export async function recordAttempts(tx: PoolClient, config: EventsConfig, token: string, made: readonly MadeAttempt[]): Promise<void> {
-  const { rows: recorded } = await tx.query<{ id: string; endpoint_id: string; status: string; first_attempt_at: Date }>(
-    `UPDATE webhook_deliveries d SET attempts = d.attempts || jsonb_build_array(u.attempt), attempt_count = d.attempt_count + 1,
-       in_flight = false, lease_token = NULL, lease_expires_at = NULL,
-       status = CASE WHEN u.succeeded THEN 'succeeded' WHEN u.final OR d.attempt_count >= cardinality($5::bigint[]) THEN 'failed' ELSE 'pending' END,
-       next_attempt_at = CASE WHEN u.succeeded OR u.final OR d.attempt_count >= cardinality($5::bigint[]) THEN NULL
-                              ELSE now() + ($5::bigint[])[d.attempt_count + 1] * interval '1 millisecond' END,
-       finished_at = CASE WHEN u.succeeded OR u.final OR d.attempt_count >= cardinality($5::bigint[]) THEN now() END
-     FROM unnest($1::uuid[], $2::jsonb[], $3::boolean[], $4::boolean[]) AS u (id, attempt, succeeded, final)
-     WHERE d.id = u.id AND d.status = 'pending' AND d.lease_token = $6
-     RETURNING d.id, d.endpoint_id, d.status, (d.attempts -> 0 ->> 'attempted_at')::timestamptz AS first_attempt_at`,
-    [
-      made.map((one) => one.deliveryId),
-      made.map((one) => JSON.stringify(one.attempt)),
-      made.map((one) => one.attempt.outcome === 'succeeded'),
-      made.map((one) => one.attempt.outcome === 'endpoint_disabled'),
-      config.retryScheduleMs,
-      token,
-    ],
-  );
+  const { rows: recorded } = await runPrepared<{ id: string; endpoint_id: string; status: string; first_attempt_at: Date }>(tx, RECORD, [
+    made.map((one) => one.deliveryId),
+    made.map((one) => JSON.stringify(one.attempt)),
+    made.map((one) => one.attempt.outcome === 'succeeded'),
+    made.map((one) => one.attempt.outcome === 'endpoint_disabled'),
+    config.retryScheduleMs,
+    token,
+  ]);
   const attemptOf = new Map(made.map((one) => [one.deliveryId, one.attempt]));
   // An attempt on a disabled endpoint says nothing of whether the receiver is failing.
   const judged = recorded.filter((row) => attemptOf.get(row.id)!.outcome !== 'endpoint_disabled');
