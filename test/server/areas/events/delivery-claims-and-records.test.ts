@@ -1,10 +1,12 @@
 // Webhook attempts recorded in batches (server/areas/events/deliveries/delivery-records.ts): the
 // attempts of one batch are taken in the order they were made, so an endpoint's `failing_since`
 // is what recording them one by one would leave; and only the deliverer holding a delivery's
-// lease records on it.
+// lease records on it. And claims (delivery-leases.ts): every endpoint with deliveries due is
+// served, each within its concurrency, however busy another is.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import type { EventsConfig } from '../../../../server/config.ts';
+import { deliveryLeases } from '../../../../server/areas/events/deliveries/delivery-leases.ts';
 import { recordAttempts, type MadeAttempt } from '../../../../server/areas/events/deliveries/delivery-records.ts';
 import { createPool, withTransaction, type Pool } from '../../../../server/db/pool.ts';
 import { migrate } from '../../../../server/db/migrate.ts';
@@ -116,4 +118,52 @@ test('only the deliverer holding the lease records: another one changes nothing'
   expect(await failingSince(endpointId)).toBeNull();
   await record(holder, [attempt(deliveryIds[0]!, endpointId, '2026-11-27T10:00:02.000Z', true)]);
   expect(await deliveries(deliveryIds)).toMatchObject([{ status: 'succeeded', attempt_count: 1, in_flight: false }]);
+});
+
+test('a claim serves every endpoint with deliveries due, each within its concurrency, however busy another is', async () => {
+  const db = createPool(await createTestDatabase(), 2);
+  try {
+    await migrate(db);
+    const org = randomUUID();
+    await db.query(`INSERT INTO orgs (id, name) VALUES ($1, 'Claimed')`, [org]);
+    // The busy endpoint sorts first: a claim that looked no further than it would serve no one.
+    const busy = '00000000-0000-4000-8000-000000000001';
+    const quiet = 'ffffffff-ffff-4fff-bfff-ffffffffffff';
+    await db.query(
+      `INSERT INTO webhook_endpoints (id, org_id, url, event_types, secret_sealed)
+       VALUES ($1, $3, 'https://busy.example.com/', '{api_key.created}', 'sealed'), ($2, $3, 'https://quiet.example.com/', '{api_key.revoked}', 'sealed')`,
+      [busy, quiet, org],
+    );
+    const events = async (type: string, count: number) => {
+      for (let index = 0; index < count; index++)
+        await db.query(
+          `INSERT INTO events (id, org_id, type, resource_type, resource_id, data) VALUES ($1, $2, $3, 'api_token', $4, '{}')`,
+          [`evt_${randomUUID().replaceAll('-', '')}`, org, type, randomUUID()],
+        );
+    };
+    await events('api_key.created', 8);
+    await events('api_key.revoked', 1);
+    // Another deliverer has the busy endpoint's four slots.
+    const other = randomUUID();
+    const { rows: held } = await db.query<{ id: string }>(
+      `UPDATE webhook_deliveries SET in_flight = true, next_attempt_at = NULL, lease_token = $2, lease_expires_at = now() + interval '1 minute'
+       WHERE id IN (SELECT id FROM webhook_deliveries WHERE endpoint_id = $1 LIMIT 4) RETURNING id`,
+      [busy, other],
+    );
+    const leases = deliveryLeases(db, config, 60_000);
+    const claim = () =>
+      withTransaction(db, async (tx) => {
+        await leases.lock(tx);
+        return (await leases.claim(tx, randomUUID(), false)).map((claimed) => claimed.endpoint.id);
+      });
+    expect(await claim()).toEqual([quiet]);
+    // Two of the busy endpoint's slots free up: two of its four waiting deliveries are claimed.
+    await db.query(`UPDATE webhook_deliveries SET in_flight = false, status = 'succeeded' WHERE id = ANY($1)`, [
+      held.slice(0, 2).map((row) => row.id),
+    ]);
+    expect(await claim()).toEqual([busy, busy]);
+    expect(await claim()).toEqual([]);
+  } finally {
+    await db.end();
+  }
 });
