@@ -58,10 +58,10 @@ const LAPSED = `
 
 export interface DeliveryLeases {
   /**
-   * Claims the deliveries due now for `token` in the caller's transaction, which it begins with
-   * the claims' lock (so that, in a transaction that records attempts too, a claim never waits
-   * for rows another holds while holding them itself). First makes those with a lapsed lease due,
-   * when `reclaimLapsed`.
+   * Claims the deliveries due now for `token` in the caller's transaction, which began with
+   * `lock` (so that, in a transaction that records attempts too, a claim never waits for rows
+   * another holds while holding them itself). First makes those with a lapsed lease due, when
+   * `reclaimLapsed`.
    */
   claim(tx: PoolClient, token: string, reclaimLapsed: boolean): Promise<ClaimedDelivery[]>;
   /** Takes the claims' lock: the first statement of a transaction that records attempts and claims. */
