@@ -2,6 +2,7 @@ import { stringify } from 'lossless-json';
 import type { EventsConfig } from '../../../config.ts';
 import { iso } from '../../../core/clock.ts';
 import { DomainError } from '../../../core/errors.ts';
+import { LruMap } from '../../../core/lru-map.ts';
 import type { SecretBox } from '../../../drivers/embedded/secret-box.ts';
 import { toEventOut, type EventRow } from '../events/event-rows.ts';
 import { signatureHeader } from '../webhook-endpoints/endpoint-secrets.ts';
@@ -42,13 +43,13 @@ export function deliveryAttempts(deps: { config: EventsConfig; secrets: SecretBo
    * Secrets opened, by their sealed form (a new IV each time one is sealed, so a rotation is a new
    * entry): opening one (AES-GCM) was a third of an attempt's CPU. The least recently used go first.
    */
-  const opened = new Map<string, string>();
+  const opened = new LruMap<string, string>(MAX_OPENED_SECRETS);
   function open(sealed: string): string {
     let secret = opened.get(sealed);
-    if (secret === undefined) secret = secrets.open(sealed);
-    else opened.delete(sealed);
-    opened.set(sealed, secret);
-    if (opened.size > MAX_OPENED_SECRETS) opened.delete(opened.keys().next().value!);
+    if (secret === undefined) {
+      secret = secrets.open(sealed);
+      opened.set(sealed, secret);
+    }
     return secret;
   }
 

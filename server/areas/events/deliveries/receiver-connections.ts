@@ -1,5 +1,6 @@
 import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
+import { LruMap } from '../../../core/lru-map.ts';
 
 /** Receivers' origins whose connections are kept at most; past it the least recently used go. */
 const MAX_ORIGINS = 256;
@@ -14,7 +15,8 @@ const MAX_ORIGINS = 256;
  * the receiver rarely closes one under a request; `idleMs` 0 keeps none (a connection per attempt).
  */
 export class ReceiverConnections {
-  private readonly agents = new Map<string, HttpAgent>();
+  /** By origin and address; one that goes closes its connections. */
+  private readonly agents = new LruMap<string, HttpAgent>(MAX_ORIGINS, (_key, agent) => agent.destroy());
   private readonly idleMs: number;
 
   constructor(idleMs: number) {
@@ -26,25 +28,16 @@ export class ReceiverConnections {
     if (this.idleMs === 0) return false;
     const key = `${url.protocol}//${url.host}@${address}`;
     let agent = this.agents.get(key);
-    if (agent) {
-      // Most recently used last: a Map keeps insertion order.
-      this.agents.delete(key);
-    } else {
+    if (!agent) {
       const options = { keepAlive: true, maxFreeSockets: 4, timeout: this.idleMs, scheduling: 'lifo' as const };
       agent = url.protocol === 'https:' ? new HttpsAgent(options) : new HttpAgent(options);
-      if (this.agents.size >= MAX_ORIGINS) this.forget(this.agents.keys().next().value!);
+      this.agents.set(key, agent);
     }
-    this.agents.set(key, agent);
     return agent;
   }
 
   /** Closes every kept connection (the stop). */
   close(): void {
-    for (const key of [...this.agents.keys()]) this.forget(key);
-  }
-
-  private forget(key: string): void {
-    this.agents.get(key)?.destroy();
-    this.agents.delete(key);
+    this.agents.clear();
   }
 }

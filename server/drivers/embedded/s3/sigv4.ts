@@ -1,5 +1,6 @@
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
+import { LruMap } from '../../../core/lru-map.ts';
 import { S3Error, accessDenied } from './errors.ts';
 import type { RequestParts, SignedRequest } from './signed-request.ts';
 import { parseSignatureV2, verifySignatureV2 } from './sigv2.ts';
@@ -178,8 +179,7 @@ function signedText(value: string): string {
  * signature (AWS's SDKs keep it likewise). Only ever found through the secret, which the key's
  * lookup (and so its revocation) gives first.
  */
-const derivedKeys = new Map<string, Buffer>();
-const MAX_DERIVED_KEYS = 1_000;
+const derivedKeys = new LruMap<string, Buffer>(1_000);
 
 export function signingKey(secret: string, date: string, region: string): Buffer {
   const cacheKey = `${date}\n${region}\n${secret}`;
@@ -189,7 +189,6 @@ export function signingKey(secret: string, date: string, region: string): Buffer
   const kRegion = hmac(kDate, region);
   const kService = hmac(kRegion, 's3');
   const key = hmac(kService, 'aws4_request');
-  if (derivedKeys.size >= MAX_DERIVED_KEYS) derivedKeys.delete(derivedKeys.keys().next().value!);
   derivedKeys.set(cacheKey, key);
   return key;
 }
