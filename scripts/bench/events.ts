@@ -18,6 +18,8 @@ import type { RunningServer } from './servers.ts';
 
 type Start = (name: string, env: Record<string, string>) => Promise<RunningServer>;
 
+const postgresDirOf = (server: RunningServer) => path.join(server.dataDir, 'postgres');
+
 interface Cost {
   rps: number;
   cpuPerRequest: number;
@@ -88,14 +90,13 @@ export async function eventsSection(start: Start, stop: (server: RunningServer) 
         return pending();
       };
       await drained();
-      const processOf = (server: RunningServer) => ({ pid: server.child.pid, postgresDir: path.join(server.dataDir, 'postgres') });
-      const wholeRunBefore = servers.map((server) => cpuOf(processOf(server).pid, processOf(server).postgresDir));
+      const wholeRunBefore = servers.map((server) => cpuOf(server.child.pid, postgresDirOf(server)));
       const requestsOf = servers.map(() => 0);
       delivered = 0;
       for (let turn = 0; turn < rounds; turn++) {
         for (const [index, server] of servers.entries()) {
           const { result, perUnit } = await cpuPer(
-            { pid: server.child.pid, postgresDir: path.join(server.dataDir, 'postgres') },
+            { pid: server.child.pid, postgresDir: postgresDirOf(server) },
             () => load(requestOf(server), round, loadGenerator()),
             (run) => run.sent,
           );
@@ -110,7 +111,7 @@ export async function eventsSection(start: Start, stop: (server: RunningServer) 
       }
       const undelivered = await drained();
       const wholeRun = servers.map((server, index) => {
-        const after = cpuOf(processOf(server).pid, processOf(server).postgresDir);
+        const after = cpuOf(server.child.pid, postgresDirOf(server));
         const before = wholeRunBefore[index]!;
         const requests = requestsOf[index]!;
         return { node: (after.node - before.node) / requests, postgres: (after.postgres - before.postgres) / requests };
