@@ -110,6 +110,8 @@ export interface EventsConfig {
   keepAliveMs: number;
   /** Attempts under way to one endpoint at most, across processes (WEBHOOK_ENDPOINT_CONCURRENCY). */
   endpointConcurrency: number;
+  /** Attempts under way for one organization at most, across processes (WEBHOOK_ORG_CONCURRENCY). */
+  orgConcurrency: number;
   /** Attempts under way at most, across processes (WEBHOOK_MAX_IN_FLIGHT). */
   maxInFlight: number;
   /** How often due deliveries are looked for, besides when one is announced (WEBHOOK_DISPATCH_INTERVAL_MS). */
@@ -391,7 +393,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       timeoutMs: integer(env, 'WEBHOOK_TIMEOUT_MS', 10_000, 100, 60_000),
       keepAliveMs: integer(env, 'WEBHOOK_KEEP_ALIVE_MS', 4_000, 0, 60_000),
       endpointConcurrency: integer(env, 'WEBHOOK_ENDPOINT_CONCURRENCY', 4, 1, 64),
-      maxInFlight: integer(env, 'WEBHOOK_MAX_IN_FLIGHT', 16, 1, 1024),
+      // An attempt mostly waits on its receiver: many at once cost little. An organization gets
+      // an eighth of them at most, so that its slow receivers never hold everyone's.
+      orgConcurrency: integer(env, 'WEBHOOK_ORG_CONCURRENCY', 8, 1, 1024),
+      maxInFlight: integer(env, 'WEBHOOK_MAX_IN_FLIGHT', 64, 1, 1024),
       dispatchIntervalMs: integer(env, 'WEBHOOK_DISPATCH_INTERVAL_MS', 1_000, 10, 600_000),
     },
     invoicing: invoicingConfig(env),

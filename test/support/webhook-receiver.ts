@@ -26,6 +26,12 @@ export interface WebhookReceiver {
   delay(ms: number): void;
   /** From now on, a request on a connection that carried one before is reset unanswered (a receiver that dropped it idle). */
   resetReused(on: boolean): void;
+  /**
+   * From now on, requests to paths starting with `prefix` are answered only once the returned
+   * function is called (a receiver that hangs): however long that takes, and however loaded the
+   * machine, they stay open until then.
+   */
+  hold(prefix: string): () => void;
   close(): Promise<void>;
 }
 
@@ -34,6 +40,7 @@ export async function startWebhookReceiver(): Promise<WebhookReceiver> {
   let status: number | ((request: ReceivedWebhook) => number) = 200;
   let delayMs = 0;
   let resetting = false;
+  const held = new Map<string, Array<() => void>>();
   const served = new WeakSet<object>();
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -54,10 +61,13 @@ export async function startWebhookReceiver(): Promise<WebhookReceiver> {
       }
       served.add(req.socket);
       const code = typeof status === 'function' ? status(request) : status;
-      setTimeout(() => {
+      const respond = () => {
         request.answeredAt = Date.now();
         res.writeHead(code, { 'content-type': 'text/plain' }).end('ok');
-      }, delayMs);
+      };
+      const holding = [...held.keys()].find((prefix) => request.path.startsWith(prefix));
+      if (holding !== undefined) held.get(holding)!.push(respond);
+      else setTimeout(respond, delayMs);
     });
   });
   // Idle connections are the sender's to close: a test that sees them reused does not depend on
@@ -71,6 +81,14 @@ export async function startWebhookReceiver(): Promise<WebhookReceiver> {
     answer: (next) => (status = next),
     delay: (ms) => (delayMs = ms),
     resetReused: (on) => (resetting = on),
+    hold(prefix) {
+      held.set(prefix, []);
+      return () => {
+        const waiting = held.get(prefix) ?? [];
+        held.delete(prefix);
+        waiting.forEach((respond) => respond());
+      };
+    },
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();

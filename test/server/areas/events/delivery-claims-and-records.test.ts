@@ -2,7 +2,8 @@
 // attempts of one batch are taken in the order they were made, so an endpoint's `failing_since`
 // is what recording them one by one would leave; and only the deliverer holding a delivery's
 // lease records on it. And claims (delivery-leases.ts): every endpoint with deliveries due is
-// served, each within its concurrency, however busy another is.
+// served, each within its concurrency, however busy another is; and every organization, each
+// within its share, however many deliveries another has waiting.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import type { EventsConfig } from '../../../../server/config.ts';
@@ -20,6 +21,7 @@ const config: EventsConfig = {
   timeoutMs: 1_000,
   keepAliveMs: 4_000,
   endpointConcurrency: 4,
+  orgConcurrency: 8,
   maxInFlight: 16,
   dispatchIntervalMs: 1_000,
 };
@@ -163,6 +165,61 @@ test('a claim serves every endpoint with deliveries due, each within its concurr
     ]);
     expect(await claim()).toEqual([busy, busy]);
     expect(await claim()).toEqual([]);
+  } finally {
+    await db.end();
+  }
+});
+
+test('a claim keeps an organization within its share: the slow receivers of one never hold every slot', async () => {
+  const db = createPool(await createTestDatabase(), 2);
+  try {
+    await migrate(db);
+    const [crowded, modest] = [randomUUID(), randomUUID()];
+    await db.query(`INSERT INTO orgs (id, name) VALUES ($1, 'Crowded'), ($2, 'Modest')`, [crowded, modest]);
+    const endpoint = async (org: string) => {
+      const id = randomUUID();
+      await db.query(
+        `INSERT INTO webhook_endpoints (id, org_id, url, event_types, secret_sealed) VALUES ($1, $2, 'https://hooks.example.com/', '{*}', 'sealed')`,
+        [id, org],
+      );
+      return id;
+    };
+    // Three endpoints of one organization, four events each: twelve deliveries due, four per
+    // endpoint, all older than the other organization's two.
+    const crowdedEndpoints: string[] = [await endpoint(crowded), await endpoint(crowded), await endpoint(crowded)];
+    const events = async (org: string, count: number) => {
+      for (let index = 0; index < count; index++)
+        await db.query(
+          `INSERT INTO events (id, org_id, type, resource_type, resource_id, data) VALUES ($1, $2, 'api_key.created', 'api_token', $3, '{}')`,
+          [`evt_${randomUUID().replaceAll('-', '')}`, org, randomUUID()],
+        );
+    };
+    await events(crowded, 4);
+    const modestEndpoint = await endpoint(modest);
+    await events(modest, 2);
+    await db.query(`UPDATE webhook_deliveries SET next_attempt_at = now() - interval '1 minute' WHERE org_id = $1`, [crowded]);
+
+    const leases = deliveryLeases(db, { ...config, endpointConcurrency: 4, orgConcurrency: 6, maxInFlight: 16 }, 60_000);
+    const claim = () =>
+      withTransaction(db, async (tx) => {
+        await leases.lock(tx);
+        return (await leases.claim(tx, randomUUID(), false)).map((claimed) => claimed.endpoint.id);
+      });
+    const claimed = await claim();
+    // Six of the crowded organization's twelve, its share, and both of the other's.
+    expect(claimed.filter((id) => crowdedEndpoints.includes(id))).toHaveLength(6);
+    expect(claimed.filter((id) => id === modestEndpoint)).toHaveLength(2);
+    expect(await claim()).toEqual([]);
+    // Two of its attempts end: two more of its deliveries are claimed, no more.
+    const { rows: ended } = await db.query<{ id: string }>(
+      `UPDATE webhook_deliveries SET in_flight = false, status = 'succeeded'
+       WHERE id IN (SELECT id FROM webhook_deliveries WHERE org_id = $1 AND in_flight LIMIT 2) RETURNING id`,
+      [crowded],
+    );
+    expect(ended).toHaveLength(2);
+    const again = await claim();
+    expect(again).toHaveLength(2);
+    expect(again.every((id) => crowdedEndpoints.includes(id))).toBe(true);
   } finally {
     await db.end();
   }

@@ -183,6 +183,51 @@ describe('a webhook endpoint', () => {
     }
   });
 
+  test("one organization's hanging receivers hold its share of the attempts, never another organization's", async () => {
+    // Three attempts at once in all, two for an organization: without a share per organization,
+    // the hanging receivers would take all three, and the other organization would wait for them.
+    const slots = await startTestServer({
+      WEBHOOK_ALLOW_INSECURE: 'true',
+      WEBHOOK_DISPATCH_INTERVAL_MS: '100',
+      // The hanging attempts never time out while the test runs.
+      WEBHOOK_TIMEOUT_MS: '60000',
+      WEBHOOK_ENDPOINT_CONCURRENCY: '2',
+      WEBHOOK_ORG_CONCURRENCY: '2',
+      WEBHOOK_MAX_IN_FLIGHT: '3',
+    });
+    const release = receiver.hold('/hanging');
+    try {
+      const endpointOf = async (org: TestOrg, path: string) => {
+        const created = await org.call('POST', '/webhook-endpoints', {
+          body: { url: `${receiver.url}${path}`, event_types: ['api_key.created'] },
+        });
+        expect(created.status, created.text).toBe(201);
+      };
+      const hanging = await slots.createOrg('Hanging receivers');
+      await endpointOf(hanging, '/hanging-1');
+      await endpointOf(hanging, '/hanging-2');
+      for (let index = 0; index < 3; index++)
+        expect((await hanging.call('POST', '/api-tokens', { body: { name: `hung-${index}` } })).status).toBe(201);
+      const stuck = () => receiver.received.filter((request) => request.path.startsWith('/hanging'));
+      await eventually(() => stuck().length >= 2 || undefined, 'the hanging receivers hold two attempts', 30_000);
+
+      const waiting = await slots.createOrg('Waiting for nobody');
+      await endpointOf(waiting, '/answered');
+      expect((await waiting.call('POST', '/api-tokens', { body: { name: 'prompt' } })).status).toBe(201);
+      await eventually(
+        () => at('/answered').find((request) => request.answeredAt !== undefined),
+        'the other organization is served',
+        30_000,
+      );
+      // Meanwhile the hanging organization got no attempt beyond its two, and none was answered.
+      expect(stuck()).toHaveLength(2);
+      expect(stuck().every((request) => request.answeredAt === undefined)).toBe(true);
+    } finally {
+      release();
+      await slots.close();
+    }
+  });
+
   test('deliveries one after another reuse one connection; one the receiver reset idle is not a failed attempt', async () => {
     const org = await server.createOrg('Kept connection');
     const endpoint = await createEndpoint(org, '/kept', { event_types: ['api_key.created'] });
