@@ -51,6 +51,17 @@ export async function lockForWrite(tx: PoolClient, orgId: string, bucketId: stri
 }
 
 /**
+ * Whether a write failed because its reservation was swept (store_write_snapshot refuses it as it
+ * commits, SQLSTATE CPS01: migrations/0940_swept_reservation_refused.sql). Another instance's sweep
+ * takes a live instance's reservations only while that instance's lock connection is lost: an
+ * outage of the database, not the write's fault. The write kept nothing, and sent again it
+ * succeeds, so it is answered as an outage (503, retry), never as an internal error.
+ */
+export function isSweptReservation(error: unknown): boolean {
+  return typeof error === 'object' && error !== null && (error as { code?: unknown }).code === 'CPS01';
+}
+
+/**
  * `lockForWrite`, plus what the write then reads under the locks (the key's unversioned version
  * when `key` is given, and the space others hold), in one round trip: the database function
  * store_write_snapshot (migrations/0910_write_snapshot.sql) takes the same locks in the same

@@ -4,6 +4,7 @@ import {
   isConcurrencyConflict,
   isDatabaseUnavailable,
 } from '../../../db/unavailable.ts';
+import { isSweptReservation } from '../quota.ts';
 import type { RefusalCode } from '../refusals.ts';
 
 /** An S3 error: S3's code, its HTTP status and a sentence (answered as S3's XML error document). */
@@ -64,14 +65,15 @@ export function assertStorable(value: string, argument: string): string {
 
 /**
  * The S3 answer of a request the platform could not serve because its database is away (stopped,
- * unreachable, frozen past the timeouts: 503 ServiceUnavailable) or its transaction collided with
+ * unreachable, frozen past the timeouts, or a write's reservation swept while this process's lock
+ * connection was lost: 503 ServiceUnavailable) or its transaction collided with
  * a concurrent one (503 SlowDown); undefined for any other failure. Both say when to retry, as
  * S3's own 503s tell SDKs to back off and try again: nothing was stored or changed.
  */
 export function unavailableError(error: unknown): S3Error | undefined {
   if (isConcurrencyConflict(error))
     return new S3Error('SlowDown', 503, 'Please reduce your request rate.', {}, { 'Retry-After': String(CONFLICT_RETRY_AFTER_SECONDS) });
-  if (isDatabaseUnavailable(error))
+  if (isDatabaseUnavailable(error) || isSweptReservation(error))
     return new S3Error(
       'ServiceUnavailable',
       503,
