@@ -7,7 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import type { EventsConfig } from '../../../../server/config.ts';
-import { deliveryLeases } from '../../../../server/areas/events/deliveries/delivery-leases.ts';
+import { deliveryLeases, type DeliveryLeases } from '../../../../server/areas/events/deliveries/delivery-leases.ts';
 import { recordAttempts, type MadeAttempt } from '../../../../server/areas/events/deliveries/delivery-records.ts';
 import { createPool, withTransaction, type Pool } from '../../../../server/db/pool.ts';
 import { migrate } from '../../../../server/db/migrate.ts';
@@ -35,6 +35,35 @@ beforeAll(async () => {
 });
 afterAll(() => pool?.end());
 
+/** `count` events of `type`: the fan-out trigger makes each a delivery to the organization's endpoints that want it. */
+async function writeEvents(db: Pool, org: string, type: string, count: number): Promise<void> {
+  for (let index = 0; index < count; index++)
+    await db.query(`INSERT INTO events (id, org_id, type, resource_type, resource_id, data) VALUES ($1, $2, $3, 'api_token', $4, '{}')`, [
+      `evt_${randomUUID().replaceAll('-', '')}`,
+      org,
+      type,
+      randomUUID(),
+    ]);
+}
+
+/** A database of its own, migrated: a claim looks at every delivery due, so the other tests' must not be there. */
+async function inDatabaseOfItsOwn(run: (db: Pool) => Promise<void>): Promise<void> {
+  const db = createPool(await createTestDatabase(), 2);
+  try {
+    await migrate(db);
+    await run(db);
+  } finally {
+    await db.end();
+  }
+}
+
+/** A claim as the deliverer makes one (its transaction begins with the claims' lock): the endpoints of what it claimed. */
+const claimer = (db: Pool, leases: DeliveryLeases) => () =>
+  withTransaction(db, async (tx) => {
+    await leases.lock(tx);
+    return (await leases.claim(tx, randomUUID(), false)).map((claimed) => claimed.endpoint.id);
+  });
+
 /** An endpoint (failing since `failingSince`, if given) with `count` deliveries, leased to `token`. */
 async function leasedDeliveries(token: string, count: number, failingSince: string | null = null) {
   const endpointId = randomUUID();
@@ -43,12 +72,7 @@ async function leasedDeliveries(token: string, count: number, failingSince: stri
      VALUES ($1, $2, 'https://hooks.example.com/', '{api_key.created}', 'sealed', $3)`,
     [endpointId, orgId, failingSince],
   );
-  // The fan-out trigger makes each event a delivery to the endpoint.
-  for (let index = 0; index < count; index++)
-    await pool.query(
-      `INSERT INTO events (id, org_id, type, resource_type, resource_id, data) VALUES ($1, $2, 'api_key.created', 'api_token', $3, '{}')`,
-      [`evt_${randomUUID().replaceAll('-', '')}`, orgId, randomUUID()],
-    );
+  await writeEvents(pool, orgId, 'api_key.created', count);
   const { rows } = await pool.query<{ id: string }>(
     `UPDATE webhook_deliveries SET in_flight = true, next_attempt_at = NULL, lease_token = $2, lease_expires_at = now() + interval '1 minute'
      WHERE endpoint_id = $1 RETURNING id`,
@@ -122,10 +146,8 @@ test('only the deliverer holding the lease records: another one changes nothing'
   expect(await deliveries(deliveryIds)).toMatchObject([{ status: 'succeeded', attempt_count: 1, in_flight: false }]);
 });
 
-test('a claim serves every endpoint with deliveries due, each within its concurrency, however busy another is', async () => {
-  const db = createPool(await createTestDatabase(), 2);
-  try {
-    await migrate(db);
+test('a claim serves every endpoint with deliveries due, each within its concurrency, however busy another is', () =>
+  inDatabaseOfItsOwn(async (db) => {
     const org = randomUUID();
     await db.query(`INSERT INTO orgs (id, name) VALUES ($1, 'Claimed')`, [org]);
     // The busy endpoint sorts first: a claim that looked no further than it would serve no one.
@@ -133,31 +155,19 @@ test('a claim serves every endpoint with deliveries due, each within its concurr
     const quiet = 'ffffffff-ffff-4fff-bfff-ffffffffffff';
     await db.query(
       `INSERT INTO webhook_endpoints (id, org_id, url, event_types, secret_sealed)
-       VALUES ($1, $3, 'https://busy.example.com/', '{api_key.created}', 'sealed'), ($2, $3, 'https://quiet.example.com/', '{api_key.revoked}', 'sealed')`,
+     VALUES ($1, $3, 'https://busy.example.com/', '{api_key.created}', 'sealed'), ($2, $3, 'https://quiet.example.com/', '{api_key.revoked}', 'sealed')`,
       [busy, quiet, org],
     );
-    const events = async (type: string, count: number) => {
-      for (let index = 0; index < count; index++)
-        await db.query(
-          `INSERT INTO events (id, org_id, type, resource_type, resource_id, data) VALUES ($1, $2, $3, 'api_token', $4, '{}')`,
-          [`evt_${randomUUID().replaceAll('-', '')}`, org, type, randomUUID()],
-        );
-    };
-    await events('api_key.created', 8);
-    await events('api_key.revoked', 1);
+    await writeEvents(db, org, 'api_key.created', 8);
+    await writeEvents(db, org, 'api_key.revoked', 1);
     // Another deliverer has the busy endpoint's four slots.
     const other = randomUUID();
     const { rows: held } = await db.query<{ id: string }>(
       `UPDATE webhook_deliveries SET in_flight = true, next_attempt_at = NULL, lease_token = $2, lease_expires_at = now() + interval '1 minute'
-       WHERE id IN (SELECT id FROM webhook_deliveries WHERE endpoint_id = $1 LIMIT 4) RETURNING id`,
+     WHERE id IN (SELECT id FROM webhook_deliveries WHERE endpoint_id = $1 LIMIT 4) RETURNING id`,
       [busy, other],
     );
-    const leases = deliveryLeases(db, config, 60_000);
-    const claim = () =>
-      withTransaction(db, async (tx) => {
-        await leases.lock(tx);
-        return (await leases.claim(tx, randomUUID(), false)).map((claimed) => claimed.endpoint.id);
-      });
+    const claim = claimer(db, deliveryLeases(db, config, 60_000));
     expect(await claim()).toEqual([quiet]);
     // Two of the busy endpoint's slots free up: two of its four waiting deliveries are claimed.
     await db.query(`UPDATE webhook_deliveries SET in_flight = false, status = 'succeeded' WHERE id = ANY($1)`, [
@@ -165,15 +175,10 @@ test('a claim serves every endpoint with deliveries due, each within its concurr
     ]);
     expect(await claim()).toEqual([busy, busy]);
     expect(await claim()).toEqual([]);
-  } finally {
-    await db.end();
-  }
-});
+  }));
 
-test('a claim keeps an organization within its share: the slow receivers of one never hold every slot', async () => {
-  const db = createPool(await createTestDatabase(), 2);
-  try {
-    await migrate(db);
+test('a claim keeps an organization within its share: the slow receivers of one never hold every slot', () =>
+  inDatabaseOfItsOwn(async (db) => {
     const [crowded, modest] = [randomUUID(), randomUUID()];
     await db.query(`INSERT INTO orgs (id, name) VALUES ($1, 'Crowded'), ($2, 'Modest')`, [crowded, modest]);
     const endpoint = async (org: string) => {
@@ -187,24 +192,12 @@ test('a claim keeps an organization within its share: the slow receivers of one 
     // Three endpoints of one organization, four events each: twelve deliveries due, four per
     // endpoint, all older than the other organization's two.
     const crowdedEndpoints: string[] = [await endpoint(crowded), await endpoint(crowded), await endpoint(crowded)];
-    const events = async (org: string, count: number) => {
-      for (let index = 0; index < count; index++)
-        await db.query(
-          `INSERT INTO events (id, org_id, type, resource_type, resource_id, data) VALUES ($1, $2, 'api_key.created', 'api_token', $3, '{}')`,
-          [`evt_${randomUUID().replaceAll('-', '')}`, org, randomUUID()],
-        );
-    };
-    await events(crowded, 4);
+    await writeEvents(db, crowded, 'api_key.created', 4);
     const modestEndpoint = await endpoint(modest);
-    await events(modest, 2);
+    await writeEvents(db, modest, 'api_key.created', 2);
     await db.query(`UPDATE webhook_deliveries SET next_attempt_at = now() - interval '1 minute' WHERE org_id = $1`, [crowded]);
 
-    const leases = deliveryLeases(db, { ...config, endpointConcurrency: 4, orgConcurrency: 6, maxInFlight: 16 }, 60_000);
-    const claim = () =>
-      withTransaction(db, async (tx) => {
-        await leases.lock(tx);
-        return (await leases.claim(tx, randomUUID(), false)).map((claimed) => claimed.endpoint.id);
-      });
+    const claim = claimer(db, deliveryLeases(db, { ...config, endpointConcurrency: 4, orgConcurrency: 6, maxInFlight: 16 }, 60_000));
     const claimed = await claim();
     // Six of the crowded organization's twelve, its share, and both of the other's.
     expect(claimed.filter((id) => crowdedEndpoints.includes(id))).toHaveLength(6);
@@ -213,14 +206,11 @@ test('a claim keeps an organization within its share: the slow receivers of one 
     // Two of its attempts end: two more of its deliveries are claimed, no more.
     const { rows: ended } = await db.query<{ id: string }>(
       `UPDATE webhook_deliveries SET in_flight = false, status = 'succeeded'
-       WHERE id IN (SELECT id FROM webhook_deliveries WHERE org_id = $1 AND in_flight LIMIT 2) RETURNING id`,
+     WHERE id IN (SELECT id FROM webhook_deliveries WHERE org_id = $1 AND in_flight LIMIT 2) RETURNING id`,
       [crowded],
     );
     expect(ended).toHaveLength(2);
     const again = await claim();
     expect(again).toHaveLength(2);
     expect(again.every((id) => crowdedEndpoints.includes(id))).toBe(true);
-  } finally {
-    await db.end();
-  }
-});
+  }));
