@@ -35,6 +35,21 @@ beforeAll(async () => {
 });
 afterAll(() => pool?.end());
 
+/** An endpoint of the organization for these event types (failing since `failingSince`, if given); its id. */
+async function insertEndpoint(
+  db: Pool,
+  org: string,
+  eventTypes: string[],
+  { id = randomUUID(), failingSince = null }: { id?: string; failingSince?: string | null } = {},
+): Promise<string> {
+  await db.query(
+    `INSERT INTO webhook_endpoints (id, org_id, url, event_types, secret_sealed, failing_since)
+     VALUES ($1, $2, 'https://hooks.example.com/', $3, 'sealed', $4)`,
+    [id, org, eventTypes, failingSince],
+  );
+  return id;
+}
+
 /** `count` events of `type`: the fan-out trigger makes each a delivery to the organization's endpoints that want it. */
 async function writeEvents(db: Pool, org: string, type: string, count: number): Promise<void> {
   for (let index = 0; index < count; index++)
@@ -66,12 +81,7 @@ const claimer = (db: Pool, leases: DeliveryLeases) => () =>
 
 /** An endpoint (failing since `failingSince`, if given) with `count` deliveries, leased to `token`. */
 async function leasedDeliveries(token: string, count: number, failingSince: string | null = null) {
-  const endpointId = randomUUID();
-  await pool.query(
-    `INSERT INTO webhook_endpoints (id, org_id, url, event_types, secret_sealed, failing_since)
-     VALUES ($1, $2, 'https://hooks.example.com/', '{api_key.created}', 'sealed', $3)`,
-    [endpointId, orgId, failingSince],
-  );
+  const endpointId = await insertEndpoint(pool, orgId, ['api_key.created'], { failingSince });
   await writeEvents(pool, orgId, 'api_key.created', count);
   const { rows } = await pool.query<{ id: string }>(
     `UPDATE webhook_deliveries SET in_flight = true, next_attempt_at = NULL, lease_token = $2, lease_expires_at = now() + interval '1 minute'
@@ -153,11 +163,8 @@ test('a claim serves every endpoint with deliveries due, each within its concurr
     // The busy endpoint sorts first: a claim that looked no further than it would serve no one.
     const busy = '00000000-0000-4000-8000-000000000001';
     const quiet = 'ffffffff-ffff-4fff-bfff-ffffffffffff';
-    await db.query(
-      `INSERT INTO webhook_endpoints (id, org_id, url, event_types, secret_sealed)
-     VALUES ($1, $3, 'https://busy.example.com/', '{api_key.created}', 'sealed'), ($2, $3, 'https://quiet.example.com/', '{api_key.revoked}', 'sealed')`,
-      [busy, quiet, org],
-    );
+    await insertEndpoint(db, org, ['api_key.created'], { id: busy });
+    await insertEndpoint(db, org, ['api_key.revoked'], { id: quiet });
     await writeEvents(db, org, 'api_key.created', 8);
     await writeEvents(db, org, 'api_key.revoked', 1);
     // Another deliverer has the busy endpoint's four slots.
@@ -181,14 +188,7 @@ test('a claim keeps an organization within its share: the slow receivers of one 
   inDatabaseOfItsOwn(async (db) => {
     const [crowded, modest] = [randomUUID(), randomUUID()];
     await db.query(`INSERT INTO orgs (id, name) VALUES ($1, 'Crowded'), ($2, 'Modest')`, [crowded, modest]);
-    const endpoint = async (org: string) => {
-      const id = randomUUID();
-      await db.query(
-        `INSERT INTO webhook_endpoints (id, org_id, url, event_types, secret_sealed) VALUES ($1, $2, 'https://hooks.example.com/', '{*}', 'sealed')`,
-        [id, org],
-      );
-      return id;
-    };
+    const endpoint = (org: string) => insertEndpoint(db, org, ['*']);
     // Three endpoints of one organization, four events each: twelve deliveries due, four per
     // endpoint, all older than the other organization's two.
     const crowdedEndpoints: string[] = [await endpoint(crowded), await endpoint(crowded), await endpoint(crowded)];

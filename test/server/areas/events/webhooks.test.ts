@@ -197,22 +197,16 @@ describe('a webhook endpoint', () => {
     });
     const release = receiver.hold('/hanging');
     try {
-      const endpointOf = async (org: TestOrg, path: string) => {
-        const created = await org.call('POST', '/webhook-endpoints', {
-          body: { url: `${receiver.url}${path}`, event_types: ['api_key.created'] },
-        });
-        expect(created.status, created.text).toBe(201);
-      };
       const hanging = await slots.createOrg('Hanging receivers');
-      await endpointOf(hanging, '/hanging-1');
-      await endpointOf(hanging, '/hanging-2');
+      await createEndpoint(hanging, '/hanging-1', { event_types: ['api_key.created'] });
+      await createEndpoint(hanging, '/hanging-2', { event_types: ['api_key.created'] });
       for (let index = 0; index < 3; index++)
         expect((await hanging.call('POST', '/api-tokens', { body: { name: `hung-${index}` } })).status).toBe(201);
       const stuck = () => receiver.received.filter((request) => request.path.startsWith('/hanging'));
       await eventually(() => stuck().length >= 2 || undefined, 'the hanging receivers hold two attempts', 30_000);
 
       const waiting = await slots.createOrg('Waiting for nobody');
-      await endpointOf(waiting, '/answered');
+      await createEndpoint(waiting, '/answered', { event_types: ['api_key.created'] });
       expect((await waiting.call('POST', '/api-tokens', { body: { name: 'prompt' } })).status).toBe(201);
       await eventually(
         () => at('/answered').find((request) => request.answeredAt !== undefined),
