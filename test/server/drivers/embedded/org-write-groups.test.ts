@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { createPool, type Pool, type PoolClient } from '../../../../server/db/pool.ts';
-import { OrgWriteGroups } from '../../../../server/drivers/embedded/org-write-groups.ts';
+import { OrgWriteGroups, type Batch } from '../../../../server/drivers/embedded/org-write-groups.ts';
 import { eventually } from '../../../support/eventually.ts';
 import { createTestDatabase } from '../../../support/server.ts';
 
@@ -107,6 +107,50 @@ describe("an organization's writes", () => {
     } finally {
       await release().catch(() => {});
     }
+  });
+
+  test("a batch's writes next to each other in a group go in one statement, in order, each refused alone", async () => {
+    const groups = new OrgWriteGroups(pool);
+    const org = randomUUID();
+    await pool.query('INSERT INTO gate (org) VALUES ($1)', [org]);
+    // Each call is one run of the batch (store_commit_puts sends it as one statement); its items go
+    // in order, a refused one alone.
+    const runs: string[][] = [];
+    const inserts: Batch<string, string> = {
+      async run(tx, ids) {
+        runs.push(ids);
+        const outcomes: Array<{ ok: true; result: string } | { ok: false; error: unknown }> = [];
+        for (const id of ids) {
+          if (id.startsWith('refused-')) outcomes.push({ ok: false, error: new Error(id) });
+          else outcomes.push({ ok: true, result: (await write(org, id)(tx)) && id });
+        }
+        return outcomes;
+      },
+    };
+    const release = await holdLock(org);
+    const first = groups.run(org, write(org, `lone-${org}`));
+    await someoneWaitsOnALock();
+    // Queued behind the lock: three of the batch, a plain write, then two more of the batch.
+    const ids = ['b1', 'refused-b2', 'b3', 'plain', 'b4', 'b5'].map((id) => `${id}-${org}`);
+    const queued = ids.map((id) => (id.startsWith('plain') ? groups.run(org, write(org, id)) : groups.runBatched(org, inserts, id)));
+    const outcomes = Promise.all(
+      queued.map((each) =>
+        each.then(
+          ({ result }) => String(result),
+          (error: Error) => `refused: ${error.message}`,
+        ),
+      ),
+    );
+    await release();
+    await (
+      await first
+    ).committed;
+    const settled = await outcomes;
+    expect(runs).toEqual([ids.slice(0, 3), ids.slice(4)]);
+    expect(settled[0]).toBe(ids[0]);
+    expect(settled[1]).toBe(`refused: ${ids[1]}`);
+    expect(settled.slice(4)).toEqual(ids.slice(4));
+    expect(await stored([`lone-${org}`, ...ids])).toEqual([`lone-${org}`, ...ids.filter((id) => !id.startsWith('refused'))].sort());
   });
 
   test('a broken transaction fails every write of its group, and the next group goes on', async () => {
