@@ -20,6 +20,7 @@ import { openRange, sealingTransform, type WrappingKey } from './sealing.ts';
 import { changeBucketRow, jsonb } from './bucket-settings.ts';
 import type { AuditStatement } from './s3/platform-port.ts';
 import { assertCommitFits, dropGarbage, markGarbage, streamedWrite, type StoreContext } from './write-path.ts';
+import type { Batch } from './org-write-groups.ts';
 
 /** What a new version carries besides its bytes. */
 export interface VersionAttributes {
@@ -53,7 +54,7 @@ export interface PutRequest extends VersionAttributes {
   transforms: Transform[];
   /** Once the bytes are on disk: the ETag and verified checksums, or a throw (BadDigest). */
   digests(): Promise<{ etag: string; checksums: Record<string, string> }>;
-  /** The body comes whether or not it is asked for: a small one is read while space is reserved (WriteSpec.readEarly). */
+  /** The body comes whether or not it is asked for: a small one is read at once (WriteSpec.readEarly). */
   readEarly?: boolean;
   /** If-Match / If-None-Match, checked as the write commits. */
   condition?: WriteCondition;
@@ -151,6 +152,59 @@ export async function commitVersion(
     ],
   );
   return { version: versionOf(rows[0]!), freed };
+}
+
+/** A plain PUT's commit, as store_commit_puts takes it (migrations/1050_store_commit_put.sql). */
+interface PlainPut {
+  org_id: string;
+  bucket_id: string;
+  key: string;
+  /** The write's reservation, released as it commits. */
+  release: string;
+  version: {
+    /** Used when the bucket is versioned; an unversioned bucket's version is 'null'. */
+    version_id: string;
+    size_bytes: number;
+    etag: string;
+    content_type: string | null;
+    headers: Record<string, string>;
+    checksums: Record<string, string>;
+    segments: Segment[];
+    tags: Tag[];
+    encryption: VersionEncryption | null;
+    acl: AclGrant[] | null;
+  };
+}
+
+type CommittedVersion = { version: StoredVersion; freed: string[] };
+
+/**
+ * `commitVersion` for versions without a condition or a retention of their own, in one statement
+ * for a run of them (store_commit_puts): for each in order, the locks, the release of its
+ * reservation, the limits, the version it replaces and the usage. Their refusals are the store's.
+ */
+const plainPuts: Batch<PlainPut, CommittedVersion> = {
+  async run(tx, items) {
+    const { rows } = await tx.query<{ outcomes: Array<{ committed: CommittedVersion } | { code: string; message: string }> }>(
+      'SELECT store_commit_puts($1, $2) AS outcomes',
+      [items[0]!.org_id, JSON.stringify(items)],
+    );
+    return rows[0]!.outcomes.map((outcome) => {
+      if ('code' in outcome) return { ok: false, error: commitRefusal(outcome.code, outcome.message) };
+      const { version, freed } = outcome.committed;
+      // Read as JSON: timestamps are text there.
+      return { ok: true, result: { version: versionOf({ ...version, last_modified: new Date(version.last_modified) }), freed } };
+    });
+  },
+};
+
+/** What a plain PUT's refusal (its SQLSTATE: store_commit_put) is to the store; another error keeps its code. */
+function commitRefusal(code: string, message: string): Error {
+  if (code === 'CPB01') return new StoreRefusal('NoSuchBucket', message);
+  if (code === 'CPQ01') return new StoreRefusal('QuotaExceeded', message);
+  if (code === 'CPL01') return new StoreRefusal('AccessDenied', message);
+  // A swept reservation (CPS01) is told by its code, as the database's error would be.
+  return Object.assign(new Error(message), { code });
 }
 
 interface Piece {
@@ -255,6 +309,31 @@ export function objectOperations(context: StoreContext) {
           return current ? { bytes: current.size_bytes, objects: 1 } : { bytes: 0, objects: 0 };
         },
         verify: async () => void (digests = await request.digests()),
+        // A plain PUT (no condition, no retention of its own) commits with the others next to it.
+        batchedCommit:
+          request.condition || request.lock
+            ? undefined
+            : {
+                batch: plainPuts,
+                item: (release, blob, size) => ({
+                  org_id: request.orgId,
+                  bucket_id: request.bucketId,
+                  key: request.key,
+                  release,
+                  version: {
+                    version_id: newVersionId(),
+                    size_bytes: size,
+                    etag: digests!.etag,
+                    content_type: request.contentType,
+                    headers: request.headers,
+                    checksums: digests!.checksums,
+                    segments: [{ blob, size, ...(sealed ? { sealing: sealed.sealing } : {}) }],
+                    tags: request.tags ?? [],
+                    encryption: request.sealing?.record ?? null,
+                    acl: request.acl ?? null,
+                  },
+                }),
+              },
         commit: (tx, locked, blob, size) =>
           commitVersion(tx, locked, request.orgId, request.key, {
             size,

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Transform, type Readable } from 'node:stream';
 import type { Pool, PoolClient } from '../../db/pool.ts';
 import { BlobFiles } from './blobs.ts';
-import { orgWriteGroups } from './org-write-groups.ts';
+import { orgWriteGroups, type Batch } from './org-write-groups.ts';
 import { assertWithinLimits, lockWithSnapshot, reservedSpace, type Locked } from './quota.ts';
 import { StoreRefusal } from './refusals.ts';
 import type { ObjectKeyring } from './sealing.ts';
@@ -17,7 +17,7 @@ export interface StoreContext {
   keyring: ObjectKeyring;
 }
 
-export interface WriteSpec<T> {
+export interface WriteSpec<T, Item = unknown> {
   orgId: string;
   bucketId: string;
   /** Bytes the body carries (declared up front: Content-Length, or the decoded length of aws-chunked). */
@@ -42,55 +42,59 @@ export interface WriteSpec<T> {
   verify(): Promise<void>;
   /** In the committing transaction (locks held, own reservation released): makes the write visible. `size`: the bytes written. */
   commit(tx: PoolClient, locked: Locked, blob: string, size: number): Promise<T>;
+  /**
+   * In place of `commit`, for a write that can: its commit as an item of a batch, which commits
+   * it (the locks, the release of `reservation`, the limits and the row) in the statement that
+   * commits the organization's other writes of the batch next to it in its group. Asked once the
+   * write is verified.
+   */
+  batchedCommit?: { batch: Batch<Item, T>; item(reservation: string, blob: string, size: number): Item };
   /** Upload whose parts do not count as held space (its own, when completing it). */
   excludeUpload?: string;
   /**
-   * The body may be read while the reservation is being made (see `streamedWrite`): set for a
-   * small body whose client is not waiting to be asked for it (no `Expect: 100-continue`).
+   * The body is read at once, without reserving space, its limits checked as it commits (see
+   * `streamedWrite`): set for a small body whose client is not waiting to be asked for it (no
+   * `Expect: 100-continue`).
    */
   readEarly?: boolean;
 }
 
-/** Bodies up to this size may be read while their reservation is made (`WriteSpec.readEarly`). */
+/** Bodies up to this size are read at once, without reserving space (`WriteSpec.readEarly`). */
 export const READ_EARLY_MAX_BYTES = 8 * 1024 * 1024;
 
 /**
  * The one way bytes enter the store: space is reserved under the organization's lock before the
- * first byte is read (a write that cannot fit is refused at once, with nothing stored; only a
- * small body sent without waiting to be asked is read meanwhile, see `readEarly`), the bytes are
- * streamed to a temporary file, verified, moved into place and synced, and one short
+ * first byte is read (a write that cannot fit is refused at once, with nothing stored), the bytes
+ * are streamed to a temporary file, verified, moved into place and synced, and one short
  * transaction checks the limits again exactly and commits the row that makes them visible (once
  * the bytes are durable). Any failure removes the file and releases the space. Both transactions
  * are shared with the organization's writes arriving with them (org-write-groups.ts): one lock
  * and one WAL flush for all of them, each write in a savepoint of its own.
+ *
+ * A small body sent without waiting to be asked (`readEarly`) reserves no space: it is read at
+ * once, and its limits are checked once, exactly, as it commits (a write that cannot fit is
+ * refused then, with nothing stored). The body comes whether or not it is asked for, so a
+ * reservation bought it nothing, and it cost a second turn under the organization's lock, where
+ * one organization's writes go one after another: half of a small PUT's time there. It only
+ * claims its file (a reservation of no space, outside the lock), so that a crash leaves nothing
+ * the sweep does not find.
  *
  * The reservation's COMMIT is not waited for before the bytes start: its WAL flush overlaps the
  * streaming (the lock it holds keeps other writers waiting until it is visible, so the quota
  * stays exact). It is waited for before the file moves into `blobs/`: from then on a crash must
  * find the reservation that names the file. A temporary file without one is swept as an orphan.
  */
-export async function streamedWrite<T>(context: StoreContext, spec: WriteSpec<T>): Promise<T> {
-  const { pool, blobs, instance } = context;
+export async function streamedWrite<T, Item>(context: StoreContext, spec: WriteSpec<T, Item>): Promise<T> {
+  const { pool, blobs } = context;
   const reservationId = randomUUID();
   const blob = BlobFiles.newName();
   const groups = orgWriteGroups(pool);
-  // In a transaction shared with the organization's other writes arriving with it (org-write-groups.ts).
-  const reservation = groups.run(spec.orgId, async (tx) => {
-    // The reservation is inserted with the reads; should the limits refuse the write, the
-    // transaction rolls it back and no one has seen it.
-    const locked = await lockWithSnapshot(tx, spec.orgId, spec.bucketId, {
-      key: spec.key,
-      excludeUpload: spec.excludeUpload,
-      reserve: { id: reservationId, bytes: spec.size, objects: spec.objects, blob, instance },
-    });
-    const replaced = await spec.replaces(tx, locked);
-    assertWithinLimits(locked, locked.snapshot!.held, { bytes: spec.size - replaced.bytes, objects: spec.objects - replaced.objects });
-  });
-  // A small body the client sends anyway is read into its temporary file while the reservation
-  // is made, rather than after it. Nothing of it is visible or in `blobs/` before the reservation
-  // is durable (`publish` waits for it, as below), and a crash meanwhile leaves only a temporary
-  // file without a reservation, which the sweep removes. A refused write stops reading it.
   const early = spec.readEarly && spec.size <= READ_EARLY_MAX_BYTES ? new AbortController() : undefined;
+  const reservation = early ? claimFile(context, spec, reservationId, blob) : reserveSpace(context, spec, reservationId, blob);
+  // A small body the client sends anyway is read into its temporary file while its file is
+  // claimed. Nothing of it is visible or in `blobs/` before the claim is durable (`publish` waits
+  // for it, as below), and a crash meanwhile leaves only a temporary file without a reservation,
+  // which the sweep removes. A bucket that is not there stops the reading.
   const guard = lengthGuard(spec.size);
   const transforms = [guard.transform, ...spec.transforms, ...(spec.seal ? [spec.seal] : [])];
   const writing = early ? blobs.write(blob, spec.body, transforms, early.signal) : undefined;
@@ -125,20 +129,24 @@ export async function streamedWrite<T>(context: StoreContext, spec: WriteSpec<T>
     // view and in no durable state (a crash aborts the transaction; a failed flush rolls it back),
     // so no committed row ever names bytes a crash could lose; the statements just do not wait
     // for the flush. The locks are held meanwhile (about a disk flush).
-    const { result, committed } = await groups.run(
-      spec.orgId,
-      async (tx) => {
-        const locked = await lockWithSnapshot(tx, spec.orgId, spec.bucketId, {
-          key: spec.key,
-          excludeUpload: spec.excludeUpload,
-          release: reservationId,
-        });
-        // The row needs the digests (its ETag and checksums); a mismatch rolls this write back alone.
-        await verified;
-        return spec.commit(tx, locked, blob, written);
-      },
-      published,
-    );
+    const { result, committed } = spec.batchedCommit
+      ? await verified.then(() =>
+          groups.runBatched(spec.orgId, spec.batchedCommit!.batch, spec.batchedCommit!.item(reservationId, blob, written), published),
+        )
+      : await groups.run(
+          spec.orgId,
+          async (tx) => {
+            const locked = await lockWithSnapshot(tx, spec.orgId, spec.bucketId, {
+              key: spec.key,
+              excludeUpload: spec.excludeUpload,
+              release: reservationId,
+            });
+            // The row needs the digests (its ETag and checksums); a mismatch rolls this write back alone.
+            await verified;
+            return spec.commit(tx, locked, blob, written);
+          },
+          published,
+        );
     await committed;
     return result;
   } catch (error) {
@@ -150,6 +158,51 @@ export async function streamedWrite<T>(context: StoreContext, spec: WriteSpec<T>
     await pool.query('DELETE FROM store_reservations WHERE id = $1', [reservationId]).catch(() => {});
     throw error;
   }
+}
+
+/**
+ * Reserves the write's space in a transaction of the organization's writes, refusing it at once
+ * when it cannot fit (with what it replaces given back). Resolves once the statements are done,
+ * with the COMMIT that makes the reservation durable.
+ */
+function reserveSpace<T, Item>(
+  context: StoreContext,
+  spec: WriteSpec<T, Item>,
+  id: string,
+  blob: string,
+): Promise<{ committed: Promise<void> }> {
+  return orgWriteGroups(context.pool).run(spec.orgId, async (tx) => {
+    // The reservation is inserted with the reads; should the limits refuse the write, the
+    // transaction rolls it back and no one has seen it.
+    const locked = await lockWithSnapshot(tx, spec.orgId, spec.bucketId, {
+      key: spec.key,
+      excludeUpload: spec.excludeUpload,
+      reserve: { id, bytes: spec.size, objects: spec.objects, blob, instance: context.instance },
+    });
+    const replaced = await spec.replaces(tx, locked);
+    assertWithinLimits(locked, locked.snapshot!.held, { bytes: spec.size - replaced.bytes, objects: spec.objects - replaced.objects });
+  });
+}
+
+/**
+ * Claims the write's file without reserving space: a reservation of no bytes and no objects, so
+ * that the sweep finds the file should this process end, inserted without the organization's
+ * lock (it changes no one's limits). The bucket must be served, as a reservation's lock asks.
+ * Durable once the statement returns.
+ */
+async function claimFile<T, Item>(
+  context: StoreContext,
+  spec: WriteSpec<T, Item>,
+  id: string,
+  blob: string,
+): Promise<{ committed: Promise<void> }> {
+  const { rowCount } = await context.pool.query(
+    `INSERT INTO store_reservations (id, org_id, bucket_id, bytes, objects, blob, instance)
+     SELECT $1, org_id, id, 0, 0, $2, $3 FROM store_buckets WHERE id = $4 AND org_id = $5 AND NOT suspended`,
+    [id, blob, context.instance, spec.bucketId, spec.orgId],
+  );
+  if (rowCount === 0) throw new StoreRefusal('NoSuchBucket', 'The specified bucket does not exist');
+  return { committed: Promise.resolve() };
 }
 
 /** Stops a body that carries more bytes than it declared, and counts what it carried. */
