@@ -158,18 +158,16 @@ async function runInSavepoints(tx: PoolClient, group: Waiting[]): Promise<Outcom
   for (let index = 0; index < group.length;) {
     const { work } = group[index]!;
     if (typeof work !== 'function') {
-      const { batch } = work;
-      let end = index + 1;
-      while (end < group.length && sameBatch(group[end]!.work, batch)) end++;
+      // The run: this item and the same batch's items right after it.
+      const items = [work.item];
+      for (index++; index < group.length; index++) {
+        const next = group[index]!.work;
+        if (typeof next === 'function' || next.batch !== work.batch) break;
+        items.push(next.item);
+      }
       await released;
       // A failure of the statement itself (not of an item) fails the transaction.
-      outcomes.push(
-        ...(await batch.run(
-          tx,
-          group.slice(index, end).map((waiting) => (waiting.work as { item: unknown }).item),
-        )),
-      );
-      index = end;
+      outcomes.push(...(await work.batch.run(tx, items)));
       continue;
     }
     const savepoint = tx.query('SAVEPOINT store_write');
@@ -192,8 +190,6 @@ async function runInSavepoints(tx: PoolClient, group: Waiting[]): Promise<Outcom
   await released;
   return outcomes;
 }
-
-const sameBatch = (work: Waiting['work'], batch: Batch<unknown, unknown>): boolean => typeof work !== 'function' && work.batch === batch;
 
 const groups = new WeakMap<Pool, OrgWriteGroups>();
 

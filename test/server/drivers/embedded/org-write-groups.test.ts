@@ -109,7 +109,7 @@ describe("an organization's writes", () => {
     }
   });
 
-  test("a batch's writes next to each other in a group go in one statement, in order, each refused alone", async () => {
+  test("a batch's writes next to each other in a group go in one call, in order, each refused alone", async () => {
     const groups = new OrgWriteGroups(pool);
     const org = randomUUID();
     await pool.query('INSERT INTO gate (org) VALUES ($1)', [org]);

@@ -121,9 +121,13 @@ describe('per-bucket quotas', () => {
     for (let attempt = 0; attempt < 5; attempt++) {
       const refusal = await put('capped-early', `large-${attempt}`, Buffer.alloc(3 * MiB, attempt)).then(
         () => undefined,
-        (error: Error & { Code?: string }) => ({ code: error.Code, message: error.message }),
+        (error: Error & { Code?: string; $metadata?: { httpStatusCode?: number } }) => ({
+          code: error.Code,
+          status: error.$metadata?.httpStatusCode,
+          message: error.message,
+        }),
       );
-      expect(refusal).toEqual({ code: 'QuotaExceeded', message: "The bucket's max_size_bytes (1048576) would be exceeded" });
+      expect(refusal).toEqual({ ...quotaExceeded, message: "The bucket's max_size_bytes (1048576) would be exceeded" });
       expect(readdirSync(path.join(server.dataDir, 'objects', 'tmp'))).toEqual([]);
       expect((await server.pool.query('SELECT count(*)::int AS n FROM store_reservations')).rows[0].n).toBe(0);
     }
