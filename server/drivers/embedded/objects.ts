@@ -154,7 +154,7 @@ export async function commitVersion(
   return { version: versionOf(rows[0]!), freed };
 }
 
-/** A plain PUT's commit, as store_commit_puts takes it (migrations/1050_store_commit_put.sql). */
+/** A plain PUT's commit, as store_commit_puts takes it (migrations/1070_store_commit_puts_per_run.sql). */
 interface PlainPut {
   org_id: string;
   bucket_id: string;
@@ -198,7 +198,7 @@ const plainPuts: Batch<PlainPut, CommittedVersion> = {
   },
 };
 
-/** What a plain PUT's refusal (its SQLSTATE: store_commit_put) is to the store; another error keeps its code. */
+/** What a plain PUT's refusal (its SQLSTATE: store_commit_puts) is to the store; another error keeps its code. */
 function commitRefusal(code: string, message: string): Error {
   if (code === 'CPB01') return new StoreRefusal('NoSuchBucket', message);
   if (code === 'CPQ01') return new StoreRefusal('QuotaExceeded', message);
