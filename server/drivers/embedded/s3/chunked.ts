@@ -1,11 +1,11 @@
-import { createHash, createHmac, type Hash } from 'node:crypto';
+import { createHash, createHmac, type Hash, type KeyObject } from 'node:crypto';
 import { Transform, type TransformCallback } from 'node:stream';
 import { S3Error } from './errors.ts';
 import { EMPTY_SHA256, sameHex } from './sigv4.ts';
 
 /** What checks the chunk signatures of STREAMING-AWS4-HMAC-SHA256-PAYLOAD(-TRAILER) bodies. */
 export interface ChunkSigning {
-  key: Buffer;
+  key: KeyObject;
   amzDate: string;
   scope: string;
   /** The request's own signature: the first chunk's "previous" signature. */

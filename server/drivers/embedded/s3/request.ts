@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, type KeyObject } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { EmbeddedObjectStore } from '../store.ts';
 import type { StoredBucket } from '../rows.ts';
@@ -16,7 +16,7 @@ export interface S3Request {
   res: ServerResponse;
   caller: Caller;
   signed: SignedRequest;
-  signingKey: Buffer;
+  signingKey: KeyObject;
   scope: string;
   /** Path-style: the first path segment (decoded); '' for the service (ListBuckets). */
   bucketName: string;

@@ -22,6 +22,7 @@ import { objectLockRoutes } from './object-lock.ts';
 import { postObject } from './post-object.ts';
 import type { S3Request } from './request.ts';
 import { parseSignature, scopeOf, verify } from './sigv4.ts';
+import { NO_SIGNING_KEY } from './sigv2.ts';
 import {
   OBJECT_SUB_RESOURCES,
   refuseBlockedPublicAcl,
@@ -111,7 +112,7 @@ export async function startS3Endpoint(options: {
     // A Content-MD5 that cannot be an MD5 is refused as S3 refuses it, whatever the signature.
     assertContentMd5(typeof req.headers['content-md5'] === 'string' ? req.headers['content-md5'] : undefined);
     const caller = signature ? await access.caller(signature.accessKeyId) : ANONYMOUS;
-    const signingKey = signature ? verify(parts, signature, caller.secret) : Buffer.alloc(0);
+    const signingKey = signature ? verify(parts, signature, caller.secret) : NO_SIGNING_KEY;
     const path = decodePath(rawPath.replace(/^\/+/, ''));
     const slash = path.indexOf('/');
     const bucketName = slash < 0 ? path : path.slice(0, slash);

@@ -1,4 +1,4 @@
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac, createSecretKey, timingSafeEqual, type KeyObject } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import { S3Error, accessDenied } from './errors.ts';
 import type { RequestParts, SignedRequest } from './signed-request.ts';
@@ -145,12 +145,15 @@ function stringToSign(request: RequestParts, presigned: boolean, date: string, p
   ].join('\n');
 }
 
+/** The signing key of a request without one to sign chunks with: SigV2's, and an unsigned request's. */
+export const NO_SIGNING_KEY: KeyObject = createSecretKey(Buffer.alloc(0));
+
 /**
  * Checks a SigV2 signature with the key's secret. The date line is the Date header's; with an
  * x-amz-date, S3 signs an empty one (the x-amz-date is among the signed headers), which some
  * clients do and some do not: either is taken. Returns an empty signing key (SigV2 signs no chunks).
  */
-export function verifySignatureV2(request: RequestParts, signed: SignedRequest, secret: string): Buffer {
+export function verifySignatureV2(request: RequestParts, signed: SignedRequest, secret: string): KeyObject {
   const given = Buffer.from(signed.signature, 'base64');
   const dates = [headerValue(request.headers, 'date') ?? ''];
   if (headerValue(request.headers, 'x-amz-date') !== undefined) dates.push('');
@@ -171,5 +174,5 @@ export function verifySignatureV2(request: RequestParts, signed: SignedRequest, 
       403,
       'The request signature we calculated does not match the signature you provided. Check your key and signing method.',
     );
-  return Buffer.alloc(0);
+  return NO_SIGNING_KEY;
 }

@@ -1,4 +1,4 @@
-import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, createSecretKey, timingSafeEqual, type KeyObject } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import { LruMap } from '../../../core/lru-map.ts';
 import { S3Error, accessDenied } from './errors.ts';
@@ -177,18 +177,19 @@ function signedText(value: string): string {
  * Signing keys derived lately, by day, region and secret: a key signs every request of its day
  * and region, and deriving it is four HMACs, as much as the rest of checking a small request's
  * signature (AWS's SDKs keep it likewise). Only ever found through the secret, which the key's
- * lookup (and so its revocation) gives first.
+ * lookup (and so its revocation) gives first. Kept as a key object: an HMAC made with raw bytes
+ * as its key first turns them into one, five times the HMAC's own cost on a small request.
  */
-const derivedKeys = new LruMap<string, Buffer>(1_000);
+const derivedKeys = new LruMap<string, KeyObject>(1_000);
 
-export function signingKey(secret: string, date: string, region: string): Buffer {
+export function signingKey(secret: string, date: string, region: string): KeyObject {
   const cacheKey = `${date}\n${region}\n${secret}`;
   const cached = derivedKeys.get(cacheKey);
   if (cached) return cached;
   const kDate = hmac(`AWS4${secret}`, date);
   const kRegion = hmac(kDate, region);
   const kService = hmac(kRegion, 's3');
-  const key = hmac(kService, 'aws4_request');
+  const key = createSecretKey(hmac(kService, 'aws4_request'));
   derivedKeys.set(cacheKey, key);
   return key;
 }
@@ -202,7 +203,7 @@ export const sha256Hex = (data: string | Buffer): string => createHash('sha256')
 export const scopeOf = (signed: SignedRequest): string => `${signed.date}/${signed.region}/s3/aws4_request`;
 
 /** Checks the request's signature with the key's secret; returns the signing key (for chunk signatures). */
-export function verify(request: RequestParts, signed: SignedRequest, secret: string): Buffer {
+export function verify(request: RequestParts, signed: SignedRequest, secret: string): KeyObject {
   if (signed.version === 2) return verifySignatureV2(request, signed, secret);
   if (!signed.signedHeaders.includes('host')) throw new S3Error('AccessDenied', 403, 'The host header must be signed');
   const canonicalPath = request.rawPath
