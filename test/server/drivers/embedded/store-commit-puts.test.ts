@@ -5,15 +5,12 @@
 // is that of the versions stored.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { migrate } from '../../../../server/db/migrate.ts';
-import { createPool, type Pool } from '../../../../server/db/pool.ts';
-import { driverMigrations } from '../../../../server/drivers/selection.ts';
-import { createTestDatabase } from '../../../support/server.ts';
+import type { Pool } from '../../../../server/db/pool.ts';
+import { storeDatabase } from './store-database.ts';
 
 let pool: Pool;
 beforeAll(async () => {
-  pool = createPool(await createTestDatabase(), 2);
-  await migrate(pool, driverMigrations({ compute: 'simulator', objectStore: 'embedded', billing: 'simulator' }));
+  pool = await storeDatabase();
 }, 60_000);
 afterAll(() => pool?.end());
 

@@ -6,15 +6,12 @@
 // small PUT slowed with every object stored before it.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { migrate } from '../../../../server/db/migrate.ts';
-import { createPool, type Pool } from '../../../../server/db/pool.ts';
-import { driverMigrations } from '../../../../server/drivers/selection.ts';
-import { createTestDatabase } from '../../../support/server.ts';
+import type { Pool } from '../../../../server/db/pool.ts';
+import { storeDatabase } from './store-database.ts';
 
 let pool: Pool;
 beforeAll(async () => {
-  pool = createPool(await createTestDatabase(), 2);
-  await migrate(pool, driverMigrations({ compute: 'simulator', objectStore: 'embedded', billing: 'simulator' }));
+  pool = await storeDatabase();
   // The statistics stay those of an empty table for the whole test, as they are between a fresh
   // store's start and autovacuum's first pass.
   await pool.query('ALTER TABLE store_versions SET (autovacuum_enabled = false)');

@@ -1,19 +1,16 @@
 // The store's limits are checked in two places: in TypeScript (quota.ts assertWithinLimits: a
 // reservation, and the commits of conditional and multipart writes) and in the database
 // (store_limits_refusal, migrations/1050_store_commit_put.sql: a plain PUT's commit, which goes
-// with the organization's other plain PUTs in one statement). Both must refuse the same writes
+// with the organization's other plain PUTs in one statement, store_commit_puts of 1070). Both must refuse the same writes
 // with the same reasons, which the S3 endpoint shows its clients.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { migrate } from '../../../../server/db/migrate.ts';
-import { createPool, type Pool } from '../../../../server/db/pool.ts';
+import type { Pool } from '../../../../server/db/pool.ts';
 import { assertWithinLimits, type Held, type Locked } from '../../../../server/drivers/embedded/quota.ts';
-import { driverMigrations } from '../../../../server/drivers/selection.ts';
-import { createTestDatabase } from '../../../support/server.ts';
+import { storeDatabase } from './store-database.ts';
 
 let pool: Pool;
 beforeAll(async () => {
-  pool = createPool(await createTestDatabase(), 2);
-  await migrate(pool, driverMigrations({ compute: 'simulator', objectStore: 'embedded', billing: 'simulator' }));
+  pool = await storeDatabase();
 }, 60_000);
 afterAll(() => pool?.end());
 
