@@ -131,6 +131,28 @@ describe('a run of plain PUTs', () => {
     expect(Number(rows[0]!.count)).toBe(1 + 3);
   });
 
+  test("counts the space other writes hold in a bucket against that bucket's limits", async () => {
+    const org = await organization();
+    const photos = await bucket(org, 'photos', { maxSizeBytes: 1_000 });
+    const logs = await bucket(org, 'logs', { maxObjects: 2 });
+    // Writes in flight: one holds 900 bytes of photos, another one object of logs.
+    await reservation(org, photos, 900, 0);
+    await reservation(org, logs, 0, 1);
+    expect(
+      await commit(org, [
+        put(photos, 'a.jpg', await reservation(org, photos), 100),
+        put(photos, 'b.jpg', await reservation(org, photos), 1),
+        put(logs, 'a.log', await reservation(org, logs), 100),
+        put(logs, 'b.log', await reservation(org, logs), 100),
+      ]),
+    ).toEqual([
+      'stored a.jpg',
+      "CPQ01 The bucket's max_size_bytes (1000) would be exceeded",
+      'stored a.log',
+      "CPQ01 The bucket's max_objects (2) would be exceeded",
+    ]);
+  });
+
   test('of an organization that is not there is refused item by item', async () => {
     const org = randomUUID();
     expect(await commit(org, [put(randomUUID(), 'x', randomUUID(), 1)])).toEqual(['CPB01 The specified bucket does not exist']);
