@@ -7,7 +7,7 @@
 --
 -- Now the organization's row is locked once, and each bucket's the first time an item names it,
 -- outside the items' subtransactions so that a refused item does not give its lock back. The space
--- held by the organization's other writes is summed once, and a bucket's the first time; every
+-- held by the organization's other writes is summed once, per bucket, at the start; every
 -- item then checks its limits (store_limits_refusal, as before) against the usage and the held
 -- space as the items before it left them, counted here; the usage is moved once per row at the
 -- end. Each item still commits or fails alone, in its own subtransaction, and the counts take its
@@ -76,8 +76,8 @@ DECLARE
   item jsonb;
   outcomes jsonb := '[]';
   item_bucket uuid;
-  bucket_held_bytes numeric;
-  bucket_held_objects numeric;
+  -- The space held in each bucket, by id: [bytes, objects].
+  held_by_bucket jsonb;
   -- Per bucket named so far (by id): its row as locked, the space others hold in it, and what
   -- this run's committed items moved.
   buckets jsonb := '{}';
@@ -93,18 +93,19 @@ DECLARE
   freed text[];
 BEGIN
   SELECT * INTO o FROM store_orgs WHERE org_id = p_org FOR UPDATE;
-  SELECT coalesce(sum(s.bytes), 0), coalesce(sum(s.objects), 0) INTO org_held_bytes, org_held_objects
-    FROM store_held_space(p_org) s;
+  SELECT coalesce(jsonb_object_agg(h.bucket_id, jsonb_build_array(h.bytes, h.objects)), '{}'),
+         coalesce(sum(h.bytes), 0), coalesce(sum(h.objects), 0)
+    INTO held_by_bucket, org_held_bytes, org_held_objects
+    FROM (SELECT s.bucket_id, sum(s.bytes) AS bytes, sum(s.objects) AS objects FROM store_held_space(p_org) s GROUP BY s.bucket_id) h;
   FOR item IN SELECT value FROM jsonb_array_elements(p_items) WITH ORDINALITY ORDER BY ordinality LOOP
     item_bucket := (item->>'bucket_id')::uuid;
     state := buckets->(item_bucket::text);
     IF state IS NULL AND o.org_id IS NOT NULL THEN
       SELECT * INTO b FROM store_buckets sb WHERE sb.id = item_bucket AND sb.org_id = p_org FOR UPDATE;
       IF FOUND THEN
-        SELECT coalesce(sum(s.bytes), 0), coalesce(sum(s.objects), 0) INTO bucket_held_bytes, bucket_held_objects
-          FROM store_held_space(p_org) s WHERE s.bucket_id = b.id;
         state := jsonb_build_object('row', to_jsonb(b), 'd_bytes', 0, 'd_objects', 0,
-          'held_bytes', bucket_held_bytes, 'held_objects', bucket_held_objects);
+          'held_bytes', coalesce(held_by_bucket #> ARRAY[b.id::text, '0'], '0'),
+          'held_objects', coalesce(held_by_bucket #> ARRAY[b.id::text, '1'], '0'));
         buckets := buckets || jsonb_build_object(item_bucket::text, state);
       END IF;
     END IF;
