@@ -36,7 +36,8 @@ export interface GroupedWrite<T> {
 
 type Work = (tx: PoolClient) => Promise<unknown>;
 
-type Outcome = { ok: true; result: unknown } | { ok: false; error: unknown };
+/** What became of one write of a group: its result, or what refused it. */
+export type Outcome<Result = unknown> = { ok: true; result: Result } | { ok: false; error: unknown };
 
 /**
  * Writes of one kind that a group sends to the database together: the writes of a run of them
@@ -46,7 +47,7 @@ type Outcome = { ok: true; result: unknown } | { ok: false; error: unknown };
  * one per write is what lets the organization's writes go faster than one such wait each.
  */
 export interface Batch<Item, Result> {
-  run(tx: PoolClient, items: Item[]): Promise<Array<{ ok: true; result: Result } | { ok: false; error: unknown }>>;
+  run(tx: PoolClient, items: Item[]): Promise<Array<Outcome<Result>>>;
 }
 
 interface Waiting {

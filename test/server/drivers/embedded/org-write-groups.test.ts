@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { createPool, type Pool, type PoolClient } from '../../../../server/db/pool.ts';
-import { OrgWriteGroups, type Batch } from '../../../../server/drivers/embedded/org-write-groups.ts';
+import { OrgWriteGroups, type Batch, type Outcome } from '../../../../server/drivers/embedded/org-write-groups.ts';
 import { eventually } from '../../../support/eventually.ts';
 import { createTestDatabase } from '../../../support/server.ts';
 
@@ -119,7 +119,7 @@ describe("an organization's writes", () => {
     const inserts: Batch<string, string> = {
       async run(tx, ids) {
         runs.push(ids);
-        const outcomes: Array<{ ok: true; result: string } | { ok: false; error: unknown }> = [];
+        const outcomes: Array<Outcome<string>> = [];
         for (const id of ids) {
           if (id.startsWith('refused-')) outcomes.push({ ok: false, error: new Error(id) });
           else outcomes.push({ ok: true, result: (await write(org, id)(tx)) && id });
