@@ -57,3 +57,38 @@ export function batchedCall<Input, Output>(run: (inputs: Input[]) => Promise<Out
       pending.push({ input, resolve, reject });
     });
 }
+
+/**
+ * A call made at once while fewer than `leaders` runs of it are under way, and otherwise made
+ * together with every call that arrives meanwhile, as one run (`maxBatch` calls at most): the group
+ * commit of a statement each call needs durable before it goes on. At rest a call waits for no
+ * one; under load the calls waiting share one statement, one transaction and its WAL flush. `run`
+ * answers each input's output, in their order; should it fail, every call of the run fails.
+ */
+export function groupedCall<Input, Output>(
+  run: (inputs: Input[]) => Promise<Output[]>,
+  { leaders = 2, maxBatch = 64 }: { leaders?: number; maxBatch?: number } = {},
+): (input: Input) => Promise<Output> {
+  type Call = { input: Input; resolve: (output: Output) => void; reject: (error: unknown) => void };
+  const waiting: Call[] = [];
+  let running = 0;
+  const lead = async (): Promise<void> => {
+    running++;
+    try {
+      while (waiting.length > 0) {
+        const batch = waiting.splice(0, maxBatch);
+        await run(batch.map((call) => call.input)).then(
+          (outputs) => batch.forEach((call, index) => call.resolve(outputs[index]!)),
+          (error: unknown) => batch.forEach((call) => call.reject(error)),
+        );
+      }
+    } finally {
+      running--;
+    }
+  };
+  return (input) =>
+    new Promise((resolve, reject) => {
+      waiting.push({ input, resolve, reject });
+      if (running < leaders) void lead();
+    });
+}

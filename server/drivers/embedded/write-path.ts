@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Transform, type Readable } from 'node:stream';
 import type { Pool, PoolClient } from '../../db/pool.ts';
 import { BlobFiles } from './blobs.ts';
+import { fileClaims } from './file-claims.ts';
 import { orgWriteGroups, type Batch } from './org-write-groups.ts';
 import { assertWithinLimits, lockWithSnapshot, reservedSpace, type Locked } from './quota.ts';
 import { StoreRefusal } from './refusals.ts';
@@ -188,7 +189,7 @@ function reserveSpace<T, Item>(
  * Claims the write's file without reserving space: a reservation of no bytes and no objects, so
  * that the sweep finds the file should this process end, inserted without the organization's
  * lock (it changes no one's limits). The bucket must be served, as a reservation's lock asks.
- * Durable once the statement returns.
+ * Durable once the statement returns; the claims of writes arriving together share it (file-claims.ts).
  */
 async function claimFile<T, Item>(
   context: StoreContext,
@@ -196,12 +197,8 @@ async function claimFile<T, Item>(
   id: string,
   blob: string,
 ): Promise<{ committed: Promise<void> }> {
-  const { rowCount } = await context.pool.query(
-    `INSERT INTO store_reservations (id, org_id, bucket_id, bytes, objects, blob, instance)
-     SELECT $1, org_id, id, 0, 0, $2, $3 FROM store_buckets WHERE id = $4 AND org_id = $5 AND NOT suspended`,
-    [id, blob, context.instance, spec.bucketId, spec.orgId],
-  );
-  if (rowCount === 0) throw new StoreRefusal('NoSuchBucket', 'The specified bucket does not exist');
+  const claimed = await fileClaims(context.pool)({ id, blob, instance: context.instance, bucketId: spec.bucketId, orgId: spec.orgId });
+  if (!claimed) throw new StoreRefusal('NoSuchBucket', 'The specified bucket does not exist');
   return { committed: Promise.resolve() };
 }
 

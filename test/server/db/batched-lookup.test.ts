@@ -1,7 +1,7 @@
 // A lookup whose calls of one turn are answered by one query (server/db/batched-lookup.ts): what
 // the engine reads for the attempts one claim starts together.
 import { describe, expect, test } from 'vitest';
-import { batchedCall, batchedLookup } from '../../../server/db/batched-lookup.ts';
+import { batchedCall, batchedLookup, groupedCall } from '../../../server/db/batched-lookup.ts';
 
 describe('batchedLookup', () => {
   test('calls made in one turn are answered by one load, each with its own row (or undefined)', async () => {
@@ -41,5 +41,55 @@ describe('batchedCall', () => {
     expect(await Promise.all([1, 2, 3].map((input) => double(input)))).toEqual([2, 4, 6]);
     expect(await double(5)).toBe(10);
     expect(runs).toEqual([[1, 2, 3], [5]]);
+  });
+});
+
+describe('groupedCall', () => {
+  /** A run that waits to be let go, as a statement waits for its WAL flush. */
+  function heldRuns() {
+    const runs: Array<{ inputs: string[]; finish: (error?: Error) => void }> = [];
+    const run = (inputs: string[]) =>
+      new Promise<string[]>((resolve, reject) => {
+        runs.push({ inputs, finish: (error) => (error ? reject(error) : resolve(inputs.map((input) => `done ${input}`))) });
+      });
+    return { runs, run };
+  }
+  const settled = () => new Promise((resolve) => setImmediate(resolve));
+
+  test('a call at rest runs at once, alone; calls arriving while the leaders run go together in the next run', async () => {
+    const { runs, run } = heldRuns();
+    const call = groupedCall(run, { leaders: 2, maxBatch: 3 });
+    const first = call('a');
+    const second = call('b');
+    // Two leaders: each of the first two calls is a run of its own, started before any returns.
+    expect(runs.map((r) => r.inputs)).toEqual([['a'], ['b']]);
+    const waiting = ['c', 'd', 'e', 'f'].map((input) => call(input));
+    await settled();
+    expect(runs).toHaveLength(2);
+    runs[0]!.finish();
+    expect(await first).toBe('done a');
+    await settled();
+    // The waiting calls went together, at most maxBatch of them; the rest with the next leader free.
+    expect(runs.map((r) => r.inputs)).toEqual([['a'], ['b'], ['c', 'd', 'e']]);
+    runs[1]!.finish();
+    expect(await second).toBe('done b');
+    await settled();
+    expect(runs[3]!.inputs).toEqual(['f']);
+    runs[2]!.finish();
+    runs[3]!.finish();
+    expect(await Promise.all(waiting)).toEqual(['done c', 'done d', 'done e', 'done f']);
+  });
+
+  test('a failed run fails its own calls only; the next run is made', async () => {
+    const { runs, run } = heldRuns();
+    const call = groupedCall(run, { leaders: 1 });
+    const first = call('a');
+    const grouped = [call('b'), call('c')];
+    runs[0]!.finish(new Error('database unavailable'));
+    await expect(first).rejects.toThrow('database unavailable');
+    await settled();
+    expect(runs[1]!.inputs).toEqual(['b', 'c']);
+    runs[1]!.finish();
+    expect(await Promise.all(grouped)).toEqual(['done b', 'done c']);
   });
 });
