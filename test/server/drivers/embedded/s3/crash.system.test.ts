@@ -1,6 +1,6 @@
 // A crash mid-upload (`npm start` killed with SIGKILL while a body streams in) leaves nothing
-// visible and no space used once the server is back: the partial file and its reservation are
-// swept at start. What was complete before the crash is still there, byte for byte.
+// visible and no space used once the server is back: the partial files and their reservations
+// are swept at start, a temporary file's as one written in place. What was complete before the crash is still there, byte for byte.
 import { GetObjectCommand, HeadObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { existsSync, readdirSync } from 'node:fs';
@@ -54,21 +54,32 @@ test('a server killed mid-upload comes back with nothing visible and no leaked f
   const completeFiles = filesUnder(path.join(objects, 'blobs'));
   expect(completeFiles).toHaveLength(1);
 
-  // 64 MiB announced, 8 MiB sent, then the server is killed.
-  const url = await getSignedUrl(s3, new PutObjectCommand({ Bucket: 'survivor', Key: 'half.bin' }), { expiresIn: 300 });
-  const upload = httpRequest(url, { method: 'PUT', headers: { 'Content-Length': String(64 * MiB) } });
-  upload.on('error', () => {});
-  upload.write(Buffer.alloc(8 * MiB, 7));
+  // 64 MiB announced, 8 MiB sent (a large body: reserved, written to a temporary file); and 4 MiB
+  // announced, 1 MiB sent (a small body sent without being asked: claimed, written in place in
+  // blobs/). Then the server is killed.
+  const partialUpload = async (key: string, announced: number, sent: number) => {
+    const url = await getSignedUrl(s3, new PutObjectCommand({ Bucket: 'survivor', Key: key }), { expiresIn: 300 });
+    const upload = httpRequest(url, { method: 'PUT', headers: { 'Content-Length': String(announced) } });
+    upload.on('error', () => {});
+    upload.write(Buffer.alloc(sent, 7));
+    return upload;
+  };
+  const large = await partialUpload('half.bin', 64 * MiB, 8 * MiB);
   await settles(async () => expect(filesUnder(path.join(objects, 'tmp'))).toHaveLength(1));
+  const small = await partialUpload('half-small.bin', 4 * MiB, MiB);
+  await settles(async () => expect(filesUnder(path.join(objects, 'blobs'))).toHaveLength(2));
   process.kill(-first.child.pid!, 'SIGKILL');
   await new Promise((resolve) => first.child.once('exit', resolve));
-  upload.destroy();
+  large.destroy();
+  small.destroy();
   expect(filesUnder(path.join(objects, 'tmp'))).toHaveLength(1);
+  expect(filesUnder(path.join(objects, 'blobs'))).toHaveLength(2);
 
   const second = await startServerProcess(databaseUrl, env, { dataDir: first.dataDir, port: Number(new URL(boot.base_url).port) });
   running = second;
   await settles(async () => {
     expect(await s3ErrorOf(s3.send(new HeadObjectCommand({ Bucket: 'survivor', Key: 'half.bin' })))).toMatchObject({ status: 404 });
+    expect(await s3ErrorOf(s3.send(new HeadObjectCommand({ Bucket: 'survivor', Key: 'half-small.bin' })))).toMatchObject({ status: 404 });
   });
   expect(filesUnder(path.join(objects, 'tmp'))).toEqual([]);
   expect(filesUnder(path.join(objects, 'blobs'))).toEqual(completeFiles);
