@@ -1,10 +1,15 @@
 import { randomUUID } from 'node:crypto';
-import { createReadStream, createWriteStream, fdatasync } from 'node:fs';
+import { close, createReadStream, createWriteStream, fdatasync, open as openDescriptor } from 'node:fs';
 import { mkdir, open, readdir, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable, Transform, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import { promisify } from 'node:util';
 import { BufferPool } from './buffer-pool.ts';
+
+const openFile = promisify(openDescriptor);
+const datasyncFile = promisify(fdatasync);
+const closeFile = promisify(close);
 
 /** Bytes per write to a blob's file, and per read from it. */
 const WRITE_CHUNK = 1024 * 1024;
@@ -57,6 +62,8 @@ function written(out: Writable, chunk: Buffer): Promise<void> {
 export class BlobFiles {
   readonly root: string;
   private readonly made = new Set<string>();
+  /** Blobs written in place and not yet published: their files' descriptors, open for the sync. */
+  private readonly unsynced = new Map<string, number>();
 
   constructor(root: string) {
     this.root = root;
@@ -81,17 +88,23 @@ export class BlobFiles {
 
   /**
    * Streams `source` through `transforms` into the blob's temporary file (not yet synced: see
-   * `publish`). Returns the bytes written. On any failure the file is removed.
+   * `publish`). Returns the bytes written. On any failure (or `signal` aborting it) the file is removed.
    *
-   * `inPlace`: into its file in `blobs/` instead, its bytes flushed as the file closes, for a write
-   * whose reservation naming the blob is already durable (a crash from here on leaves a file the
-   * sweep finds by it) and whose row will not commit before `publish` has synced the folder. A
-   * small write then costs four calls to the file system and the folder's sync, where a temporary
-   * file, its rename and the two syncs after it (each opening and closing its file) cost ten.
+   * `inPlace`: into its file in `blobs/` instead (no `signal`), for a write whose reservation naming the blob is
+   * already durable (a crash from here on leaves a file the sweep finds by it) and whose row will
+   * not commit before `publish` has synced it. The file is kept open for that sync, so that a
+   * small write costs seven calls to the file system, where a temporary file, its rename and the
+   * two syncs after it (each opening and closing what it syncs) cost ten.
    */
-  async write(blob: string, source: Readable, transforms: Transform[], { inPlace = false } = {}): Promise<number> {
-    const file = inPlace ? await this.placedPath(blob) : this.tmpPath(blob);
-    const out = createWriteStream(file, { flags: 'wx', mode: 0o600, highWaterMark: WRITE_CHUNK, flush: inPlace });
+  async write(
+    blob: string,
+    source: Readable,
+    transforms: Transform[],
+    { inPlace = false, signal }: { inPlace?: boolean; signal?: AbortSignal } = {},
+  ): Promise<number> {
+    if (inPlace) return this.writeInPlace(blob, source, transforms);
+    const file = this.tmpPath(blob);
+    const out = createWriteStream(file, { flags: 'wx', mode: 0o600, highWaterMark: WRITE_CHUNK });
     // A large file's bytes are flushed as they come (one fdatasync in flight, every FLUSH_EVERY
     // bytes), so that the flush `publish` waits for finds little left to write.
     let fd: number | undefined;
@@ -105,7 +118,7 @@ export class BlobFiles {
       fdatasync(fd, () => void (flushing = false));
     });
     try {
-      await pipeline([source, ...transforms, out]);
+      await pipeline([source, ...transforms, out], signal ? { signal } : {});
     } catch (error) {
       // The file may still be opening (a write stopped at once): removed only once the stream
       // has closed, or the open would create it again after the removal.
@@ -117,15 +130,38 @@ export class BlobFiles {
   }
 
   /**
-   * Moves a written blob into place and makes it durable: its bytes (fdatasync) and its name in
-   * the folder (fsync of the folder), the two at once rather than one after the other. Only once
-   * the write's reservation is durable (a crash after the rename must leave a trace of the file).
+   * Moves a written blob into place (one written in place is there already) and makes it durable:
+   * its bytes (fdatasync) and its name in the folder (fsync of the folder), the two at once rather
+   * than one after the other. Only once the write's reservation is durable (a crash after the
+   * rename must leave a trace of the file).
    */
-  async publish(blob: string, { inPlace = false } = {}): Promise<void> {
-    const folder = path.dirname(await this.placedPath(blob));
-    if (inPlace) return synced(folder, 'all');
-    await rename(this.tmpPath(blob), this.finalPath(blob));
-    await Promise.all([synced(this.finalPath(blob), 'data'), synced(folder, 'all')]);
+  async publish(blob: string): Promise<void> {
+    const placed = await this.placedPath(blob);
+    const fd = this.unsynced.get(blob);
+    this.unsynced.delete(blob);
+    if (fd === undefined) await rename(this.tmpPath(blob), placed);
+    const data = fd === undefined ? synced(placed, 'data') : datasyncFile(fd).finally(() => closeFile(fd));
+    await Promise.all([data, synced(path.dirname(placed), 'all')]);
+  }
+
+  /** `write` in place: the file is left open, its descriptor kept for `publish` (or `remove`). */
+  private async writeInPlace(blob: string, source: Readable, transforms: Transform[]): Promise<number> {
+    const placed = await this.placedPath(blob);
+    const fd = await openFile(placed, 'wx', 0o600);
+    // Given a descriptor, not a FileHandle (whose close would wait for this stream to let it go).
+    // Once every byte is written the stream leaves it open (no autoClose) and `pipeline` ends at
+    // 'finish' (no close to wait for). A failure destroys the stream, which closes it then: closed
+    // here too, the number could by then be another file's.
+    const out = createWriteStream('', { fd, autoClose: false, emitClose: false, highWaterMark: WRITE_CHUNK });
+    try {
+      await pipeline([source, ...transforms, out]);
+    } catch (error) {
+      out.destroy();
+      await rm(placed, { force: true });
+      throw error;
+    }
+    this.unsynced.set(blob, fd);
+    return out.bytesWritten;
   }
 
   /** The blob's path in `blobs/`, its folder made on first use. */
@@ -179,6 +215,9 @@ export class BlobFiles {
 
   /** Removes a blob wherever it is (temporary or in place). Nothing to do when it is gone. */
   async remove(blob: string): Promise<void> {
+    const fd = this.unsynced.get(blob);
+    this.unsynced.delete(blob);
+    if (fd !== undefined) await closeFile(fd).catch(() => {});
     await rm(this.tmpPath(blob), { force: true });
     await rm(this.finalPath(blob), { force: true });
   }

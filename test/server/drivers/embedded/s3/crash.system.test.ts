@@ -54,8 +54,8 @@ test('a server killed mid-upload comes back with nothing visible and no leaked f
   const completeFiles = filesUnder(path.join(objects, 'blobs'));
   expect(completeFiles).toHaveLength(1);
 
-  // 64 MiB announced, 8 MiB sent (a large body: reserved, written to a temporary file); and 4 MiB
-  // announced, 1 MiB sent (a small body sent without being asked: claimed, written in place in
+  // 64 MiB announced, 8 MiB sent (a large body: reserved, written to a temporary file); and 200 KiB
+  // announced, 100 KiB sent (a small body sent without being asked: claimed, written in place in
   // blobs/). Then the server is killed.
   const partialUpload = async (key: string, announced: number, sent: number) => {
     const url = await getSignedUrl(s3, new PutObjectCommand({ Bucket: 'survivor', Key: key }), { expiresIn: 300 });
@@ -66,7 +66,7 @@ test('a server killed mid-upload comes back with nothing visible and no leaked f
   };
   const large = await partialUpload('half.bin', 64 * MiB, 8 * MiB);
   await settles(async () => expect(filesUnder(path.join(objects, 'tmp'))).toHaveLength(1));
-  const small = await partialUpload('half-small.bin', 4 * MiB, MiB);
+  const small = await partialUpload('half-small.bin', 200 * 1024, 100 * 1024);
   await settles(async () => expect(filesUnder(path.join(objects, 'blobs'))).toHaveLength(2));
   process.kill(-first.child.pid!, 'SIGKILL');
   await new Promise((resolve) => first.child.once('exit', resolve));
