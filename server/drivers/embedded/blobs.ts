@@ -90,11 +90,11 @@ export class BlobFiles {
    * Streams `source` through `transforms` into the blob's temporary file (not yet synced: see
    * `publish`). Returns the bytes written. On any failure (or `signal` aborting it) the file is removed.
    *
-   * `inPlace`: into its file in `blobs/` instead (no `signal`), for a write whose reservation naming the blob is
-   * already durable (a crash from here on leaves a file the sweep finds by it) and whose row will
-   * not commit before `publish` has synced it. The file is kept open for that sync, so that a
-   * small write costs seven calls to the file system, where a temporary file, its rename and the
-   * two syncs after it (each opening and closing what it syncs) cost ten.
+   * `inPlace`: into its file in `blobs/` instead (no `signal`), for a write whose reservation
+   * naming the blob is already durable (a crash from here on leaves a file the sweep finds by it)
+   * and whose row will not commit before `publish` has synced it. The file is kept open for that
+   * sync, so that a small write costs seven calls to the file system, where a temporary file, its
+   * rename and the two syncs after it (each opening and closing what it syncs) cost ten.
    */
   async write(
     blob: string,
