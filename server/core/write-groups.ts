@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import { groupedCall } from '../db/batched-lookup.ts';
 import { withTransaction, type Pool, type PoolClient } from '../db/pool.ts';
 import { isConcurrencyConflict, isDatabaseUnavailable } from '../db/unavailable.ts';
 
@@ -42,62 +43,32 @@ export interface GroupedChange<T> {
   finalStatements: (result: T) => readonly pg.QueryConfig[];
 }
 
-interface Waiting {
-  change: GroupedChange<unknown>;
-  settle: (outcome: Outcome) => void;
-}
-
 type Outcome = { ok: true; result: unknown } | { ok: false; error: unknown };
 
 /** The grouped changes of one pool. */
 class WriteGroup {
-  private readonly waiting: Waiting[] = [];
-  private leaders = 0;
   private readonly pool: Pool;
+  /** A change's outcome in the transaction of the group it went in: MAX_LEADERS groups under way, MAX_GROUP changes each. */
+  private readonly committed: (change: GroupedChange<unknown>) => Promise<Outcome>;
 
   constructor(pool: Pool) {
     this.pool = pool;
+    this.committed = groupedCall(
+      (changes: GroupedChange<unknown>[]) =>
+        this.commit(changes).catch((error: unknown) => changes.map((): Outcome => ({ ok: false, error }))),
+      { leaders: MAX_LEADERS, maxBatch: MAX_GROUP },
+    );
   }
 
-  run<T>(change: GroupedChange<T>): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      this.waiting.push({
-        change: change as GroupedChange<unknown>,
-        // The error is the change's own, as thrown (a problem, a database error): passed on as is.
-        // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors
-        settle: (outcome) => (outcome.ok ? resolve(outcome.result as T) : reject(outcome.error)),
-      });
-      if (this.leaders < MAX_LEADERS) void this.lead();
-    });
-  }
-
-  /** Commits groups while requests wait. */
-  private async lead(): Promise<void> {
-    this.leaders++;
-    try {
-      while (this.waiting.length > 0) {
-        const group = this.waiting.splice(0, MAX_GROUP);
-        const outcomes = await this.commit(group).catch((error: unknown) => group.map((): Outcome => ({ ok: false, error })));
-        group.forEach((waiting, index) => {
-          const outcome = outcomes[index]!;
-          // A collision with another group (two groups creating one name in opposite orders
-          // deadlock where two transactions of one request each would only wait): the change is
-          // run again alone, as it would have run ungrouped.
-          if (!outcome.ok && isConcurrencyConflict(outcome.error)) void this.runAlone(waiting);
-          else waiting.settle(outcome);
-        });
-      }
-    } finally {
-      this.leaders--;
-    }
-  }
-
-  private async runAlone({ change, settle }: Waiting): Promise<void> {
-    try {
-      settle({ ok: true, result: await withTransaction(this.pool, change.work, change.finalStatements) });
-    } catch (error) {
-      settle({ ok: false, error });
-    }
+  async run<T>(change: GroupedChange<T>): Promise<T> {
+    const outcome = await this.committed(change as GroupedChange<unknown>);
+    if (outcome.ok) return outcome.result as T;
+    // A collision with another group (two groups creating one name in opposite orders deadlock
+    // where two transactions of one request each would only wait): the change is run again alone,
+    // as it would have run ungrouped.
+    if (isConcurrencyConflict(outcome.error)) return withTransaction(this.pool, change.work, change.finalStatements);
+    // The error is the change's own, as thrown (a problem, a database error): passed on as is.
+    throw outcome.error;
   }
 
   /**
@@ -107,7 +78,7 @@ class WriteGroup {
    * too): it goes back to that change's savepoint, which its failed release left in place, and the
    * next change runs again. Throws if the transaction fails as a whole.
    */
-  private commit(group: Waiting[]): Promise<Outcome[]> {
+  private commit(group: GroupedChange<unknown>[]): Promise<Outcome[]> {
     return withTransaction(this.pool, async (tx) => {
       const outcomes: Outcome[] = [];
       const rollBack = () => Promise.all([tx.query('ROLLBACK TO SAVEPOINT grouped_write'), tx.query('RELEASE SAVEPOINT grouped_write')]);
@@ -127,7 +98,7 @@ class WriteGroup {
         outcomes[index] = { ok: false, error };
       };
       for (let index = 0; index < group.length; index++) {
-        const { change } = group[index]!;
+        const change = group[index]!;
         // Sent with the change's first statement: no round trip of its own.
         const savepoint = tx.query('SAVEPOINT grouped_write');
         savepoint.catch(() => {});

@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { monthOf } from '../../../server/areas/billing/metering/usage-ledger.ts';
-import { MAX_LEADERS } from '../../../server/core/write-groups.ts';
+import { MAX_LEADERS, runGrouped } from '../../../server/core/write-groups.ts';
 import { eventually } from '../../support/eventually.ts';
 import { startTestServer, type ApiResponse, type TestOrg, type TestServer } from '../../support/server.ts';
 import { uniqueName, vmRequest } from '../areas/compute/fixtures.ts';
@@ -193,5 +193,29 @@ describe('creations accepted together', () => {
       [org.orgId],
     );
     expect(servers[0]).toEqual({ servers: accepted.length, addresses: accepted.length });
+  });
+});
+
+describe('a change that collides with another group', () => {
+  test('is run again alone, as it would have run ungrouped; any other failure is its own answer, as thrown', async () => {
+    let attempts = 0;
+    const collided = await runGrouped(server.pool, {
+      work: async (tx) => {
+        attempts++;
+        // What PostgreSQL answers two groups creating one name in opposite orders.
+        if (attempts === 1) throw Object.assign(new Error('deadlock detected'), { code: '40P01' });
+        return (await tx.query<{ answer: number }>('SELECT 42 AS answer')).rows[0]!.answer;
+      },
+      finalStatements: () => [],
+    });
+    expect(collided).toBe(42);
+    expect(attempts).toBe(2);
+
+    const taken = Object.assign(new Error('duplicate key value'), { code: '23505' });
+    const refused = runGrouped(server.pool, {
+      work: () => Promise.reject(taken),
+      finalStatements: () => [],
+    });
+    await expect(refused).rejects.toBe(taken);
   });
 });
