@@ -111,15 +111,15 @@ export async function streamedWrite<T, Item>(context: StoreContext, spec: WriteS
   // trip is not added to its time. Nothing of it is visible or in `blobs/` before the claim is
   // durable (`publish` waits for it, as below), and a crash meanwhile leaves only a temporary file
   // without a reservation, which the sweep removes. A bucket that is not there stops the reading.
-  const stopReading = new AbortController();
-  const writing = early && !inPlace ? blobs.write(blob, spec.body, transforms, { signal: stopReading.signal }) : undefined;
+  const readingEarly = early && !inPlace ? new AbortController() : undefined;
+  const writing = readingEarly ? blobs.write(blob, spec.body, transforms, { signal: readingEarly.signal }) : undefined;
   writing?.catch(() => {});
   let reserved: Promise<void>;
   try {
     reserved = (await reservation).committed;
   } catch (error) {
     if (writing) {
-      stopReading.abort(error);
+      readingEarly!.abort(error);
       // Stopped, or already complete: either way its file goes.
       await writing.catch(() => {});
       await blobs.remove(blob).catch(() => {});
