@@ -10,10 +10,9 @@ import {
   UploadPartCommand,
   type S3Client,
 } from '@aws-sdk/client-s3';
-import { readdirSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { MiB, createAccessKey, createBucket, s3Client, s3ErrorOf, setBucketQuota, settles, startS3Server } from './support.ts';
+import { MiB, createAccessKey, createBucket, filesUnder, s3Client, s3ErrorOf, setBucketQuota, settles, startS3Server } from './support.ts';
 
 let server: Awaited<ReturnType<typeof startS3Server>>;
 let s3: S3Client;
@@ -25,9 +24,7 @@ beforeAll(async () => {
 afterAll(async () => server?.close());
 
 /** Files holding object bytes under the server's DATA_DIR (complete ones and parts). */
-const storedFiles = () =>
-  readdirSync(path.join(server.dataDir, 'objects', 'blobs'), { recursive: true, withFileTypes: true }).filter((entry) => entry.isFile())
-    .length;
+const storedFiles = () => filesUnder(path.join(server.dataDir, 'objects', 'blobs')).length;
 
 test('an upload left unfinished past the retention is aborted: its parts and their space are given back', async () => {
   const bucket = await createBucket(server, server.org, 'leftovers');

@@ -10,7 +10,17 @@ import { existsSync, readdirSync, readlinkSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { createAccessKey, createBucket, egressBytes, s3Client, s3ErrorOf, settles, startS3Server, type IssuedKey } from './support.ts';
+import {
+  createAccessKey,
+  createBucket,
+  egressBytes,
+  filesUnder,
+  s3Client,
+  s3ErrorOf,
+  settles,
+  startS3Server,
+  type IssuedKey,
+} from './support.ts';
 
 let server: Awaited<ReturnType<typeof startS3Server>>;
 let key: IssuedKey;
@@ -153,11 +163,7 @@ function signedChunkedPut(target: string, chunks: Buffer[], options: { tamper?: 
 const s3Key = () => key;
 
 /** The files under DATA_DIR/objects: temporary ones, and those in place in blobs/. */
-const objectFiles = () =>
-  readdirSync(path.join(server.dataDir, 'objects'), { recursive: true, withFileTypes: true })
-    .filter((entry) => entry.isFile())
-    .map((entry) => path.join(entry.parentPath, entry.name))
-    .sort();
+const objectFiles = () => filesUnder(path.join(server.dataDir, 'objects'));
 
 /** The files and folders under DATA_DIR/objects this process holds open (Linux's /proc; none elsewhere). */
 const openObjectFiles = () => {

@@ -3,14 +3,13 @@
 // are swept at start, a temporary file's as one written in place. What was complete before the crash is still there, byte for byte.
 import { GetObjectCommand, HeadObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
-import { existsSync, readdirSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, expect, test } from 'vitest';
 import { freePort, type Started } from '../../../../support/processes.ts';
 import { call, createTestDatabase, readBootstrap, startServerProcess } from '../../../../support/server.ts';
-import { MiB, s3Client, s3ErrorOf, settles } from './support.ts';
+import { filesUnder, MiB, s3Client, s3ErrorOf, settles } from './support.ts';
 
 let running: Started | undefined;
 afterAll(async () => running?.stop());
@@ -20,13 +19,6 @@ async function waitForOperation(baseUrl: string, orgId: string, apiKey: string, 
     const operation = await call(baseUrl, 'GET', `/v1/orgs/${orgId}/operations/${operationId}`, { key: apiKey });
     expect(operation.body.state).toBe('succeeded');
   }, 30_000);
-}
-
-function filesUnder(folder: string): string[] {
-  if (!existsSync(folder)) return [];
-  return readdirSync(folder, { recursive: true, withFileTypes: true })
-    .filter((entry) => entry.isFile())
-    .map((entry) => entry.name);
 }
 
 test('a server killed mid-upload comes back with nothing visible and no leaked files', async () => {

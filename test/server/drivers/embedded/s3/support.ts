@@ -4,12 +4,23 @@
 import { S3Client } from '@aws-sdk/client-s3';
 import { SignatureV4 } from '@smithy/signature-v4';
 import { createHash } from 'node:crypto';
+import { existsSync, readdirSync } from 'node:fs';
 import { Agent } from 'node:http';
+import path from 'node:path';
 import { expect } from 'vitest';
 import { NodeSha256 } from '../../../../../server/drivers/rgw/signed-http.ts';
 import { startTestServer, type TestOrg, type TestServer } from '../../../../support/server.ts';
 
 export const MiB = 1024 * 1024;
+
+/** The files under `folder`, however deep (its subfolders left out), as sorted paths; none when it is not there. */
+export function filesUnder(folder: string): string[] {
+  if (!existsSync(folder)) return [];
+  return readdirSync(folder, { recursive: true, withFileTypes: true })
+    .filter((entry) => entry.isFile())
+    .map((entry) => path.join(entry.parentPath, entry.name))
+    .sort();
+}
 
 /** A server whose object store is the embedded one, with its S3 endpoint. */
 export async function startS3Server(env: Record<string, string> = {}): Promise<TestServer & { s3Url: string }> {
