@@ -1,12 +1,11 @@
-import type { AnnouncedChannels, AnnouncedTags } from '../db/announced-cache.ts';
+import type { AnnouncedTags } from '../db/announced-cache.ts';
 
 /**
- * Where the database announces a change of a credential (migrations 0800 and 0990), and where each
- * cache answers a sync of one. Every cache of credentials listens here, in whichever process or
- * thread it lives (the API's CredentialCache, the S3 endpoint's keys): a revocation waits until
- * each of them has forgotten the credential.
+ * Where the database announces a change of a credential (migrations 0800 and 0990). Every cache of
+ * credentials listens here, in whichever process or thread it lives (the API's CredentialCache,
+ * the S3 endpoint's keys): a revocation waits until each of them has forgotten the credential.
  */
-export const CREDENTIAL_CHANNELS: AnnouncedChannels = { changed: 'credentials_changed', synced: 'credentials_synced' };
+export const CREDENTIAL_CHANNEL = 'credentials_changed';
 
 /**
  * What an announcement names (migration 0990_credential_change_tags.sql): the one credential that

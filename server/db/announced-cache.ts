@@ -1,23 +1,9 @@
-import { randomUUID } from 'node:crypto';
-import { LISTENER_APPLICATION, type DatabaseListener } from './listener.ts';
+import type { DatabaseListener } from './listener.ts';
 
-/** The channels of one announced cache: where the database announces a change, and where caches answer a sync. */
-export interface AnnouncedChannels {
-  /** Announced (by a trigger) when what the cache holds changes; also carries this process's syncs. */
-  changed: string;
-  /** Where each cache answers a sync, with its token. */
-  synced: string;
-}
-
-/** On the `changed` channel: a process that changed something asks every cache to say it has forgotten. */
-const SYNC_PREFIX = 'sync:';
 /** Entries kept at most; past that the oldest go (an entry in use comes back with one query). */
 const MAX_ENTRIES = 10_000;
 /** Tags whose latest announcement is remembered, so that a read begun before it is not kept; a ticket older than what is remembered keeps nothing. */
 const REMEMBERED_ANNOUNCEMENTS = 10_000;
-/** The longest a change waits for every cache's answer (a stuck process must not hold a request). */
-const SYNC_WAIT_MS = 1_000;
-
 /** A cache's entries for one kind of credential, under names of their own (see CredentialCache.section). */
 export interface CacheSection<V> {
   get(name: string): V | undefined;
@@ -36,13 +22,6 @@ export function sectionOf<V>(cache: AnnouncedCache<unknown>, kind: string): Cach
     put: (ticket, name, value, tags) => cache.store(ticket, `${kind}:${name}`, value, undefined, tags),
     changed: (tags) => cache.changed(tags),
   };
-}
-
-interface SyncWaiter {
-  /** Answers needed: the processes' LISTEN connections counted when the sync was sent (this one's included). */
-  expected: number;
-  answers: number;
-  readonly done: () => void;
 }
 
 interface Entry<V> {
@@ -77,7 +56,6 @@ export class AnnouncedCache<V> {
   /** The names of the entries with each tag. */
   private readonly tagged = new Map<string, Set<string>>();
   private readonly listener: DatabaseListener;
-  private readonly channels: AnnouncedChannels;
   private readonly tagsOf: AnnouncedTags;
   /** Announcements (and invalidations) seen: the ticket of a lookup is the count when it began. */
   private announcements = 0;
@@ -88,20 +66,18 @@ export class AnnouncedCache<V> {
   /** Announcements up to this one are no longer in `announcedAt`: a lookup begun before keeps nothing. */
   private forgottenBefore = 0;
   private listening = false;
-  /** Changes made by this process waiting for every cache's answer, by the token of their sync. */
-  private readonly syncWaiters = new Map<string, SyncWaiter>();
 
   /**
    * Subscribes to the process's listener: the cache works while that listens (once it is started).
-   * `tagsOf`: what a payload of the `changed` channel names; by default nothing (every announcement forgets everything).
+   * `channel`: where the database announces a change of what the cache holds (a trigger's NOTIFY).
+   * `tagsOf`: what a payload of that channel names; by default nothing (every announcement forgets everything).
    */
-  constructor(listener: DatabaseListener, channels: AnnouncedChannels, tagsOf: AnnouncedTags = () => undefined) {
+  constructor(listener: DatabaseListener, channel: string, tagsOf: AnnouncedTags = () => undefined) {
     this.listener = listener;
-    this.channels = channels;
     this.tagsOf = tagsOf;
     listener.subscribe({
-      channels: [channels.changed, channels.synced],
-      notified: (channel, payload) => this.notified(channel, payload),
+      channels: [channel],
+      notified: (_channel, payload) => this.notified(payload),
       listening: () => {
         // Whatever changed while nobody listened was not announced.
         this.invalidate();
@@ -178,54 +154,14 @@ export class AnnouncedCache<V> {
 
   /**
    * A change this process just committed: forgets what it touched (`tags`; everything when
-   * undefined) at once, then waits (at most SYNC_WAIT_MS) until every process's cache has said it
-   * read the change's announcement too, so that once the change is answered no process serves the
-   * old entry. The database's own announcement is not
-   * enough: it reaches each process when that process's connection and event loop get to it, and
-   * a request that came in meanwhile was served from the cache (a CI run saw it). So the change
-   * counts the processes' LISTEN connections, then announces a sync on the same channel; each
-   * cache answers it once read, and it is read after the change's announcement (one session reads
-   * notifications in commit order). A process whose connection is lost caches nothing until it
-   * listens again, and one that started listening later started with an empty cache.
+   * undefined) at once, then waits until every listener, in every process, has read the change's
+   * announcement too (DatabaseListener.sync), so that once the change is answered no process
+   * serves the old entry.
    */
   async changed(tags?: readonly string[]): Promise<void> {
     if (tags) this.forget(tags);
     else this.invalidate();
-    if (!this.listening) return;
-    const token = randomUUID();
-    await new Promise<void>((resolve) => {
-      const waiter: SyncWaiter = {
-        expected: Infinity,
-        answers: 0,
-        done: () => {
-          clearTimeout(timer);
-          this.syncWaiters.delete(token);
-          resolve();
-        },
-      };
-      const timer = setTimeout(waiter.done, SYNC_WAIT_MS);
-      this.syncWaiters.set(token, waiter);
-      this.listener
-        .query<{ listeners: number }>(
-          'SELECT count(*)::int AS listeners FROM pg_stat_activity WHERE application_name = $1 AND datname = current_database()',
-          [LISTENER_APPLICATION],
-        )
-        .then(({ rows }) => {
-          waiter.expected = rows[0]!.listeners;
-          if (waiter.answers >= waiter.expected) waiter.done();
-          return this.listener.query('SELECT pg_notify($1, $2)', [this.channels.changed, `${SYNC_PREFIX}${token}`]);
-        })
-        // The connection is lost: disable() ends the wait, and nothing is cached until it is back.
-        .catch(() => {});
-    });
-  }
-
-  /** A cache's answer to a sync: the change that sent it is done once every cache has answered. */
-  private answered(token: string): void {
-    const waiter = this.syncWaiters.get(token);
-    if (!waiter) return;
-    waiter.answers++;
-    if (waiter.answers >= waiter.expected) waiter.done();
+    if (this.listening) await this.listener.sync();
   }
 
   /** Forgets everything (also when this process changed something itself, before it waits for the other caches). */
@@ -238,18 +174,9 @@ export class AnnouncedCache<V> {
   private disable(): void {
     this.listening = false;
     this.invalidate();
-    // No answer comes on a lost connection; nothing is cached until it is back.
-    for (const waiter of [...this.syncWaiters.values()]) waiter.done();
   }
 
-  private notified(channel: string, payload: string): void {
-    if (channel === this.channels.synced) return this.answered(payload);
-    // A sync comes after the announcement of the change that sent it (one session reads
-    // notifications in commit order): that was read, and what it named forgotten. Says so.
-    if (payload.startsWith(SYNC_PREFIX)) {
-      this.listener.query('SELECT pg_notify($1, $2)', [this.channels.synced, payload.slice(SYNC_PREFIX.length)]).catch(() => {});
-      return;
-    }
+  private notified(payload: string): void {
     const tags = this.tagsOf(payload);
     if (tags) this.forget(tags);
     else this.invalidate();

@@ -1,8 +1,23 @@
+import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import type { Logger } from '../logging.ts';
 
-/** The application_name of the platform's LISTEN connections, one per server process. */
+/** The application_name of the platform's LISTEN connections, one per server process (and per S3 thread). */
 export const LISTENER_APPLICATION = 'cloud-platform-listener';
+
+/** Where a process asks every listener to say it has read what was announced before (see `sync`). */
+const SYNC_CHANNEL = 'listeners_sync';
+/** Where each listener answers a sync, with its token. */
+const SYNCED_CHANNEL = 'listeners_synced';
+/** The longest a sync waits for every listener's answer (a stuck process must not hold a request). */
+const SYNC_WAIT_MS = 1_000;
+
+interface SyncWaiter {
+  /** Answers needed: the listeners counted when the sync was sent (this one's included). */
+  expected: number;
+  answers: number;
+  readonly done: () => void;
+}
 
 /** The longest pause between tries to listen again while the database cannot be reached. */
 const MAX_RETRY_MS = 5_000;
@@ -42,10 +57,15 @@ export class DatabaseListener {
   private started: Promise<void> | undefined;
   private wakeRetry: () => void = () => {};
   private endWait: () => void = () => {};
+  /** Whether this listener answers syncs: those counted by one (LISTENER_APPLICATION's), and only they. */
+  private readonly answersSyncs: boolean;
+  /** Syncs this process sent, waiting for every listener's answer, by their token. */
+  private readonly syncWaiters = new Map<string, SyncWaiter>();
 
   constructor(connection: pg.ClientConfig, log: Pick<Logger, 'info' | 'warn'>, applicationName = LISTENER_APPLICATION) {
     this.connection = { ...connection, application_name: applicationName };
     this.log = log;
+    this.answersSyncs = applicationName === LISTENER_APPLICATION;
   }
 
   /** Adds a subscriber; only before `start`, which LISTENs on every subscriber's channels at once. */
@@ -79,6 +99,58 @@ export class DatabaseListener {
     const client = this.client;
     if (!client || !this.isListening) throw new Error('the listener is not connected');
     return client.query<R>(text, values);
+  }
+
+  /**
+   * Waits (at most `timeoutMs`) until every listener of the platform, in every process and thread
+   * on this database, has read what was announced before the call: a process that committed a
+   * change calls it so that, once the change is answered, no cache anywhere serves what it held
+   * before (db/announced-cache.ts). A NOTIFY reaches each listener when that listener's
+   * connection and event loop get to it, and a request that came in meanwhile was served from
+   * the cache (a CI run saw it). So the sync counts the listeners, then announces a token; each
+   * listener answers it once read, and a session reads notifications in commit order, whatever
+   * their channel, so every announcement committed before was read (and handed to its
+   * subscribers) first. One channel for every cache: a listener whose process keeps no cache of
+   * the kind answers too, where a sync per kind of cache waited out its time for each listener
+   * that did not listen for that kind (a billing change answered after a full second while the S3
+   * thread's listener was counted and never answered). Resolves at once when not listening: a
+   * listener that is not caches nothing, and one that listens later starts empty.
+   */
+  async sync(timeoutMs = SYNC_WAIT_MS): Promise<void> {
+    if (!this.isListening) return;
+    const token = randomUUID();
+    await new Promise<void>((resolve) => {
+      const waiter: SyncWaiter = {
+        expected: Infinity,
+        answers: 0,
+        done: () => {
+          clearTimeout(timer);
+          this.syncWaiters.delete(token);
+          resolve();
+        },
+      };
+      const timer = setTimeout(waiter.done, timeoutMs);
+      this.syncWaiters.set(token, waiter);
+      this.query<{ listeners: number }>(
+        'SELECT count(*)::int AS listeners FROM pg_stat_activity WHERE application_name = $1 AND datname = current_database()',
+        [LISTENER_APPLICATION],
+      )
+        .then(({ rows }) => {
+          waiter.expected = rows[0]!.listeners;
+          if (waiter.answers >= waiter.expected) waiter.done();
+          return this.query('SELECT pg_notify($1, $2)', [SYNC_CHANNEL, token]);
+        })
+        // The connection is lost: its end ends the wait (nothing is cached until it is back).
+        .catch(() => {});
+    });
+  }
+
+  /** A listener's answer to a sync: the sync is done once every listener has answered. */
+  private answered(token: string): void {
+    const waiter = this.syncWaiters.get(token);
+    if (!waiter) return;
+    waiter.answers++;
+    if (waiter.answers >= waiter.expected) waiter.done();
   }
 
   private async listenLoop(firstTryMade: () => void): Promise<void> {
@@ -138,6 +210,9 @@ export class DatabaseListener {
     client.on('error', (error) => ((lost = error), ended()));
     client.on('end', () => ((lost ??= new Error('the connection ended')), ended()));
     client.on('notification', ({ channel, payload }) => {
+      if (channel === SYNCED_CHANNEL) return this.answered(payload ?? '');
+      // Everything announced before the sync was read, and handed to its subscribers: says so.
+      if (channel === SYNC_CHANNEL) return void client.query('SELECT pg_notify($1, $2)', [SYNCED_CHANNEL, payload ?? '']).catch(() => {});
       for (const subscriber of this.subscribers) {
         if (subscriber.channels.includes(channel)) subscriber.notified(channel, payload ?? '');
       }
@@ -145,7 +220,10 @@ export class DatabaseListener {
     try {
       await client.connect();
       const channels = new Set(this.subscribers.flatMap((subscriber) => subscriber.channels));
-      if (channels.size > 0) await client.query([...channels].map((channel) => `LISTEN ${channel}`).join('; '));
+      if (this.answersSyncs) channels.add(SYNC_CHANNEL);
+      // Its own syncs' answers, whatever its name.
+      channels.add(SYNCED_CHANNEL);
+      await client.query([...channels].map((channel) => `LISTEN ${channel}`).join('; '));
       if (this.stopping) return undefined;
       this.isListening = true;
       for (const subscriber of this.subscribers) subscriber.listening();
@@ -164,6 +242,8 @@ export class DatabaseListener {
       this.isListening = false;
       this.client = undefined;
       if (wasListening) for (const subscriber of this.subscribers) subscriber.lost();
+      // No answer comes on a lost connection; nothing is cached until it is back.
+      for (const waiter of [...this.syncWaiters.values()]) waiter.done();
       // Not awaited: against a frozen server, ending waits for an answer that does not come.
       client.end().catch(() => {});
     }

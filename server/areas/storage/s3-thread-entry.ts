@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
 import { pino } from 'pino';
 import type { Config } from '../../config.ts';
-import { CREDENTIAL_CHANNELS, credentialTagsOf } from '../../core/credential-announcements.ts';
+import { CREDENTIAL_CHANNEL, credentialTagsOf } from '../../core/credential-announcements.ts';
 import { callsTo } from '../../core/thread-calls.ts';
 import { AnnouncedCache, sectionOf } from '../../db/announced-cache.ts';
 import { DatabaseListener } from '../../db/listener.ts';
@@ -43,7 +43,7 @@ const log = pino({ level: config.logLevel, base: undefined, timestamp: false }, 
 
 const pool = createPool(data.connectionString, data.poolSize, config.database, 'cloud-platform-s3', 0);
 const listener = new DatabaseListener(pool.options, log);
-const keys = new AnnouncedCache<unknown>(listener, CREDENTIAL_CHANNELS, credentialTagsOf);
+const keys = new AnnouncedCache<unknown>(listener, CREDENTIAL_CHANNEL, credentialTagsOf);
 const platform: S3Platform = {
   ...s3Reads(pool),
   ...callsTo<S3Platform, (typeof S3_PLATFORM_CHANGES)[number]>(data.changes, S3_PLATFORM_CHANGES),

@@ -52,7 +52,7 @@ export type BillingCache = AnnouncedCache<BillingFigures>;
 const figuresKey = (orgId: string, month: string) => `${orgId}/${month}`;
 
 export function createBillingCache(listener: DatabaseListener): BillingCache {
-  return new AnnouncedCache<BillingFigures>(listener, { changed: 'billing_changed', synced: 'billing_synced' });
+  return new AnnouncedCache<BillingFigures>(listener, 'billing_changed');
 }
 
 /** The billing answer in the month of `now`; from `cache` when it holds the figures. */

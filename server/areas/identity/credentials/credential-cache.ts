@@ -1,5 +1,5 @@
 import { AnnouncedCache, sectionOf, type CacheSection } from '../../../db/announced-cache.ts';
-import { CREDENTIAL_CHANNELS, credentialTagsOf } from '../../../core/credential-announcements.ts';
+import { CREDENTIAL_CHANNEL, credentialTagsOf } from '../../../core/credential-announcements.ts';
 import type { DatabaseListener } from '../../../db/listener.ts';
 import type { Principal } from '../../../core/principal.ts';
 
@@ -32,7 +32,7 @@ export class CredentialCache extends AnnouncedCache<unknown> {
   private readonly verifiedByTag = new Map<string, Set<string>>();
 
   constructor(listener: DatabaseListener) {
-    super(listener, CREDENTIAL_CHANNELS, credentialTagsOf);
+    super(listener, CREDENTIAL_CHANNEL, credentialTagsOf);
   }
 
   /** The cached principal of a key hash, if any and still unexpired. */
