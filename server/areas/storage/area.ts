@@ -20,14 +20,15 @@ import { storageUsage } from './storage-metering.ts';
  * the embedded store, the area serves its S3 endpoint, which asks the platform through s3-port.ts.
  */
 export function storageArea(deps: AreaDependencies) {
-  const { pool, clock, config, drivers, credentials, embeddedStore, log, ports } = deps;
+  const { pool, clock, config, drivers, credentials, embeddedStore, listener, log, ports } = deps;
+  const cachesSynced = () => listener.sync();
   const maxAttempts = config.engine.maxAttempts;
   const buckets = createBucketService({ clock, maxAttempts, budget: budgetOf(ports), objectStore: drivers.objectStore });
   const accessKeys = createAccessKeyService({ maxAttempts, objectStore: drivers.objectStore });
 
   return defineArea({
     handlers: {
-      ...bucketHandlers({ pool, clock, buckets }),
+      ...bucketHandlers({ pool, clock, buckets, cachesSynced }),
       // S3 keys are cached in a section of the credential cache: a revoke's answer waits for the announcement.
       ...accessKeyHandlers({ pool, accessKeys, accessKeysChanged: (tags) => credentials.changed(tags) }),
       ...quotaHandlers({ pool, objectStore: drivers.objectStore }),
@@ -65,7 +66,7 @@ export function storageArea(deps: AreaDependencies) {
       startS3Thread({
         config,
         connectionString: (pool.options as { connectionString: string }).connectionString,
-        platform: s3Port({ pool, buckets, objectStore: drivers.objectStore, clock, log: log.child({ component: 's3' }) }),
+        platform: s3Port({ pool, buckets, objectStore: drivers.objectStore, clock, cachesSynced, log: log.child({ component: 's3' }) }),
         log: log.child({ component: 's3' }),
       }),
   });

@@ -108,12 +108,15 @@ export function s3Port({
   buckets,
   objectStore,
   clock,
+  cachesSynced,
   log,
 }: {
   pool: Pool;
   buckets: BucketService;
   objectStore: ObjectStoreDriver;
   clock: Clock;
+  /** Returns once every process has read what this one committed (DatabaseListener.sync). */
+  cachesSynced: () => Promise<void>;
   log: Logger;
 }): S3Platform {
   /** A change and its audit event in one transaction; a refusal leaves an event of its own. */
@@ -178,7 +181,7 @@ export function s3Port({
 
     async deleteBucket(actor, name) {
       const bucket = await named(actor.orgId, name);
-      return change(
+      const deleting = await change(
         actor,
         'bucket.delete',
         bucket.id,
@@ -186,6 +189,9 @@ export function s3Port({
         // The not-empty check asks the store (as the API's delete does).
         () => buckets.assertDeletable(pool, actor.orgId, bucket.id, log),
       );
+      // No longer active: answered once no S3 endpoint serves it from its cache (s3/access.ts).
+      await cachesSynced();
+      return deleting;
     },
 
     /**

@@ -3,12 +3,14 @@
 // API request. It opens what it needs itself: its connections, its instance of the embedded store
 // (another instance on the same files and tables, as another process's would be), and its cache
 // of accepted keys, which listens on the credentials' channel as the API's does, so that a revoke
-// still answers only once this thread too has forgotten the key. Bucket changes (create, delete,
+// still answers only once this thread too has forgotten the key, and its cache of served buckets,
+// which listens on the buckets' channel. Bucket changes (create, delete,
 // versioning) go through the platform's services, which live in the main thread: it is asked.
 import { readFileSync } from 'node:fs';
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
 import { pino } from 'pino';
 import type { Config } from '../../config.ts';
+import { BUCKET_CHANNEL, bucketTagsOf } from '../../core/bucket-announcements.ts';
 import { CREDENTIAL_CHANNEL, credentialTagsOf } from '../../core/credential-announcements.ts';
 import { callsTo } from '../../core/thread-calls.ts';
 import { AnnouncedCache, sectionOf } from '../../db/announced-cache.ts';
@@ -16,6 +18,7 @@ import { DatabaseListener } from '../../db/listener.ts';
 import { createPool } from '../../db/pool.ts';
 import type { Caller } from '../../drivers/embedded/s3/access.ts';
 import type { S3Platform } from '../../drivers/embedded/s3/platform-port.ts';
+import type { ServedBucket } from '../../drivers/embedded/rows.ts';
 import { startS3Endpoint } from '../../drivers/embedded/s3/server.ts';
 import { embeddedStoreSettingsOf, openEmbeddedStore } from '../../drivers/selection.ts';
 import { S3_PLATFORM_CHANGES, s3Reads } from './s3-port.ts';
@@ -44,6 +47,7 @@ const log = pino({ level: config.logLevel, base: undefined, timestamp: false }, 
 const pool = createPool(data.connectionString, data.poolSize, config.database, 'cloud-platform-s3', 0);
 const listener = new DatabaseListener(pool.options, log);
 const keys = new AnnouncedCache<unknown>(listener, CREDENTIAL_CHANNEL, credentialTagsOf);
+const served = new AnnouncedCache<ServedBucket>(listener, BUCKET_CHANNEL, bucketTagsOf);
 const platform: S3Platform = {
   ...s3Reads(pool),
   ...callsTo<S3Platform, (typeof S3_PLATFORM_CHANGES)[number]>(data.changes, S3_PLATFORM_CHANGES),
@@ -56,6 +60,7 @@ try {
     store,
     platform,
     keys: sectionOf<Caller>(keys, 's3'),
+    served: sectionOf<ServedBucket>(served, 'bucket'),
     port: config.s3.port,
     host: config.host,
     tls: config.s3.tls && { cert: readFileSync(config.s3.tls.certFile), key: readFileSync(config.s3.tls.keyFile) },

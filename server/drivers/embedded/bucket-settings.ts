@@ -1,4 +1,5 @@
 import { withTransaction, type Pool } from '../../db/pool.ts';
+import type { StoreContext } from './write-path.ts';
 import type { AuditStatement } from './s3/platform-port.ts';
 import type { DefaultRetention } from './object-lock.ts';
 import type { PublicAccessBlock } from './rows.ts';
@@ -8,11 +9,20 @@ import type { PublicAccessBlock } from './rows.ts';
  * lookup every request makes brings it along): default encryption, CORS rules, lifecycle rules
  * object lock's default retention, the bucket policy and the public access block. The S3 endpoint parses and checks each; the store keeps
  * them as given. A bucket that is not there changes nothing (false). Each change commits with its
- * audit event (`audit`, the platform's statement), or not at all.
+ * audit event (`audit`, the platform's statement), or not at all, and answers once no cache serves
+ * the bucket as it was.
  */
-export function bucketSettings(pool: Pool) {
-  const set = async (bucketId: string, column: string, value: unknown, audit: AuditStatement, extra = ''): Promise<boolean> =>
-    changeBucketRow(pool, `UPDATE store_buckets SET ${column} = $2 WHERE id = $1 ${extra}`, [bucketId, jsonb(value)], audit);
+export function bucketSettings({ pool, cachesSynced }: Pick<StoreContext, 'pool' | 'cachesSynced'>) {
+  const set = async (bucketId: string, column: string, value: unknown, audit: AuditStatement, extra = ''): Promise<boolean> => {
+    const changed = await changeBucketRow(
+      pool,
+      `UPDATE store_buckets SET ${column} = $2 WHERE id = $1 ${extra}`,
+      [bucketId, jsonb(value)],
+      audit,
+    );
+    if (changed) await cachesSynced();
+    return changed;
+  };
   return {
     setDefaultEncryption: (bucketId: string, algorithm: 'AES256' | null, audit: AuditStatement) =>
       set(bucketId, 'default_encryption', algorithm, audit),

@@ -1,5 +1,6 @@
-import { withTransaction, type Pool, type PoolClient } from '../../db/pool.ts';
+import { withTransaction, type PoolClient } from '../../db/pool.ts';
 import { StoreRefusal } from './refusals.ts';
+import type { StoreContext } from './write-path.ts';
 import { versionOf, type Retention, type StoredBucket, type StoredVersion } from './rows.ts';
 
 /**
@@ -66,13 +67,18 @@ export function defaultRetentionFrom(rule: DefaultRetention | null, now: Date): 
  * once the store holds it. PutObjectLockConfiguration calls it too (S3 lets a versioned bucket
  * turn object lock on). Nothing turns it off, and a locked bucket's versioning cannot be suspended.
  */
-export async function enableObjectLock(pool: Pool, bucketId: string): Promise<boolean> {
+export async function enableObjectLock(
+  { pool, cachesSynced }: Pick<StoreContext, 'pool' | 'cachesSynced'>,
+  bucketId: string,
+): Promise<boolean> {
   const { rowCount } = await pool.query('UPDATE store_buckets SET object_lock_enabled = true WHERE id = $1 AND versioning', [bucketId]);
+  if (rowCount === 1) await cachesSynced();
   return rowCount === 1;
 }
 
 /** Changes of a version's lock (PutObjectRetention, PutObjectLegalHold), checked under the version's row lock. */
-export function objectLockOperations(pool: Pool) {
+export function objectLockOperations(context: Pick<StoreContext, 'pool' | 'cachesSynced'>) {
+  const { pool } = context;
   /** The version (the latest one without an id), locked for the change; NoSuchKey/NoSuchVersion otherwise. */
   const lockedVersion = async (tx: PoolClient, bucketId: string, key: string, versionId: string | undefined): Promise<StoredVersion> => {
     const { rows } =
@@ -94,7 +100,7 @@ export function objectLockOperations(pool: Pool) {
   };
 
   return {
-    enable: (bucketId: string) => enableObjectLock(pool, bucketId),
+    enable: (bucketId: string) => enableObjectLock(context, bucketId),
 
     async setRetention(
       bucketId: string,

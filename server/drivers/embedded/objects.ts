@@ -258,6 +258,15 @@ export function objectOperations(context: StoreContext) {
       return rows[0] ? bucketOf(rows[0]) : null;
     },
 
+    /** What a bucket holds now, every version and delete marker counted (its running usage). */
+    async bucketUsage(bucketId: string): Promise<{ bytes: number; objects: number }> {
+      const { rows } = await pool.query<{ usage_bytes: string; usage_objects: string }>(
+        'SELECT usage_bytes, usage_objects FROM store_buckets WHERE id = $1',
+        [bucketId],
+      );
+      return { bytes: num(rows[0]?.usage_bytes ?? 0), objects: num(rows[0]?.usage_objects ?? 0) };
+    },
+
     /** Every organization's served-in-the-store bucket of that name (a preflight, which carries no credentials, looks it up so). */
     async bucketsNamed(name: string): Promise<StoredBucket[]> {
       const { rows } = await pool.query<StoredBucket>('SELECT * FROM store_buckets WHERE name = $1 AND NOT suspended', [name]);
@@ -513,21 +522,25 @@ export function objectOperations(context: StoreContext) {
     /** Keeps the LocationConstraint a bucket was created naming (GetBucketLocation answers it). */
     async setBucketLocation(bucketId: string, location: string): Promise<void> {
       await pool.query('UPDATE store_buckets SET location = $2 WHERE id = $1', [bucketId, location]);
+      await context.cachesSynced();
     },
 
     /** Replaces a bucket's ACL grants, with its audit event. */
     async setBucketAcl(bucketId: string, acl: AclGrant[], audit: AuditStatement): Promise<void> {
       await changeBucketRow(pool, 'UPDATE store_buckets SET acl = $2 WHERE id = $1', [bucketId, JSON.stringify(acl)], audit);
+      await context.cachesSynced();
     },
 
     /** Sets a bucket's ObjectOwnership (null: removes it), with its audit event. */
     async setBucketOwnership(bucketId: string, ownership: string | null, audit: AuditStatement): Promise<void> {
       await changeBucketRow(pool, 'UPDATE store_buckets SET ownership = $2 WHERE id = $1', [bucketId, ownership], audit);
+      await context.cachesSynced();
     },
 
     /** Sets a bucket's TagSet (null: removes it), with its audit event. */
     async setBucketTags(bucketId: string, tags: Tag[] | null, audit: AuditStatement): Promise<void> {
       await changeBucketRow(pool, 'UPDATE store_buckets SET tags = $2 WHERE id = $1', [bucketId, jsonb(tags)], audit);
+      await context.cachesSynced();
     },
 
     /**

@@ -59,6 +59,13 @@ export interface StoredBucket {
 }
 
 /**
+ * A bucket as the S3 endpoint serves its requests: its settings, which every change announces (a
+ * request may have them from the endpoint's cache: s3/access.ts). Not its running usage, which
+ * moves with every write, nor its quota, checked against that usage under the row's lock.
+ */
+export type ServedBucket = Omit<StoredBucket, 'usage_bytes' | 'usage_objects' | 'max_objects' | 'max_size_bytes'>;
+
+/**
  * An ACL grant: to an organization (`org:<id>`, the owner's included), to every organization's keys
  * (`group:authenticated`), or to everyone, unsigned requests included (`group:all`).
  */

@@ -108,7 +108,14 @@ export async function createEmbeddedObjectStore({
   (listener ?? ownListener)!.holdLock(INSTANCE_LOCK_NAMESPACE, instance);
   await ownListener?.start();
 
-  const context: StoreContext = { pool, blobs, instance, keyring: createObjectKeyring(storeKey) };
+  const processListener = (listener ?? ownListener)!;
+  const context: StoreContext = {
+    pool,
+    blobs,
+    instance,
+    keyring: createObjectKeyring(storeKey),
+    cachesSynced: () => processListener.sync(),
+  };
   // Each driver call may be slowed (SIM_LATENCY_MS) and failed (SIM_FAULTS) as the simulators' are.
   const check = async (method: string, subject: string, backend: 'objectstore' | 'secretstore' = 'objectstore') => {
     await simulatedLatency(latencyMs);
@@ -160,8 +167,8 @@ export async function createEmbeddedObjectStore({
     secrets,
     objects: objectOperations(context),
     multipart: multipartOperations(context),
-    settings: bucketSettings(pool),
-    objectLock: objectLockOperations(pool),
+    settings: bucketSettings(context),
+    objectLock: objectLockOperations(context),
     lifecycle: lifecycleOperations(context, lifecycleDayMs),
     dataRoot: blobs.root,
 
@@ -187,6 +194,7 @@ export async function createEmbeddedObjectStore({
         await tx.query('UPDATE store_buckets SET suspended = true WHERE id = $1', [address.bucketId]);
         return toReport({ ...bucket, suspended: true });
       });
+      await context.cachesSynced();
       await abortUploadsOf(address.bucketId);
       return report;
     },
@@ -236,6 +244,7 @@ export async function createEmbeddedObjectStore({
           versioning,
         ]);
       });
+      await context.cachesSynced();
       return toReport(await existingBucket(pool, address));
     },
 

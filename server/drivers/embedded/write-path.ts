@@ -16,6 +16,13 @@ export interface StoreContext {
   instance: number;
   /** The data keys of blobs sealed at rest (SSE-S3, SSE-C). */
   keyring: ObjectKeyring;
+  /**
+   * Returns once every listener of the platform, in every process, has read what this process
+   * committed (DatabaseListener.sync): a change of what a bucket serves with (its settings, its
+   * versioning, its suspension) answers only once no S3 endpoint's cache serves the bucket as it
+   * was (s3/access.ts).
+   */
+  cachesSynced: () => Promise<void>;
 }
 
 export interface WriteSpec<T, Item = unknown> {

@@ -28,10 +28,13 @@ export function bucketHandlers({
   pool,
   clock,
   buckets,
+  cachesSynced,
 }: {
   pool: Pool;
   clock: Clock;
   buckets: BucketService;
+  /** Returns once every process has read what this one committed (DatabaseListener.sync). */
+  cachesSynced: () => Promise<void>;
 }): Pick<OperationHandlers<RequestContext>, BucketOperations> {
   const orgOf = (context: RequestContext) => context.principal.orgId;
   return {
@@ -47,7 +50,11 @@ export function bucketHandlers({
 
     async deleteBucket(request, context) {
       await buckets.assertDeletable(pool, orgOf(context), request.path.bucket_id, context.log);
-      return performWrite(pool, context, async (tx) => accepted(await buckets.delete(tx, orgOf(context), request.path.bucket_id)));
+      return performWrite(pool, context, async (tx) => ({
+        ...accepted(await buckets.delete(tx, orgOf(context), request.path.bucket_id)),
+        // Answered once no S3 endpoint serves the bucket from its cache (s3/access.ts): it is no longer active.
+        afterCommit: cachesSynced,
+      }));
     },
 
     setBucketQuota: (request, context) =>

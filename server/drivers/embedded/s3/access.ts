@@ -1,5 +1,6 @@
+import { bucketTag } from '../../../core/bucket-announcements.ts';
 import type { CacheSection } from '../../../db/announced-cache.ts';
-import type { AclGrant, StoredBucket } from '../rows.ts';
+import type { AclGrant, ServedBucket } from '../rows.ts';
 import { aclAllows, aclSharesWith, effectiveGrants } from './acl-grants.ts';
 import type { EmbeddedObjectStore } from '../store.ts';
 import { S3Error, accessDenied, noSuchBucket } from './errors.ts';
@@ -31,7 +32,7 @@ export interface BucketUse {
   versionId?: string;
   principal: PolicyPrincipal;
   /** A condition key's value for this request (lower-case name); undefined when absent. */
-  value(name: string, bucket: StoredBucket): Promise<string | undefined>;
+  value(name: string, bucket: ServedBucket): Promise<string | undefined>;
 }
 
 const POLICY_MANAGEMENT = new Set(['s3:GetBucketPolicy', 's3:PutBucketPolicy', 's3:DeleteBucketPolicy']);
@@ -42,7 +43,7 @@ const READS = new Set(['s3:GetObject', 's3:GetObjectVersion']);
  * to be answered NoSuchKey, as S3 answers it, since a listing would tell as much (without that
  * right, S3 answers AccessDenied, which tells nothing).
  */
-async function maySee(bucket: StoredBucket, use: BucketUse): Promise<boolean> {
+async function maySee(bucket: ServedBucket, use: BucketUse): Promise<boolean> {
   const listing: BucketUse = { ...use, action: 's3:ListBucket', key: undefined, versionId: undefined };
   const verdict = await judged(bucket, listing);
   return (
@@ -51,7 +52,7 @@ async function maySee(bucket: StoredBucket, use: BucketUse): Promise<boolean> {
 }
 
 /** What the bucket's policy says of a use: 'deny' (an explicit Deny), 'allow' (an Allow), or 'none'. */
-async function judged(bucket: StoredBucket, use: BucketUse): Promise<'allow' | 'deny' | 'none'> {
+async function judged(bucket: ServedBucket, use: BucketUse): Promise<'allow' | 'deny' | 'none'> {
   if (bucket.policy === null) return 'none';
   const resource = `arn:aws:s3:::${bucket.name}${use.key === undefined ? '' : `/${use.key}`}`;
   const policy = storedPolicy(bucket.policy, bucket.name);
@@ -74,8 +75,32 @@ async function judged(bucket: StoredBucket, use: BucketUse): Promise<'allow' | '
  * credential cache): the database announces every change of either record of a key, naming it,
  * and each process forgets that key on the announcement, so a revoke still stops the key at once
  * everywhere (the revoke's answer waits for the announcement to come back).
+ *
+ * An organization's own buckets that are served are kept the same way in `served`, by name: the
+ * database announces a change of either record of a bucket (its platform state, its row in the
+ * store but for usage), naming it, and every change made through the platform or the store waits
+ * until each process has read that announcement before it answers. A name that is not served is
+ * never kept: a bucket just created is served from its first request.
  */
-export function createAccess(platform: S3Platform, store: EmbeddedObjectStore, keys?: CacheSection<Caller>) {
+export function createAccess(
+  platform: S3Platform,
+  store: EmbeddedObjectStore,
+  keys?: CacheSection<Caller>,
+  served?: CacheSection<ServedBucket>,
+) {
+  /** The caller's own bucket of that name, when it is served (its platform record active, its store record not suspended). */
+  const servedBucket = async (orgId: string, name: string): Promise<{ bucket?: ServedBucket; stored: boolean }> => {
+    const entry = `${orgId}/${name}`;
+    const cached = served?.get(entry);
+    if (cached) return { bucket: cached, stored: true };
+    const ticket = served?.ticket() ?? 0;
+    const [activeId, stored] = await Promise.all([platform.activeBucketId(orgId, name), store.objects.bucketNamed(orgId, name)]);
+    if (!stored || stored.suspended || stored.id !== activeId) return { stored: stored !== null };
+    // Forgotten when a change of this bucket (either record of it) is announced, and only then.
+    served?.put(ticket, entry, stored, [bucketTag(stored.id)]);
+    return { bucket: stored, stored: true };
+  };
+
   return {
     async caller(accessKeyId: string): Promise<Caller> {
       const cached = keys?.get(accessKeyId);
@@ -99,23 +124,21 @@ export function createAccess(platform: S3Platform, store: EmbeddedObjectStore, k
      * as any name the caller has not made, so that no organization learns another's names (and
      * AccessDenied for an unsigned request, what AWS answers it for a private bucket).
      */
-    async bucket(caller: Caller, name: string, use?: BucketUse): Promise<StoredBucket> {
+    async bucket(caller: Caller, name: string, use?: BucketUse): Promise<ServedBucket> {
       if (caller.anonymous && !use) throw accessDenied();
-      const [activeId, stored] = caller.anonymous
-        ? [undefined, undefined]
-        : await Promise.all([platform.activeBucketId(caller.orgId, name), store.objects.bucketNamed(caller.orgId, name)]);
-      if (stored && !stored.suspended && stored.id === activeId) {
+      const own = caller.anonymous ? { stored: false } : await servedBucket(caller.orgId, name);
+      if (own.bucket) {
         // The bucket's own organization always manages its policy (as AWS's account root does): no policy locks it out.
-        if (use && !POLICY_MANAGEMENT.has(use.action) && (await judged(stored, use)) === 'deny') throw accessDenied();
-        return stored;
+        if (use && !POLICY_MANAGEMENT.has(use.action) && (await judged(own.bucket, use)) === 'deny') throw accessDenied();
+        return own.bucket;
       }
-      if (!use || stored) throw noSuchBucket(name);
+      if (!use || own.stored) throw noSuchBucket(name);
       // Another organization's bucket of that name that shares itself with the caller's (its policy
       // or its ACLs), or with everyone for an unsigned request.
       const who = use.principal;
-      const objectOf = async (candidate: StoredBucket) =>
+      const objectOf = async (candidate: ServedBucket) =>
         use.key === undefined ? undefined : ((await store.objects.version(candidate.id, use.key, use.versionId)) ?? undefined);
-      const shared: Array<{ bucket: StoredBucket; objectGrants: AclGrant[] | null; objectMissing: boolean }> = [];
+      const shared: Array<{ bucket: ServedBucket; objectGrants: AclGrant[] | null; objectMissing: boolean }> = [];
       for (const candidate of await store.objects.bucketsSharedElsewhere(caller.orgId, name, use.key)) {
         const object = await objectOf(candidate);
         const objectGrants = object?.acl ?? null;
@@ -146,7 +169,7 @@ export function createAccess(platform: S3Platform, store: EmbeddedObjectStore, k
     },
 
     /** Whether the bucket's policy and ACL let this use through (DeleteObjects asks for each key). */
-    async allows(bucket: StoredBucket, use: BucketUse): Promise<boolean> {
+    async allows(bucket: ServedBucket, use: BucketUse): Promise<boolean> {
       const verdict = await judged(bucket, use);
       if (verdict === 'deny') return false;
       return (
@@ -160,7 +183,7 @@ export function createAccess(platform: S3Platform, store: EmbeddedObjectStore, k
     platform,
 
     /** The caller's buckets that are served (an unsigned request has none). */
-    async buckets(caller: Caller): Promise<StoredBucket[]> {
+    async buckets(caller: Caller): Promise<ServedBucket[]> {
       if (caller.anonymous) return [];
       const [active, stored] = await Promise.all([platform.activeBucketIds(caller.orgId), store.objects.bucketsOf(caller.orgId)]);
       return stored.filter((bucket) => active.has(bucket.id));

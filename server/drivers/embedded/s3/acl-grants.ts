@@ -1,4 +1,4 @@
-import type { AclGrant, StoredBucket } from '../rows.ts';
+import type { AclGrant, ServedBucket } from '../rows.ts';
 import type { PolicyPrincipal } from './policy.ts';
 
 // What ACL grants let other organizations do (acl.ts reads and shows ACLs; access.ts applies them).
@@ -42,7 +42,7 @@ export function aclAllows(grants: AclGrant[] | null | undefined, who: Grantee, a
  * The grants a bucket's public access block lets count: IgnorePublicAcls ignores those to every
  * organization's keys and to everyone (S3 counts both as public).
  */
-export const effectiveGrants = (grants: AclGrant[] | null | undefined, bucket: StoredBucket): AclGrant[] =>
+export const effectiveGrants = (grants: AclGrant[] | null | undefined, bucket: ServedBucket): AclGrant[] =>
   (grants ?? []).filter((grant) => !(bucket.public_access_block?.ignorePublicAcls && isPublicGrant(grant)));
 
 /** Whether ACL grants name a requester at all (then the bucket's name is no secret to it). */

@@ -1,4 +1,4 @@
-import type { AclGrant, StoredBucket } from '../rows.ts';
+import type { AclGrant, ServedBucket } from '../rows.ts';
 import { isPublicGrant } from './acl-grants.ts';
 import { S3Error, notImplemented } from './errors.ts';
 import { checkedSmallBody, headerOf, sendXml, type S3Request } from './request.ts';
@@ -25,7 +25,7 @@ const XSI = 'xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"';
  */
 export function sendAcl(
   request: S3Request,
-  bucket: StoredBucket,
+  bucket: ServedBucket,
   grants: AclGrant[] | null | undefined,
   headers: Record<string, string> = {},
 ): void {
@@ -174,7 +174,7 @@ export async function aclOfRequest(request: S3Request, ownerId: string): Promise
 }
 
 /** BlockPublicAcls: a new ACL that grants everyone or every organization's keys anything is AccessDenied, as S3 answers it. */
-export function assertNotBlocked(grants: AclGrant[] | undefined, bucket: StoredBucket): void {
+export function assertNotBlocked(grants: AclGrant[] | undefined, bucket: ServedBucket): void {
   if (bucket.public_access_block?.blockPublicAcls && grants?.some(isPublicGrant)) throw new S3Error('AccessDenied', 403, 'Access Denied');
 }
 
@@ -185,13 +185,13 @@ export const OBJECT_OWNERSHIPS = ['BucketOwnerEnforced', 'BucketOwnerPreferred',
  * A bucket whose ownership is BucketOwnerEnforced takes no ACL but `bucket-owner-full-control`
  * (S3: ACLs are disabled there), on writes and on ACL requests alike.
  */
-export function assertAclsTaken(request: S3Request, bucket: StoredBucket, aclRequest = false): void {
+export function assertAclsTaken(request: S3Request, bucket: ServedBucket, aclRequest = false): void {
   if (aclRequest && bucket.ownership === 'BucketOwnerEnforced') throw aclsNotSupported();
   assertCannedAclTaken(headerOf(request, 'x-amz-acl')?.trim(), bucket);
 }
 
 /** The same for a write's canned ACL alone (`x-amz-acl`, a form's `acl` field); undefined when it gives none. */
-export function assertCannedAclTaken(canned: string | undefined, bucket: StoredBucket): void {
+export function assertCannedAclTaken(canned: string | undefined, bucket: ServedBucket): void {
   if (bucket.ownership === 'BucketOwnerEnforced' && canned !== undefined && canned !== 'bucket-owner-full-control')
     throw aclsNotSupported();
 }

@@ -62,8 +62,9 @@ const headBucket: S3Handler = async (request) => {
   request.res.setHeader('x-amz-bucket-region', request.region);
   // RGW's read-stats extension: what the bucket holds (every version and delete marker), as its usage counts it.
   if (request.query.get('read-stats') === 'true') {
-    request.res.setHeader('X-RGW-Object-Count', String(bucket.usage_objects));
-    request.res.setHeader('X-RGW-Bytes-Used', String(bucket.usage_bytes));
+    const usage = await request.store.objects.bucketUsage(bucket.id);
+    request.res.setHeader('X-RGW-Object-Count', String(usage.objects));
+    request.res.setHeader('X-RGW-Bytes-Used', String(usage.bytes));
   }
   request.res.end();
 };

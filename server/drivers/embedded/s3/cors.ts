@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { StoredBucket } from '../rows.ts';
+import type { ServedBucket } from '../rows.ts';
 import type { EmbeddedObjectStore } from '../store.ts';
 import { S3Error } from './errors.ts';
 import type { S3Platform } from './platform-port.ts';
@@ -72,7 +72,7 @@ function matches(pattern: string, value: string, caseInsensitive = false): boole
   return v.length >= head.length + tail.length && v.startsWith(head) && v.endsWith(tail);
 }
 
-const rulesOf = (bucket: Pick<StoredBucket, 'cors'>): CorsRule[] => (Array.isArray(bucket.cors) ? (bucket.cors as CorsRule[]) : []);
+const rulesOf = (bucket: Pick<ServedBucket, 'cors'>): CorsRule[] => (Array.isArray(bucket.cors) ? (bucket.cors as CorsRule[]) : []);
 
 /** The first rule allowing the origin, the method and every requested header. */
 function matchingRule(rules: CorsRule[], origin: string, method: string, requestedHeaders: string[]): CorsRule | undefined {
@@ -108,7 +108,7 @@ const header = (req: IncomingMessage, name: string): string | undefined => {
  * Gives the answer to a real request the CORS headers of the bucket's first rule that allows the
  * request's origin and method (none when no rule does, so the browser keeps the answer from the page).
  */
-export function applyCors(req: IncomingMessage, res: ServerResponse, bucket: Pick<StoredBucket, 'cors'>): void {
+export function applyCors(req: IncomingMessage, res: ServerResponse, bucket: Pick<ServedBucket, 'cors'>): void {
   const origin = header(req, 'origin');
   if (origin === undefined) return;
   const rule = matchingRule(rulesOf(bucket), origin, req.method ?? 'GET', []);
@@ -132,8 +132,8 @@ const NOT_ALLOWED =
 export async function servedBucketsNamed(
   bucketName: string,
   deps: { store: EmbeddedObjectStore; platform: S3Platform },
-): Promise<StoredBucket[]> {
-  const served: StoredBucket[] = [];
+): Promise<ServedBucket[]> {
+  const served: ServedBucket[] = [];
   for (const bucket of await deps.store.objects.bucketsNamed(bucketName))
     if ((await deps.platform.activeBucketId(bucket.org_id, bucketName)) === bucket.id) served.push(bucket);
   return served;

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { SealingRequest } from '../objects.ts';
-import type { StoredBucket, StoredUpload, StoredVersion, VersionEncryption } from '../rows.ts';
+import type { ServedBucket, StoredUpload, StoredVersion, VersionEncryption } from '../rows.ts';
 import type { WrappingKey } from '../sealing.ts';
 import { S3Error, invalidArgument, notImplemented } from './errors.ts';
 import { checkedBody } from './config-body.ts';
@@ -78,7 +78,7 @@ function refuseKms(): never {
  * How a write (PutObject, CopyObject's destination, CreateMultipartUpload, a POST form) seals its
  * bytes: what its headers ask for, else the bucket's default encryption; undefined: stored plain.
  */
-export function writeEncryption(request: EncryptionSource, bucket: Pick<StoredBucket, 'default_encryption'>): SealingRequest | undefined {
+export function writeEncryption(request: EncryptionSource, bucket: Pick<ServedBucket, 'default_encryption'>): SealingRequest | undefined {
   const sse = header(request, SSE)?.trim();
   // The conflict is S3's InvalidArgument whatever the connection (before SSE-C's own checks).
   if (sse !== undefined && ['algorithm', 'key', 'key-md5'].some((name) => header(request, `${CUSTOMER}${name}`) !== undefined))

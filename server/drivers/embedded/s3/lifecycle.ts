@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { expiryOf, ruleScope, type LifecycleRule } from '../lifecycle.ts';
-import type { StoredBucket, StoredVersion } from '../rows.ts';
+import type { ServedBucket, StoredVersion } from '../rows.ts';
 import { S3Error, invalidArgument, notImplemented } from './errors.ts';
 import { checkedBody } from './config-body.ts';
 import { sendXml, clearingBucketSetting, settingAudit, type S3Handler } from './request.ts';
@@ -163,7 +163,7 @@ function renderRule(rule: LifecycleRule): XmlNode {
  * S3's `x-amz-expiration` of a version a rule will expire (PUT, GET, HEAD answer it): the
  * earliest such rule's date and its ID; undefined when no enabled rule expires it.
  */
-export function expirationHeader(bucket: Pick<StoredBucket, 'lifecycle'>, version: StoredVersion, dayMs: number): Record<string, string> {
+export function expirationHeader(bucket: Pick<ServedBucket, 'lifecycle'>, version: StoredVersion, dayMs: number): Record<string, string> {
   const rules = Array.isArray(bucket.lifecycle) ? (bucket.lifecycle as LifecycleRule[]) : [];
   let earliest: { at: Date; id: string } | undefined;
   for (const rule of rules) {

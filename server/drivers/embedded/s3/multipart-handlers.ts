@@ -1,4 +1,4 @@
-import type { StoredBucket } from '../rows.ts';
+import type { ServedBucket } from '../rows.ts';
 import { CHECKSUM_ALGORITHMS, isChecksumAlgorithm } from '../checksums.ts';
 import { hashing } from '../hashing.ts';
 import { aclOfHeaders, assertAclsTaken } from './acl.ts';
@@ -9,7 +9,7 @@ import { writeLock } from './object-lock.ts';
 import { checkedSmallBody, headerOf, sendXml, signedUploadBody, type S3Handler, type S3Request } from './request.ts';
 import { blocks, document, malformedXml, text, type XmlNode } from './xml.ts';
 
-const OWNER = (bucket: StoredBucket) => ({ ID: bucket.org_id, DisplayName: 'cloud-platform' });
+const OWNER = (bucket: ServedBucket) => ({ ID: bucket.org_id, DisplayName: 'cloud-platform' });
 
 const createUpload: S3Handler = async (request) => {
   const bucket = await request.access.bucket(request.caller, request.bucketName);

@@ -3,7 +3,7 @@ import { Transform } from 'node:stream';
 import { isChecksumAlgorithm, runningChecksum } from '../checksums.ts';
 import { assertWriteCondition, etagListMatches, type DeleteCondition, type WriteCondition } from '../conditions.ts';
 import { hashing, type NativeDigest } from '../hashing.ts';
-import type { StoredBucket, StoredVersion, Tag } from '../rows.ts';
+import type { ServedBucket, StoredVersion, Tag } from '../rows.ts';
 import { aclOfHeaders, aclOfRequest, assertAclsTaken, assertNotBlocked, sendAcl } from './acl.ts';
 import { copySourceKey, encryptionHeaders, readKey, writeEncryption } from './encryption.ts';
 import { S3Error, assertStorable, invalidArgument, noSuchKey, notImplemented } from './errors.ts';
@@ -94,10 +94,10 @@ export function taggingOf(request: S3Request): Tag[] {
 }
 
 /** Whether answers name versions: a bucket whose versioning is on, or suspended (its new versions are `null`). */
-const namesVersions = (bucket: StoredBucket) => bucket.versioning || bucket.versioning_configured;
+const namesVersions = (bucket: ServedBucket) => bucket.versioning || bucket.versioning_configured;
 
 /** The headers of a version as GetObject and HeadObject give them. */
-function versionHeaders(bucket: StoredBucket, version: StoredVersion, request: S3Request): Record<string, string> {
+function versionHeaders(bucket: ServedBucket, version: StoredVersion, request: S3Request): Record<string, string> {
   const headers: Record<string, string> = {
     ETag: quoted(version.etag),
     'Last-Modified': httpDate(version.last_modified),
@@ -131,7 +131,7 @@ function versionHeaders(bucket: StoredBucket, version: StoredVersion, request: S
  * The version a read or head is about: S3's answers for a missing key, a missing version, and a
  * delete marker (404 NoSuchKey with x-amz-delete-marker for the latest, 405 when asked by id).
  */
-async function readableVersion(request: S3Request, bucket: StoredBucket, looked?: StoredVersion | null): Promise<StoredVersion> {
+async function readableVersion(request: S3Request, bucket: ServedBucket, looked?: StoredVersion | null): Promise<StoredVersion> {
   const versionId = versionIdParam(request);
   // Looked up by the bucket's name meanwhile (see servedVersion): asked again by id should the
   // name have come to mean another bucket between the two reads.
@@ -168,7 +168,7 @@ async function readableVersion(request: S3Request, bucket: StoredBucket, looked?
  * name) while the bucket is checked, rather than after it. A bucket that is not served answers
  * as before, whatever the version lookup found.
  */
-async function servedVersion(request: S3Request): Promise<{ bucket: StoredBucket; version: StoredVersion }> {
+async function servedVersion(request: S3Request): Promise<{ bucket: ServedBucket; version: StoredVersion }> {
   const [bucket, looked] = await Promise.all([
     request.access.bucket(request.caller, request.bucketName),
     request.store.objects.versionInBucketNamed(request.caller.orgId, request.bucketName, request.key, versionIdParam(request)),
@@ -331,14 +331,14 @@ export function writeConditionOf(request: S3Request): WriteCondition | undefined
  */
 export async function assertEarlyWriteCondition(
   request: S3Request,
-  bucket: StoredBucket,
+  bucket: ServedBucket,
   condition: WriteCondition | undefined,
 ): Promise<void> {
   if (condition) assertWriteCondition(condition, await request.store.objects.version(bucket.id, request.key, undefined));
 }
 
 /** The answer headers of a stored write: its ETag, version, checksums, encryption and expiration. */
-function writeHeaders(request: S3Request, bucket: StoredBucket, version: StoredVersion): Record<string, string> {
+function writeHeaders(request: S3Request, bucket: ServedBucket, version: StoredVersion): Record<string, string> {
   const headers: Record<string, string> = {
     ETag: quoted(version.etag),
     ...encryptionHeaders(version.encryption),
@@ -411,7 +411,7 @@ function copySource(request: S3Request): { bucket: string; key: string; versionI
  */
 export async function copySourceVersion(request: S3Request): Promise<{
   source: { bucket: string; key: string; versionId: string | undefined };
-  sourceBucket: StoredBucket;
+  sourceBucket: ServedBucket;
   sourceVersion: StoredVersion;
 }> {
   const source = copySource(request);
@@ -558,7 +558,7 @@ const deleteObject: S3Handler = async (request) => {
   res.end();
 };
 
-const versionIdHeader = (bucket: StoredBucket, version: { version_id: string }): Record<string, string> =>
+const versionIdHeader = (bucket: ServedBucket, version: { version_id: string }): Record<string, string> =>
   namesVersions(bucket) ? { 'x-amz-version-id': version.version_id } : {};
 
 const getObjectTagging: S3Handler = async (request) => {

@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { defaultRetentionFrom, type DefaultRetention, type VersionLock } from '../object-lock.ts';
-import type { Retention, StoredBucket, StoredVersion } from '../rows.ts';
+import type { Retention, ServedBucket, StoredVersion } from '../rows.ts';
 import { S3Error, invalidArgument } from './errors.ts';
 import { checkedBody } from './config-body.ts';
 import { sendXml, settingAudit, type S3Handler, type S3Request } from './request.ts';
@@ -42,7 +42,7 @@ function retainUntil(value: string, invalid: () => Error): Date {
  * The lock a write's new version gets: its `x-amz-object-lock-*` headers (or a POST form's
  * fields), else the bucket's default retention. Refused on a bucket without object lock.
  */
-export function writeLock(headers: IncomingHttpHeaders, bucket: StoredBucket): VersionLock | undefined {
+export function writeLock(headers: IncomingHttpHeaders, bucket: ServedBucket): VersionLock | undefined {
   const mode = header(headers, 'x-amz-object-lock-mode');
   const until = header(headers, 'x-amz-object-lock-retain-until-date');
   const hold = header(headers, 'x-amz-object-lock-legal-hold');
@@ -130,14 +130,14 @@ const getObjectLockConfiguration: S3Handler = async (request) => {
 };
 
 /** The object's bucket, which must have object lock (S3 answers 400 InvalidRequest otherwise). */
-async function lockedBucket(request: S3Request): Promise<StoredBucket> {
+async function lockedBucket(request: S3Request): Promise<ServedBucket> {
   const bucket = await request.access.bucket(request.caller, request.bucketName);
   if (!bucket.object_lock_enabled) throw missingConfiguration();
   return bucket;
 }
 
 /** The version a retention or legal hold read is about (NoSuchKey, NoSuchVersion, or 405 for a delete marker). */
-async function lockedVersion(request: S3Request, bucket: StoredBucket): Promise<StoredVersion> {
+async function lockedVersion(request: S3Request, bucket: ServedBucket): Promise<StoredVersion> {
   const versionId = versionIdOf(request);
   const version = await request.store.objects.version(bucket.id, request.key, versionId);
   if (!version || (version.delete_marker && versionId === undefined)) {

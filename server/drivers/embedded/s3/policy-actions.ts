@@ -1,4 +1,4 @@
-import type { StoredBucket } from '../rows.ts';
+import type { ServedBucket } from '../rows.ts';
 import type { BucketUse } from './access.ts';
 import type { S3Request } from './request.ts';
 import { BUCKET_SUB_RESOURCES, OBJECT_SUB_RESOURCES, subResourceOf } from './sub-resources.ts';
@@ -97,7 +97,7 @@ export function useOf(request: S3Request, action: string, key: string | undefine
     key,
     versionId,
     principal: { orgId: request.caller.orgId, accessKeyId: request.signed.accessKeyId, anonymous: request.caller.anonymous },
-    value: async (name: string, bucket: StoredBucket) => {
+    value: async (name: string, bucket: ServedBucket) => {
       if (name.startsWith('s3:x-amz-')) return header(request, name.slice(3));
       if (name.startsWith('s3:requestobjecttag/')) {
         const given = header(request, 'x-amz-tagging');

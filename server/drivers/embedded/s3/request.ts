@@ -1,7 +1,7 @@
 import { createHash, type KeyObject } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { EmbeddedObjectStore } from '../store.ts';
-import type { StoredBucket } from '../rows.ts';
+import type { ServedBucket } from '../rows.ts';
 import type { Access, Caller } from './access.ts';
 import type { AuditStatement, S3Actor } from './platform-port.ts';
 import { S3Error } from './errors.ts';
@@ -57,7 +57,7 @@ export type BucketSetting =
  */
 export function settingAudit(
   request: S3Request,
-  bucket: Pick<StoredBucket, 'id' | 'org_id'>,
+  bucket: Pick<ServedBucket, 'id' | 'org_id'>,
   setting: BucketSetting,
   before: unknown,
   after: unknown,
@@ -79,7 +79,7 @@ export function settingAudit(
 export const clearingBucketSetting =
   (
     setting: BucketSetting,
-    current: (bucket: StoredBucket) => unknown,
+    current: (bucket: ServedBucket) => unknown,
     clear: (request: S3Request, bucketId: string, audit: AuditStatement) => Promise<unknown>,
   ): S3Handler =>
   async (request) => {

@@ -4,6 +4,7 @@ import { createServer as createTlsServer } from 'node:https';
 import type { TLSSocket } from 'node:tls';
 import type { AddressInfo } from 'node:net';
 import { StoreRefusal } from '../refusals.ts';
+import type { ServedBucket } from '../rows.ts';
 import type { EmbeddedObjectStore } from '../store.ts';
 import type { Logger } from '../../../logging.ts';
 import type { CacheSection } from '../../../db/announced-cache.ts';
@@ -50,6 +51,8 @@ export async function startS3Endpoint(options: {
   platform: S3Platform;
   /** Where accepted keys are kept (a section of the credential cache), if anywhere. */
   keys?: CacheSection<Caller>;
+  /** Where the organizations' served buckets are kept, by name (a cache of its own), if anywhere. */
+  served?: CacheSection<ServedBucket>;
   port: number;
   host: string;
   region: string;
@@ -64,7 +67,7 @@ export async function startS3Endpoint(options: {
   publicAccess?: PublicAccess;
 }): Promise<S3Endpoint> {
   const { store, region, log } = options;
-  const access = createAccess(options.platform, store, options.keys);
+  const access = createAccess(options.platform, store, options.keys, options.served);
   const admitUnsigned = publicRequestGate(options.publicAccess);
   const isSecure = (req: IncomingMessage): boolean =>
     (req.socket as TLSSocket).encrypted === true ||
