@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomIdBytes } from '../../core/random-ids.ts';
 import { Readable, type Transform, type Writable } from 'node:stream';
 import { withTransaction, type PoolClient, type Queryable } from '../../db/pool.ts';
 import { StoreRefusal } from './refusals.ts';
@@ -61,7 +61,7 @@ export interface PutRequest extends VersionAttributes {
 }
 
 /** A new S3 version id: opaque, URL-safe. */
-export const newVersionId = (): string => randomBytes(16).toString('base64url').replace(/[-_]/g, 'x');
+export const newVersionId = (): string => randomIdBytes(16).toString('base64url').replace(/[-_]/g, 'x');
 
 const LATEST = `(SELECT max(l.seq) FROM store_versions l WHERE l.bucket_id = v.bucket_id AND l.key = v.key) = v.seq AS is_latest`;
 

@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomIdBytes } from '../../../core/random-ids.ts';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { createServer as createTlsServer } from 'node:https';
 import type { TLSSocket } from 'node:tls';
@@ -166,7 +166,7 @@ export async function startS3Endpoint(options: {
   };
 
   const onRequest = (req: IncomingMessage, res: ServerResponse) => {
-    const requestId = randomBytes(8).toString('hex').toUpperCase();
+    const requestId = randomIdBytes(8).toString('hex').toUpperCase();
     res.setHeader('x-amz-request-id', requestId);
     res.setHeader('Server', 'cloud-platform-s3');
     handle(req, res, requestId).catch((error: unknown) => answerError(req, res, error, requestId, log));
