@@ -67,6 +67,15 @@ async function judged(bucket: ServedBucket, use: BucketUse): Promise<'allow' | '
   return verdict;
 }
 
+/** Frozen, with what it holds: a cached bucket is shared by every request that reads it, and none may change it for the others. */
+function frozen<T>(value: T): T {
+  if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {
+    for (const field of Object.values(value)) frozen(field);
+    Object.freeze(value);
+  }
+  return value;
+}
+
 /**
  * Who may do what on the S3 endpoint: the store knows the keys and buckets it holds; the
  * platform (through its port) says whether each is in service. The two are asked at once, on
@@ -97,7 +106,7 @@ export function createAccess(
     const [activeId, stored] = await Promise.all([platform.activeBucketId(orgId, name), store.objects.bucketNamed(orgId, name)]);
     if (!stored || stored.suspended || stored.id !== activeId) return { stored: stored !== null };
     // Forgotten when a change of this bucket (either record of it) is announced, and only then.
-    served?.put(ticket, entry, stored, [bucketTag(stored.id)]);
+    served?.put(ticket, entry, frozen(stored), [bucketTag(stored.id)]);
     return { bucket: stored, stored: true };
   };
 
