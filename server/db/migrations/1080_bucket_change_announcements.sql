@@ -1,7 +1,8 @@
 -- A bucket that stops being served (its state leaves `active`: a delete, an error) or goes is
 -- announced on commit, naming it (`bucket:<id>`), so that the S3 endpoint's cache of the buckets
 -- it serves forgets it at once, in every process (drivers/embedded/s3/access.ts). Its desired
--- values, observations and usage samples change often and are not what the endpoint keeps.
+-- values, observations and usage samples change often and are not what the endpoint keeps. The
+-- store's row announces itself through the same function (1081).
 CREATE FUNCTION announce_bucket_change() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
   PERFORM pg_notify('buckets_changed', 'bucket:' || OLD.id);
