@@ -4,8 +4,8 @@
 // (another instance on the same files and tables, as another process's would be), and its cache
 // of accepted keys, which listens on the credentials' channel as the API's does, so that a revoke
 // still answers only once this thread too has forgotten the key, and its cache of served buckets,
-// which listens on the buckets' channel. Bucket changes (create, delete,
-// versioning) go through the platform's services, which live in the main thread: it is asked.
+// which listens on the buckets' channel. Bucket changes (create, delete, versioning) go through
+// the platform's services, which live in the main thread: it is asked.
 import { readFileSync } from 'node:fs';
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
 import { pino } from 'pino';
