@@ -12,17 +12,9 @@ import type { PublicAccessBlock } from './rows.ts';
  * audit event (`audit`, the platform's statement), or not at all, and answers once no cache serves
  * the bucket as it was.
  */
-export function bucketSettings({ pool, cachesSynced }: Pick<StoreContext, 'pool' | 'cachesSynced'>) {
-  const set = async (bucketId: string, column: string, value: unknown, audit: AuditStatement, extra = ''): Promise<boolean> => {
-    const changed = await changeBucketRow(
-      pool,
-      `UPDATE store_buckets SET ${column} = $2 WHERE id = $1 ${extra}`,
-      [bucketId, jsonb(value)],
-      audit,
-    );
-    if (changed) await cachesSynced();
-    return changed;
-  };
+export function bucketSettings(store: Pick<StoreContext, 'pool' | 'cachesSynced'>) {
+  const set = (bucketId: string, column: string, value: unknown, audit: AuditStatement, extra = '') =>
+    setBucketColumn(store, bucketId, column, value, audit, extra);
   return {
     setDefaultEncryption: (bucketId: string, algorithm: 'AES256' | null, audit: AuditStatement) =>
       set(bucketId, 'default_encryption', algorithm, audit),
@@ -36,6 +28,29 @@ export function bucketSettings({ pool, cachesSynced }: Pick<StoreContext, 'pool'
     setDefaultRetention: (bucketId: string, rule: DefaultRetention | null, audit: AuditStatement) =>
       set(bucketId, 'object_lock_default', rule, audit, 'AND object_lock_enabled'),
   };
+}
+
+/**
+ * Sets one column of a bucket's row (`extra`: a further condition), with its audit event; whether
+ * it changed. Answers once no S3 endpoint's cache serves the bucket as it was (the row's change is
+ * announced: s3/access.ts).
+ */
+export async function setBucketColumn(
+  { pool, cachesSynced }: Pick<StoreContext, 'pool' | 'cachesSynced'>,
+  bucketId: string,
+  column: string,
+  value: unknown,
+  audit: AuditStatement,
+  extra = '',
+): Promise<boolean> {
+  const changed = await changeBucketRow(
+    pool,
+    `UPDATE store_buckets SET ${column} = $2 WHERE id = $1 ${extra}`,
+    [bucketId, jsonb(value)],
+    audit,
+  );
+  if (changed) await cachesSynced();
+  return changed;
 }
 
 /** A setting as its column takes it: text as it is, anything else as JSON. */

@@ -17,7 +17,7 @@ import {
   type AclGrant,
 } from './rows.ts';
 import { openRange, sealingTransform, type WrappingKey } from './sealing.ts';
-import { changeBucketRow, jsonb } from './bucket-settings.ts';
+import { changeBucketRow, setBucketColumn } from './bucket-settings.ts';
 import type { AuditStatement } from './s3/platform-port.ts';
 import { assertCommitFits, dropGarbage, markGarbage, streamedWrite, type StoreContext } from './write-path.ts';
 import type { Batch } from './org-write-groups.ts';
@@ -527,20 +527,17 @@ export function objectOperations(context: StoreContext) {
 
     /** Replaces a bucket's ACL grants, with its audit event. */
     async setBucketAcl(bucketId: string, acl: AclGrant[], audit: AuditStatement): Promise<void> {
-      await changeBucketRow(pool, 'UPDATE store_buckets SET acl = $2 WHERE id = $1', [bucketId, JSON.stringify(acl)], audit);
-      await context.cachesSynced();
+      await setBucketColumn(context, bucketId, 'acl', acl, audit);
     },
 
     /** Sets a bucket's ObjectOwnership (null: removes it), with its audit event. */
     async setBucketOwnership(bucketId: string, ownership: string | null, audit: AuditStatement): Promise<void> {
-      await changeBucketRow(pool, 'UPDATE store_buckets SET ownership = $2 WHERE id = $1', [bucketId, ownership], audit);
-      await context.cachesSynced();
+      await setBucketColumn(context, bucketId, 'ownership', ownership, audit);
     },
 
     /** Sets a bucket's TagSet (null: removes it), with its audit event. */
     async setBucketTags(bucketId: string, tags: Tag[] | null, audit: AuditStatement): Promise<void> {
-      await changeBucketRow(pool, 'UPDATE store_buckets SET tags = $2 WHERE id = $1', [bucketId, jsonb(tags)], audit);
-      await context.cachesSynced();
+      await setBucketColumn(context, bucketId, 'tags', tags, audit);
     },
 
     /**
