@@ -3,14 +3,28 @@
 // nothing changed, and its Idempotency-Key free for the retry. Never a 500.
 import pg from 'pg';
 import { afterAll, beforeAll, expect, inject, test } from 'vitest';
-import { startTestServer, type TestServer } from '../../../../support/server.ts';
+import { createTestDatabase, startTestServer, type TestServer } from '../../../../support/server.ts';
 import { eventually } from '../../../../support/eventually.ts';
 import { runningVm } from '../fixtures.ts';
 
 let server: TestServer;
 let other: pg.Client;
+/**
+ * PostgreSQL looks for a deadlock once, deadlock_timeout after a statement starts waiting. The
+ * stop's look must come after the test has made the cycle; at the default second, a loaded
+ * machine made it late, the stop's look found no cycle and it waited out its statement timeout
+ * (503 with Retry-After 5). Five seconds, for every connection of the server to this database,
+ * leaves the test that long to make it, and still half the statement timeout (10 s) to spare.
+ */
+const DEADLOCK_TIMEOUT = '5s';
+
 beforeAll(async () => {
-  server = await startTestServer({ RATE_LIMIT: '100000' });
+  const databaseUrl = await createTestDatabase();
+  const owner = new pg.Client({ connectionString: databaseUrl });
+  await owner.connect();
+  await owner.query(`ALTER DATABASE ${await currentDatabase(owner)} SET deadlock_timeout = '${DEADLOCK_TIMEOUT}'`);
+  await owner.end();
+  server = await startTestServer({ RATE_LIMIT: '100000' }, { databaseUrl });
   other = new pg.Client({ connectionString: server.databaseUrl });
   await other.connect();
   // As another test file of the run might: an advisory lock waited for, in another database.
@@ -22,6 +36,11 @@ beforeAll(async () => {
   void waiter.query('SELECT pg_advisory_lock(42)').catch(() => {});
   await new Promise((resolve) => setTimeout(resolve, 500));
 });
+async function currentDatabase(client: pg.Client): Promise<string> {
+  const { rows } = await client.query<{ name: string }>('SELECT current_database() AS name');
+  return rows[0]!.name;
+}
+
 afterAll(async () => {
   await other?.end();
   await server?.close();
@@ -33,9 +52,9 @@ test('a request chosen as the victim of a deadlock answers 503 with Retry-After,
 
   // Another transaction holds the lock under which the instance's operations take their place in
   // line; the stop locks the instance's row, then waits for that lock.
-  // Only the stop's backend looks for the deadlock (after PostgreSQL's default deadlock_timeout,
-  // 1 s, of waiting): whichever backend looks first and finds the cycle is the one that fails, and
-  // on a loaded machine the other transaction's check, begun a moment later, could run first.
+  // Only the stop's backend looks for the deadlock (after DEADLOCK_TIMEOUT of waiting): whichever
+  // backend looks first and finds the cycle is the one that fails, and on a loaded machine the
+  // other transaction's check, begun a moment later, could run first.
   await other.query("SET deadlock_timeout = '60s'");
   await other.query('BEGIN');
   const lineLock = `operations:${org.orgId}:vm:${vm.id}`;
@@ -59,7 +78,7 @@ test('a request chosen as the victim of a deadlock answers 503 with Retry-After,
     return rows[0]!.n === 1 ? true : undefined;
   }, 'the stop waiting for the lock');
   // The other transaction now asks for the instance's row: each waits for the other. PostgreSQL
-  // breaks the cycle after deadlock_timeout (1 s) by failing the stop, the one that looks.
+  // breaks the cycle after DEADLOCK_TIMEOUT by failing the stop, the one that looks.
   const rowLocked = other.query('SELECT id FROM vms WHERE id = $1 FOR UPDATE', [vm.id]);
 
   const answer = await stop;
