@@ -10,6 +10,7 @@ import { OidcVerifier } from './areas/identity/credentials/oidc.ts';
 import { composeAreas } from './compose-areas.ts';
 import type { Config } from './config.ts';
 import { BackgroundRunner } from './core/background.ts';
+import { claimPassesIn } from './core/background-passes.ts';
 import { systemClock, type Clock } from './core/clock.ts';
 import { purgeExpiredKeys, type KeyHolder } from './core/idempotency.ts';
 import { Teardown } from './core/teardown.ts';
@@ -303,7 +304,7 @@ async function composePlatform(
   if (config.background) {
     await engine.start();
     teardown.add('engine', () => engine.stop());
-    const background = new BackgroundRunner(log.child({ component: 'background' }), metrics);
+    const background = new BackgroundRunner(log.child({ component: 'background' }), metrics, claimPassesIn(pool));
     background.start([
       ...areas.flatMap((area) => area.background ?? []),
       { name: 'idempotency-purge', intervalMs: 3_600_000, run: async () => void (await purgeExpiredKeys(pool)) },

@@ -1,11 +1,17 @@
 import { isDatabaseUnavailable } from '../db/unavailable.ts';
 import type { Logger } from '../logging.ts';
 import type { Metrics } from '../metrics.ts';
+import type { PassClaim } from './background-passes.ts';
 
 /** A loop the platform runs in the background (a reconciler, a scheduler, the billing run). */
 export interface BackgroundTask {
   name: string;
   intervalMs: number;
+  /**
+   * A pass over the whole platform rather than this process's own work (a reconciler): one pass
+   * an interval among every process on the database, run by the first to claim it.
+   */
+  shared?: boolean;
   run(signal: AbortSignal): Promise<void>;
 }
 
@@ -20,10 +26,13 @@ export class BackgroundRunner {
 
   private readonly log: Logger;
   private readonly metrics?: Metrics;
+  private readonly claimPass?: PassClaim;
 
-  constructor(log: Logger, metrics?: Metrics) {
+  /** Without `claimPass`, a shared task runs at every interval, as any other. */
+  constructor(log: Logger, metrics?: Metrics, claimPass?: PassClaim) {
     this.log = log;
     this.metrics = metrics;
+    this.claimPass = claimPass;
   }
 
   start(tasks: BackgroundTask[]): void {
@@ -41,8 +50,11 @@ export class BackgroundRunner {
     while (!signal.aborted) {
       const started = performance.now();
       try {
-        await task.run(signal);
-        this.metrics?.backgroundRan(task.name, 'succeeded', (performance.now() - started) / 1000);
+        // A shared pass another process has run this interval is skipped.
+        if (!task.shared || !this.claimPass || (await this.claimPass(task.name, task.intervalMs))) {
+          await task.run(signal);
+          this.metrics?.backgroundRan(task.name, 'succeeded', (performance.now() - started) / 1000);
+        }
         if (unavailableRuns > 0)
           this.log.info({ task: task.name, runs: unavailableRuns }, 'background task runs again: the database is back');
         unavailableRuns = 0;
@@ -65,18 +77,23 @@ export class BackgroundRunner {
       // would hold the stop for a whole interval (a metering run under way at a stop held it
       // for minutes).
       if (signal.aborted) break;
-      await new Promise<void>((resolve) => {
-        // The abort listener goes when the wait ends, or every run would leave one behind.
-        const onAbort = () => {
-          clearTimeout(timer);
-          resolve();
-        };
-        const timer = setTimeout(() => {
-          signal.removeEventListener('abort', onAbort);
-          resolve();
-        }, task.intervalMs);
-        signal.addEventListener('abort', onAbort, { once: true });
-      });
+      await this.waitForNextInterval(task);
     }
+  }
+
+  private async waitForNextInterval(task: BackgroundTask): Promise<void> {
+    const { signal } = this.abort;
+    await new Promise<void>((resolve) => {
+      // The abort listener goes when the wait ends, or every run would leave one behind.
+      const onAbort = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+      const timer = setTimeout(() => {
+        signal.removeEventListener('abort', onAbort);
+        resolve();
+      }, task.intervalMs);
+      signal.addEventListener('abort', onAbort, { once: true });
+    });
   }
 }

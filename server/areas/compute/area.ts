@@ -73,6 +73,7 @@ export function computeArea({ pool, config, orgClock, publicBaseUrl, drivers, me
       {
         name: 'compute-reconciler',
         intervalMs: config.intervals.reconcileMs,
+        shared: true,
         run: async (signal) => void (await reconciler.reconcile(signal)),
       },
       { name: 'compute-scheduler', intervalMs: config.intervals.schedulerMs, run: async (signal) => void (await scheduler.runDue(signal)) },

@@ -60,6 +60,7 @@ export function storageReconciler({ pool, drivers, clock, config, log }: AreaDep
   return {
     name: 'storage-reconciler',
     intervalMs: config.intervals.reconcileMs,
+    shared: true,
     async run(signal) {
       const organizations = await organizationsWithStorage(pool);
       for (let start = 0; start < organizations.length && !signal.aborted; start += RECONCILE_CONCURRENCY) {
