@@ -188,6 +188,18 @@ export function createAccess(
       );
     },
 
+    /**
+     * The organization's own bucket of that name, for the settings that shape an answer before or
+     * beside its handler (its CORS rules, its public access block): the served bucket, kept as
+     * `bucket` keeps it, or else the store's record of a bucket not served (suspended, being
+     * deleted), whose error answers still carry those settings. Null when the store has none.
+     */
+    async ownBucket(orgId: string, name: string): Promise<ServedBucket | null> {
+      const own = await servedBucket(orgId, name);
+      if (own.bucket) return own.bucket;
+      return own.stored ? store.objects.bucketNamed(orgId, name) : null;
+    },
+
     /** What the platform says of buckets (their lifecycle goes through it). */
     platform,
 

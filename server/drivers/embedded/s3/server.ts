@@ -142,7 +142,7 @@ export async function startS3Endpoint(options: {
       stallTimeoutMs: options.bodyTimeoutMs,
       secure: isSecure(req),
     };
-    await refuseBlockedPublicAcl(request);
+    await refuseBlockedPublicAcl(request, access.ownBucket);
     const handler = route(request);
     // The bucket's policy judges what the request does with it (access.ts): its action, on its object.
     const action = actionOf(request);
@@ -159,7 +159,7 @@ export async function startS3Endpoint(options: {
         ? await servedBucketsNamed(request.bucketName, { store, platform: options.platform }).then((served) =>
             served.length === 1 ? served[0] : undefined,
           )
-        : await store.objects.bucketNamed(caller.orgId, request.bucketName);
+        : await access.ownBucket(caller.orgId, request.bucketName);
       if (bucket) applyCors(req, res, bucket);
     }
     await handler(request);

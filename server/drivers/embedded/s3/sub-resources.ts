@@ -1,5 +1,6 @@
 import { S3Error, notImplemented } from './errors.ts';
 import type { S3Request } from './request.ts';
+import type { ServedBucket } from '../rows.ts';
 
 /**
  * The sub-resources of an object in the S3 API reference: a query parameter that makes a request
@@ -112,9 +113,12 @@ export function refuseUnofferedGuarantees(request: S3Request): void {
  * BlockPublicAcls: on a bucket that blocks them, a public canned ACL (`authenticated-read`, or one
  * for everyone, which this endpoint does not offer anyway) is AccessDenied, as S3 answers it.
  */
-export async function refuseBlockedPublicAcl(request: S3Request): Promise<void> {
+export async function refuseBlockedPublicAcl(
+  request: S3Request,
+  ownBucket: (orgId: string, name: string) => Promise<Pick<ServedBucket, 'public_access_block'> | null>,
+): Promise<void> {
   const acl = header(request, 'x-amz-acl')?.trim();
   if (acl === undefined || !(PUBLIC_ACLS.has(acl) || acl === 'authenticated-read') || request.bucketName === '') return;
-  const bucket = await request.store.objects.bucketNamed(request.caller.orgId, request.bucketName);
+  const bucket = await ownBucket(request.caller.orgId, request.bucketName);
   if (bucket?.public_access_block?.blockPublicAcls) throw new S3Error('AccessDenied', 403, 'Access Denied');
 }

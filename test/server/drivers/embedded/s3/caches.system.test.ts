@@ -8,8 +8,11 @@ import {
   GetObjectCommand,
   HeadBucketCommand,
   ListBucketsCommand,
+  DeletePublicAccessBlockCommand,
+  PutBucketCorsCommand,
   PutBucketPolicyCommand,
   PutBucketVersioningCommand,
+  PutPublicAccessBlockCommand,
   PutObjectCommand,
   S3Client,
 } from '@aws-sdk/client-s3';
@@ -235,6 +238,46 @@ describe('the S3 cache of served buckets', () => {
       await clientOf(processes[0]!, key).send(new PutBucketPolicyCommand({ Bucket: name, Policy: JSON.stringify(denyReads) }));
     });
     expect(heldUntilResumed, 'the change answered while the other process could not have forgotten the bucket').toBe(true);
+  });
+
+  test("CORS rules and the public access block, read beside the request's handler, change in the other process at once", async () => {
+    const name = 'cors-and-block';
+    await bucketInUse(key, name);
+    await clientOf(processes[0]!, key).send(new PutObjectCommand({ Bucket: name, Key: 'note', Body: 'kept' }));
+    const allowedOrigin = async (server: Process, origin: string) =>
+      (await signedRequest(server, key, { method: 'GET', path: `/${name}/note`, headers: { origin } })).headers.get(
+        'access-control-allow-origin',
+      );
+    const publicAclStatus = async (server: Process) =>
+      (
+        await signedRequest(server, key, {
+          method: 'PUT',
+          path: `/${name}/shared`,
+          headers: { 'x-amz-acl': 'authenticated-read' },
+          body: 'x',
+        })
+      ).status;
+    for (let round = 0; round < 2; round++) {
+      const origin = `https://app-${round}.example`;
+      const [changing, other] = round % 2 === 0 ? processes : [...processes].reverse();
+      // Each process has answered this bucket's requests (and so cached it) before the change.
+      for (const server of processes) expect(await allowedOrigin(server, origin)).toBeNull();
+      await clientOf(changing!, key).send(
+        new PutBucketCorsCommand({
+          Bucket: name,
+          CORSConfiguration: { CORSRules: [{ AllowedOrigins: [origin], AllowedMethods: ['GET'] }] },
+        }),
+      );
+      expect(await allowedOrigin(other!, origin)).toBe(origin);
+
+      for (const server of processes) expect(await publicAclStatus(server)).toBe(200);
+      await clientOf(changing!, key).send(
+        new PutPublicAccessBlockCommand({ Bucket: name, PublicAccessBlockConfiguration: { BlockPublicAcls: true } }),
+      );
+      expect(await publicAclStatus(other!)).toBe(403);
+      await clientOf(other!, key).send(new DeletePublicAccessBlockCommand({ Bucket: name }));
+      expect(await publicAclStatus(changing!)).toBe(200);
+    }
   });
 
   test('versioning turned on through one process: the next write through the other makes a version', async () => {
