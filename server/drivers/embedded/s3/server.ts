@@ -142,7 +142,7 @@ export async function startS3Endpoint(options: {
       stallTimeoutMs: options.bodyTimeoutMs,
       secure: isSecure(req),
     };
-    await refuseBlockedPublicAcl(request, access.ownBucket);
+    await refuseBlockedPublicAcl(request, (orgId, name) => access.ownBucket(orgId, name));
     const handler = route(request);
     // The bucket's policy judges what the request does with it (access.ts): its action, on its object.
     const action = actionOf(request);
