@@ -97,17 +97,20 @@ export function createAccess(
   keys?: CacheSection<Caller>,
   served?: CacheSection<ServedBucket>,
 ) {
-  /** The caller's own bucket of that name, when it is served (its platform record active, its store record not suspended). */
-  const servedBucket = async (orgId: string, name: string): Promise<{ bucket?: ServedBucket; stored: boolean }> => {
+  /**
+   * The caller's own bucket of that name: `bucket` when it is served (its platform record active,
+   * its store record not suspended), and the store's record of it either way (null: none).
+   */
+  const servedBucket = async (orgId: string, name: string): Promise<{ bucket?: ServedBucket; stored: ServedBucket | null }> => {
     const entry = `${orgId}/${name}`;
     const cached = served?.get(entry);
-    if (cached) return { bucket: cached, stored: true };
+    if (cached) return { bucket: cached, stored: cached };
     const ticket = served?.ticket() ?? 0;
     const [activeId, stored] = await Promise.all([platform.activeBucketId(orgId, name), store.objects.bucketNamed(orgId, name)]);
-    if (!stored || stored.suspended || stored.id !== activeId) return { stored: stored !== null };
+    if (!stored || stored.suspended || stored.id !== activeId) return { stored };
     // Forgotten when a change of this bucket (either record of it) is announced, and only then.
     served?.put(ticket, entry, frozen(stored), [bucketTag(stored.id)]);
-    return { bucket: stored, stored: true };
+    return { bucket: stored, stored };
   };
 
   return {
@@ -135,13 +138,13 @@ export function createAccess(
      */
     async bucket(caller: Caller, name: string, use?: BucketUse): Promise<ServedBucket> {
       if (caller.anonymous && !use) throw accessDenied();
-      const own = caller.anonymous ? { stored: false } : await servedBucket(caller.orgId, name);
+      const own = caller.anonymous ? { stored: null } : await servedBucket(caller.orgId, name);
       if (own.bucket) {
         // The bucket's own organization always manages its policy (as AWS's account root does): no policy locks it out.
         if (use && !POLICY_MANAGEMENT.has(use.action) && (await judged(own.bucket, use)) === 'deny') throw accessDenied();
         return own.bucket;
       }
-      if (!use || own.stored) throw noSuchBucket(name);
+      if (!use || own.stored !== null) throw noSuchBucket(name);
       // Another organization's bucket of that name that shares itself with the caller's (its policy
       // or its ACLs), or with everyone for an unsigned request.
       const who = use.principal;
@@ -195,9 +198,7 @@ export function createAccess(
      * deleted), whose error answers still carry those settings. Null when the store has none.
      */
     async ownBucket(orgId: string, name: string): Promise<ServedBucket | null> {
-      const own = await servedBucket(orgId, name);
-      if (own.bucket) return own.bucket;
-      return own.stored ? store.objects.bucketNamed(orgId, name) : null;
+      return (await servedBucket(orgId, name)).stored;
     },
 
     /** What the platform says of buckets (their lifecycle goes through it). */
