@@ -41,15 +41,15 @@ function processRunning(task: Omit<BackgroundTask, 'run'>) {
   };
   const runner = new BackgroundRunner(createLogger('silent'), undefined, claim);
   runners.push(runner);
-  const process = { passes: 0, claims, runner };
-  runner.start([{ ...task, run: async () => void process.passes++ }]);
-  return process;
+  const started = { passes: 0, claims, runner };
+  runner.start([{ ...task, run: async () => void started.passes++ }]);
+  return started;
 }
 
 /** Waits until the process has claimed `count` times and has run what those claims let it run. */
-async function claimedTimes(process: { claims: Array<Promise<boolean>> }, count: number): Promise<boolean[]> {
-  await vi.waitFor(() => expect(process.claims.length).toBe(count));
-  const answers = await Promise.all(process.claims);
+async function claimedTimes(started: { claims: Array<Promise<boolean>> }, count: number): Promise<boolean[]> {
+  await vi.waitFor(() => expect(started.claims.length).toBe(count));
+  const answers = await Promise.all(started.claims);
   await new Promise((resolve) => setImmediate(resolve));
   return answers;
 }
@@ -102,9 +102,9 @@ test('tasks each claim their own passes, and a task that is not shared runs in e
   expect(await claimedTimes(purging, 1), "the reconciler's pass held the purge's back").toEqual([true]);
 
   const counted = [processRunning({ name: 'metering', intervalMs: HOUR_MS }), processRunning({ name: 'metering', intervalMs: HOUR_MS })];
-  await vi.waitFor(() => expect(counted.map((process) => process.passes)).toEqual([1, 1]));
+  await vi.waitFor(() => expect(counted.map((started) => started.passes)).toEqual([1, 1]));
   expect(
-    counted.flatMap((process) => process.claims),
+    counted.flatMap((started) => started.claims),
     'an unshared task claimed a pass',
   ).toEqual([]);
 });
