@@ -54,6 +54,15 @@ async function claimedTimes(started: { claims: Array<Promise<boolean>> }, count:
   return answers;
 }
 
+/**
+ * The runners' next interval: the last pass's start set back `minutesAgo` by the database's clock,
+ * the runners' timers moved on an interval.
+ */
+async function nextInterval(lastPassMinutesAgo: number): Promise<void> {
+  await pool.query(`UPDATE background_passes SET started_at = now() - make_interval(mins => $1)`, [lastPassMinutesAgo]);
+  await vi.advanceTimersByTimeAsync(HOUR_MS);
+}
+
 test('a shared pass another process ran this interval is skipped; the next interval, one of the two runs it', async () => {
   const first = processRunning({ name: 'reconciler', intervalMs: HOUR_MS, shared: true });
   expect(await claimedTimes(first, 1)).toEqual([true]);
@@ -63,9 +72,8 @@ test('a shared pass another process ran this interval is skipped; the next inter
   expect(await claimedTimes(second, 1)).toEqual([false]);
   expect(second.passes, 'the second process ran the pass the first had run this interval').toBe(0);
 
-  // An interval later (the database's clock set back, the runners' moved on), both wake and claim.
-  await pool.query(`UPDATE background_passes SET started_at = now() - interval '61 minutes'`);
-  await vi.advanceTimersByTimeAsync(HOUR_MS);
+  // An interval later, both wake and claim.
+  await nextInterval(61);
   const firstAnswers = await claimedTimes(first, 2);
   const secondAnswers = await claimedTimes(second, 2);
   expect([firstAnswers[1], secondAnswers[1]].filter(Boolean), 'one claim of the two won this interval').toHaveLength(1);
@@ -80,8 +88,7 @@ test('the process that ran the last pass is not the only one that may: when it i
   await gone.runner.stop();
   expect(staying.passes).toBe(0);
 
-  await pool.query(`UPDATE background_passes SET started_at = now() - interval '61 minutes'`);
-  await vi.advanceTimersByTimeAsync(HOUR_MS);
+  await nextInterval(61);
   expect(await claimedTimes(staying, 2)).toEqual([false, true]);
   expect(staying.passes).toBe(1);
 });
@@ -89,8 +96,7 @@ test('the process that ran the last pass is not the only one that may: when it i
 test('a pass started most of an interval ago, by a timer a little early, is not skipped by the process that ran it', async () => {
   const only = processRunning({ name: 'reconciler', intervalMs: HOUR_MS, shared: true });
   await claimedTimes(only, 1);
-  await pool.query(`UPDATE background_passes SET started_at = now() - interval '57 minutes'`);
-  await vi.advanceTimersByTimeAsync(HOUR_MS);
+  await nextInterval(57);
   expect(await claimedTimes(only, 2)).toEqual([true, true]);
   expect(only.passes).toBe(2);
 });
