@@ -264,8 +264,14 @@ export function createRgwObjectStore(pool: Pool, options: RgwDriverOptions): Obj
       const held = [...(await admin.bucketsOf(orgUserOf(orgId))), ...(await admin.bucketsOf(platformUserOf(orgId)))];
       // Only the platform's buckets: a bucket the store holds without a platform id is not one of them.
       const ours = held.filter((stats) => ids.has(stats.bucket));
-      // Buckets made before the guard get it here, once per process; should that fail, at the next pass.
-      await Promise.all(ours.map((stats) => ensureGuard(orgId, stats).catch(() => undefined)));
+      // Served buckets made before the guard get it here, once per process; should that fail, at the
+      // next pass. Never one the platform's user holds: that one is being made or is soft-deleted,
+      // and its creation or restore guards it before handing it over. A policy put here would race
+      // that hand-over: RGW retries a policy write that a link overtook with the attributes it
+      // read first, so the link's new owner keeps the previous owner's ACL, and the
+      // organization's keys are refused everything in their own bucket (AccessDenied).
+      const served = ours.filter((stats) => !isSuspended(orgId, stats));
+      await Promise.all(served.map((stats) => ensureGuard(orgId, stats).catch(() => undefined)));
       const buckets = await Promise.all(ours.map((stats) => reportOf(orgId, ids.get(stats.bucket)!, stats)));
       const usage = buckets.reduce(
         (total, bucket) => ({ bytes: total.bytes + bucket.usage.bytes, objects: total.objects + bucket.usage.objects }),

@@ -8,15 +8,20 @@ import {
   CompleteMultipartUploadCommand,
   CreateBucketCommand,
   CreateMultipartUploadCommand,
+  DeleteBucketCommand,
   HeadObjectCommand,
   ListObjectVersionsCommand,
+  PutObjectCommand,
   S3ServiceException,
   UploadPartCommand,
 } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { loadConfig } from '../../../../server/config.ts';
 import { PermanentBackendError } from '../../../../server/drivers/errors.ts';
+import { createBucketS3 } from '../../../../server/drivers/rgw/bucket-s3.ts';
+import { managementKeyOf } from '../../../../server/drivers/rgw/names.ts';
 import { createRgwObjectStore } from '../../../../server/drivers/rgw/object-store.ts';
+import { createSignedHttp } from '../../../../server/drivers/rgw/signed-http.ts';
 import { startTestServer, type TestOrg, type TestServer } from '../../../support/server.ts';
 import { issuedAccessKey, s3Client, type DataPlane, type StorageDriverFactory, type StorageDriverUnderTest } from './drivers.ts';
 import { activeBucket, eventually, GiB, softDeleted } from './support.ts';
@@ -283,6 +288,41 @@ export function storageBehaviour(factory: StorageDriverFactory): void {
         30_000,
       );
       expect(after - before).toBe(200_000);
+    });
+
+    test("a reconciler's pass writes nothing on a bucket the platform's user holds: its hand-over would keep that user's ACL", async () => {
+      // RGW retries a policy write that a bucket link overtook with the attributes it read first:
+      // the new owner keeps the previous owner's ACL, and the organization's keys are refused in
+      // their own bucket (AccessDenied). So only the creation and the restore, which hand the bucket
+      // over, guard one that the platform's user holds, each before its hand-over.
+      const org = await server.createOrg('Hand-over Keepers');
+      const rgw = loadConfig({ ...driver.env }).rgw!;
+      const store = createRgwObjectStore(server.pool, rgw);
+      const address = { orgId: org.orgId, bucketId: crypto.randomUUID(), name: 'held-back' };
+      await store.createBucket({ ...address, versioning: false, quota: { maxObjects: null, maxSizeBytes: null } });
+      expect((await store.suspendBucket(address)).suspended).toBe(true);
+      // Soft-deleted before the guard existed: the platform's user holds it, with no policy.
+      const http = createSignedHttp({ endpoint: rgw.endpoint, region: rgw.region, timeoutMs: rgw.timeoutMs });
+      const platform = managementKeyOf(rgw.adminSecretKey, 'platform', org.orgId);
+      await http.send(platform, { method: 'DELETE', path: `/${address.name}`, query: { policy: '' } });
+      const policy = () => createBucketS3(http).getPolicy(platform, address.name);
+      expect(await policy()).toBeNull();
+
+      // Another process's pass (its driver has seen no bucket guarded yet) reports it and leaves it as it is.
+      const other = createRgwObjectStore(server.pool, rgw);
+      const report = await other.describeOrganization(org.orgId);
+      expect(report.buckets.find((bucket) => bucket.bucketId === address.bucketId)).toMatchObject({ suspended: true });
+      expect(await policy()).toBeNull();
+
+      // The restore guards it, then hands it over: the organization's keys write, and cannot delete it.
+      expect((await other.resumeBucket(address)).suspended).toBe(false);
+      const client = s3Client(endpoint(), await issuedAccessKey(server, org));
+      await client.send(new PutObjectCommand({ Bucket: address.name, Key: 'after-restore', Body: 'written' }));
+      const deleted = await client.send(new DeleteBucketCommand({ Bucket: address.name })).then(
+        () => 'deleted',
+        (error: unknown) => (error as Error).name,
+      );
+      expect(deleted).toBe('AccessDenied');
     });
 
     test('every driver call is safe to repeat, also after an attempt that stopped halfway', async () => {
