@@ -5,6 +5,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { parse, stringify } from 'yaml';
 import { rootLayoutFindings } from '../../scripts/lib/spec-layout.ts';
 import { bin, repoRoot, run } from '../../scripts/lib/run.ts';
 
@@ -18,17 +19,28 @@ const bundle = (): any => JSON.parse(readFileSync(path.join(repoRoot, 'generated
 async function spectral(document: unknown): Promise<SpectralFinding[]> {
   const file = path.join(workDir, `planted-${Math.random().toString(36).slice(2)}.json`);
   writeFileSync(file, JSON.stringify(document));
-  const result = await run(bin('spectral'), [
-    'lint',
-    file,
-    '--ruleset',
-    path.join(repoRoot, '.spectral.yaml'),
-    '--format',
-    'json',
-    '--quiet',
-  ]);
+  const result = await run(bin('spectral'), ['lint', file, '--ruleset', layoutRuleset(), '--format', 'json', '--quiet']);
   const text = result.stdout.slice(result.stdout.search(/[[{]/));
   return (JSON.parse(text || '[]') as SpectralFinding[]).filter((finding) => finding.code.startsWith('layout-'));
+}
+
+/**
+ * The layout rules exactly as `.spectral.yaml` declares them, without the OAS and OWASP rulesets
+ * it extends: those run over the contract in `npm run spec:lint`, and took nine tenths of this
+ * test's Spectral run (about 20 s of 22 on a quiet machine).
+ */
+function layoutRuleset(): string {
+  const ruleset = parse(readFileSync(path.join(repoRoot, '.spectral.yaml'), 'utf8')) as {
+    functionsDir: string;
+    functions: string[];
+    rules: Record<string, unknown>;
+  };
+  const layoutRules = Object.fromEntries(Object.entries(ruleset.rules).filter(([name]) => name.startsWith('layout-')));
+  const file = path.join(workDir, 'layout-rules.spectral.yaml');
+  // Spectral resolves functionsDir from the ruleset's own folder, and only as a relative path.
+  const functionsDir = path.relative(workDir, path.join(repoRoot, ruleset.functionsDir));
+  writeFileSync(file, stringify({ functionsDir, functions: ruleset.functions, rules: layoutRules }));
+  return file;
 }
 
 let workDir: string;
@@ -59,7 +71,6 @@ beforeAll(async () => {
   media.example = media.examples[Object.keys(media.examples)[0]!].value ?? {};
   delete media.examples;
   findings = await spectral(planted);
-  // One Spectral run: about 20 s on a quiet 2-core machine, more than a minute at load 13.
 }, 300_000);
 
 afterAll(() => rmSync(workDir, { recursive: true, force: true }));
