@@ -4,6 +4,7 @@
 // operations that ran side by side would finish out of order. And, on the engine alone, an
 // earlier operation that is retrying holds back the later ones of its resource, and only those.
 import { randomUUID } from 'node:crypto';
+import { isDeepStrictEqual } from 'node:util';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { driverMigrations } from '../../../server/drivers/selection.ts';
 import { migrate } from '../../../server/db/migrate.ts';
@@ -45,6 +46,30 @@ async function allSucceed(answers: ApiResponse[]): Promise<void> {
     answers.filter((answer) => answer.status === 202).map((answer) => server.waitForOperation(server.org, answer.body.operation.id)),
   );
   for (const operation of operations) expect(operation.state, JSON.stringify(operation)).toBe('succeeded');
+}
+
+/**
+ * What happened to the instance, for a failed comparison's message: the simulated server (its
+ * boots count every start), the instance's operations and its state changes from the event log.
+ * This test has failed once in CI with the API showing `stopped` and the hypervisor `running`
+ * after every operation had succeeded, and not again in hundreds of rounds since.
+ */
+async function timelineOf(vmId: string): Promise<string> {
+  const [simulated, operations, changes] = await Promise.all([
+    server.pool.query('SELECT power, boots, updated_at FROM sim_servers WHERE server_id = $1', [vmId]),
+    server.pool.query(
+      `SELECT type, state, attempt, created_at, started_at, finished_at, error_class
+       FROM operations WHERE resource_id = $1 AND type NOT LIKE 'vm.firewall' ORDER BY seq`,
+      [vmId],
+    ),
+    server.pool.query(
+      `SELECT created_at, data->>'previous_state' AS previous, data->>'state' AS state, data->>'desired_state' AS desired,
+              data->>'observed_status' AS observed
+       FROM events WHERE resource_id = $1 AND type = 'instance.state_changed' ORDER BY created_at, ctid`,
+      [vmId],
+    ),
+  ]);
+  return JSON.stringify({ simulated: simulated.rows[0], operations: operations.rows, stateChanges: changes.rows }, null, 1);
 }
 
 const firewallOf = (round: number, change: number) => ({
@@ -95,16 +120,23 @@ describe('operations on one resource run in the order they were accepted', () =>
       const { rows } = await server.pool.query('SELECT power, vcpus, memory_mb, disk_gb, firewall FROM sim_servers WHERE server_id = $1', [
         vm.id,
       ]);
-      expect(
-        { power: rows[0].power, vcpus: rows[0].vcpus, memory_mb: rows[0].memory_mb, disk_gb: rows[0].disk_gb, firewall: rows[0].firewall },
-        `round ${round}`,
-      ).toEqual({
+      const held = {
+        power: rows[0].power,
+        vcpus: rows[0].vcpus,
+        memory_mb: rows[0].memory_mb,
+        disk_gb: rows[0].disk_gb,
+        firewall: rows[0].firewall,
+      };
+      const expected = {
         power: shown.state,
         vcpus: shown.vcpus,
         memory_mb: shown.memory_mb,
         disk_gb: shown.disk_gb,
         firewall: rules.inbound,
-      });
+      };
+      expect(held, `round ${round}${isDeepStrictEqual(held, expected) ? '' : `, what happened: ${await timelineOf(vm.id)}`}`).toEqual(
+        expected,
+      );
     }
   });
 
