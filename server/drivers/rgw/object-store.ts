@@ -267,9 +267,9 @@ export function createRgwObjectStore(pool: Pool, options: RgwDriverOptions): Obj
       // Served buckets made before the guard get it here, once per process; should that fail, at the
       // next pass. Never one the platform's user holds: that one is being made or is soft-deleted,
       // and its creation or restore guards it before handing it over. A policy put here would race
-      // that hand-over: RGW retries a policy write that a link overtook with the attributes it
-      // read first, so the link's new owner keeps the previous owner's ACL, and the
-      // organization's keys are refused everything in their own bucket (AccessDenied).
+      // that hand-over, and a policy write racing a link leaves the bucket with its new owner but
+      // the previous owner's ACL (seen on Pacific 16.2.15; a second link repairs it): the
+      // organization's keys are then refused everything in their own bucket (AccessDenied).
       const served = ours.filter((stats) => !isSuspended(orgId, stats));
       await Promise.all(served.map((stats) => ensureGuard(orgId, stats).catch(() => undefined)));
       const buckets = await Promise.all(ours.map((stats) => reportOf(orgId, ids.get(stats.bucket)!, stats)));

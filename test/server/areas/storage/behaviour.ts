@@ -291,10 +291,10 @@ export function storageBehaviour(factory: StorageDriverFactory): void {
     });
 
     test("a reconciler's pass writes nothing on a bucket the platform's user holds: its hand-over would keep that user's ACL", async () => {
-      // RGW retries a policy write that a bucket link overtook with the attributes it read first:
-      // the new owner keeps the previous owner's ACL, and the organization's keys are refused in
-      // their own bucket (AccessDenied). So only the creation and the restore, which hand the bucket
-      // over, guard one that the platform's user holds, each before its hand-over.
+      // A policy write racing a bucket link leaves the bucket with its new owner but the previous
+      // owner's ACL (seen on Pacific), and the organization's keys are refused in their own bucket
+      // (AccessDenied). So only the creation and the restore, which hand the bucket over, guard one
+      // that the platform's user holds, each before its hand-over.
       const org = await server.createOrg('Hand-over Keepers');
       const rgw = loadConfig({ ...driver.env }).rgw!;
       const store = createRgwObjectStore(server.pool, rgw);
