@@ -20,7 +20,7 @@ import { createFixtures } from '../test/support/fuzz/fixtures.ts';
 import { formatFailure, formatRequest, formatSummary } from '../test/support/fuzz/report.ts';
 import { readBootstrap } from './lib/bootstrap-file.ts';
 import { freePort, startProcess, waitForHttp, type Started } from './lib/processes.ts';
-import { bin, repoRoot } from './lib/run.ts';
+import { repoRoot } from './lib/run.ts';
 
 const { values } = parseArgs({
   options: {
@@ -138,18 +138,25 @@ async function startServer(): Promise<Server> {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'cloud-platform-fuzz-'));
   const port = await freePort();
   const baseUrl = `http://127.0.0.1:${port}`;
-  const started: Started = startProcess(bin('tsx'), [path.join(repoRoot, 'server', 'main.ts')], {
-    PORT: String(port),
-    HOST: '127.0.0.1',
-    DATA_DIR: dataDir,
-    // Both budgets: every request counts against its address until its credential is verified,
-    // and the cases without a valid credential stay there (the anonymous budget, 100 a minute).
-    RATE_LIMIT: '100000',
-    RATE_LIMIT_ANONYMOUS: '100000',
-    LOG_LEVEL: values['server-log'] ? 'error' : 'silent',
-    SIM_LATENCY_MS: '5-20',
-    WORKER_POLL_MS: '50',
-  });
+  // As `npm start` runs it: Node itself, no tsx wrapper. tsx relays a signal to its child and,
+  // when the child has not said within 30 ms that it got it (a busy machine), kills it outright:
+  // a stop without its graceful shutdown.
+  const started: Started = startProcess(
+    process.execPath,
+    [path.join(repoRoot, 'scripts', 'start.mjs'), path.join(repoRoot, 'server', 'main.ts')],
+    {
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      DATA_DIR: dataDir,
+      // Both budgets: every request counts against its address until its credential is verified,
+      // and the cases without a valid credential stay there (the anonymous budget, 100 a minute).
+      RATE_LIMIT: '100000',
+      RATE_LIMIT_ANONYMOUS: '100000',
+      LOG_LEVEL: values['server-log'] ? 'error' : 'silent',
+      SIM_LATENCY_MS: '5-20',
+      WORKER_POLL_MS: '50',
+    },
+  );
   const stop = async () => {
     await started.stop();
     if (values['server-log']) writeFileSync(values['server-log'], started.output());
