@@ -16,7 +16,7 @@ export interface ApiTarget {
 export const exampleOrg = '3f6c1a2e-9b4d-4c7a-8e21-5d0b7f9a1c34';
 export const exampleKey = 'cpk_3Ol_Svxj8s6AJH9dF10S5Aq_qj3r9CwRP2hDPHeY4P8';
 
-/** Starts the Prism mock (`tsx scripts/mock.ts --port N`) as test/mock/mock.system.test.ts does. */
+/** Starts the Prism mock (`node scripts/mock.ts --port N`, as `npm run mock` runs it) as test/mock/mock.system.test.ts does. */
 export async function startMockTarget(): Promise<ApiTarget> {
   const { mock, baseUrl } = await startMock(`/v1/orgs/${exampleOrg}`);
   return { baseUrl, org: exampleOrg, credential: exampleKey, stop: mock.stop };

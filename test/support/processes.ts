@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { descendantsOf, freePort, startProcess, waitForHttp, type Started } from '../../scripts/lib/processes.ts';
-import { bin, repoRoot } from '../../scripts/lib/run.ts';
+import { repoRoot } from '../../scripts/lib/run.ts';
 
 export { descendantsOf, freePort, startProcess, waitForHttp, type Started };
 
@@ -13,7 +13,7 @@ export { descendantsOf, freePort, startProcess, waitForHttp, type Started };
 export async function startMock(readyPath = '/healthz', attempts = 3): Promise<{ mock: Started; baseUrl: string }> {
   for (let attempt = 1; ; attempt++) {
     const port = await freePort();
-    const mock = startProcess(bin('tsx'), [path.join(repoRoot, 'scripts', 'mock.ts'), '--port', String(port)]);
+    const mock = startProcess(process.execPath, [path.join(repoRoot, 'scripts', 'mock.ts'), '--port', String(port)]);
     const baseUrl = `http://127.0.0.1:${port}`;
     try {
       await waitForHttp(`${baseUrl}${readyPath}`, mock);
