@@ -101,6 +101,15 @@ export async function waitForHttp(url: string, started: Started, timeoutMs = 60_
   throw new Error(`${url} did not answer within ${timeoutMs} ms:\n${started.output()}`);
 }
 
+/** A process's arguments, its command first, read from Linux's /proc; none once it has ended. */
+export function commandLineOf(pid: number): string[] {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean);
+  } catch {
+    return [];
+  }
+}
+
 /** Every process under `root` (its children, theirs, and so on), read from Linux's /proc. */
 export function descendantsOf(root: number): number[] {
   const parents = new Map<number, number>();

@@ -9,7 +9,7 @@ import { afterAll, expect, test } from 'vitest';
 import { Campaign } from '../support/fuzz/campaign.ts';
 import { bin, repoRoot } from '../../scripts/lib/run.ts';
 import { eventually } from '../support/eventually.ts';
-import { descendantsOf } from '../support/processes.ts';
+import { commandLineOf, descendantsOf } from '../support/processes.ts';
 
 /** `npm run fuzz`'s command as package.json says it (`node scripts/fuzz.ts`), with these arguments. */
 function fuzzCommand(args: string[]): [command: string, args: string[]] {
@@ -19,17 +19,11 @@ function fuzzCommand(args: string[]): [command: string, args: string[]] {
   return [command === 'node' ? process.execPath : bin(command!), [...rest, ...args]];
 }
 
-function commandLine(pid: number): string {
-  try {
-    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ');
-  } catch {
-    return '';
-  }
-}
+/** Whether one of the process's arguments names `file` (a path ending in it). */
+const runs = (pid: number, file: string): boolean => commandLineOf(pid).some((argument) => argument.endsWith(file));
 
 /** The process that runs scripts/fuzz.ts itself: the deepest of the command's tree to name it (a wrapper such as tsx names it too). */
-const fuzzerProcess = (root: number): number =>
-  [root, ...descendantsOf(root)].filter((pid) => commandLine(pid).includes('scripts/fuzz.ts')).at(-1)!;
+const fuzzerProcess = (root: number): number => [root, ...descendantsOf(root)].filter((pid) => runs(pid, 'scripts/fuzz.ts')).at(-1)!;
 
 /** Process groups of servers a failed run left behind: stopped after the tests, whatever they found. */
 const serverGroups = new Set<number>();
@@ -63,7 +57,7 @@ test('killing the command (Ctrl-C, SIGTERM) stops the server it started, rather 
   const serverUrl = await eventually(() => /fuzzing (http:\/\/\S+);/.exec(output)?.[1], 'the fuzzer to start its server', 120_000);
   expect((await fetch(serverUrl)).status).toBeGreaterThan(0);
   const runner = fuzzerProcess(fuzzer.pid!);
-  for (const pid of descendantsOf(runner)) if (commandLine(pid).includes('server/main.ts')) serverGroups.add(pid);
+  for (const pid of descendantsOf(runner)) if (runs(pid, 'server/main.ts')) serverGroups.add(pid);
   // On a busy machine the fuzzer may not get to run for a while once the signal comes: here it is
   // held stopped across the SIGTERM. A wrapper that gives its child 30 ms to answer a signal and
   // then kills it outright (tsx) would leave the server running: a CI run once found it so.

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { afterAll, expect, test } from 'vitest';
 import { repoRoot } from '../../scripts/lib/run.ts';
 import { eventually } from '../support/eventually.ts';
-import { descendantsOf, freePort, startProcess, type Started } from '../support/processes.ts';
+import { commandLineOf, descendantsOf, freePort, startProcess, type Started } from '../support/processes.ts';
 import { TEST_ENV } from '../support/server.ts';
 
 let npmStart: Started | undefined;
@@ -26,15 +26,7 @@ function nodeOfNpmScripts(): string {
 
 /** The process among `root`'s descendants with `argument` among its arguments (not the shell, whose one argument is the whole line). */
 function descendantRunning(root: number, argument: string): number | undefined {
-  return descendantsOf(root).find((pid) => commandLine(pid).includes(argument));
-}
-
-function commandLine(pid: number): string[] {
-  try {
-    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean);
-  } catch {
-    return [];
-  }
+  return descendantsOf(root).find((pid) => commandLineOf(pid).includes(argument));
 }
 
 test.runIf(process.platform === 'linux')(
@@ -74,7 +66,7 @@ test.runIf(process.platform === 'linux')(
 
     const server = descendantRunning(started.child.pid!, path.join('scripts', 'start.mjs'));
     expect(server, 'the server process under npm').toBeDefined();
-    expect(commandLine(server!)).toContain('--max-semi-space-size=16');
+    expect(commandLineOf(server!)).toContain('--max-semi-space-size=16');
     const environment = readFileSync(`/proc/${server}/environ`, 'utf8').split('\0');
     expect(environment).toContain('MALLOC_ARENA_MAX=2');
   },

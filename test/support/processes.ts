@@ -1,8 +1,8 @@
 import path from 'node:path';
-import { descendantsOf, freePort, startProcess, waitForHttp, type Started } from '../../scripts/lib/processes.ts';
+import { commandLineOf, descendantsOf, freePort, startProcess, waitForHttp, type Started } from '../../scripts/lib/processes.ts';
 import { repoRoot } from '../../scripts/lib/run.ts';
 
-export { descendantsOf, freePort, startProcess, waitForHttp, type Started };
+export { commandLineOf, descendantsOf, freePort, startProcess, waitForHttp, type Started };
 
 /**
  * Starts the mock (`scripts/mock.ts`) on a port found free, and waits until `readyPath` answers.

@@ -59,7 +59,7 @@ async function timelineOf(vmId: string): Promise<string> {
     server.pool.query('SELECT power, boots, updated_at FROM sim_servers WHERE server_id = $1', [vmId]),
     server.pool.query(
       `SELECT type, state, attempt, created_at, started_at, finished_at, error_class
-       FROM operations WHERE resource_id = $1 AND type NOT LIKE 'vm.firewall' ORDER BY seq`,
+       FROM operations WHERE resource_id = $1 AND type <> 'vm.firewall' ORDER BY seq`,
       [vmId],
     ),
     server.pool.query(
