@@ -48,6 +48,11 @@ const BATCH_BYTES = 8 * 1024;
 const FLUSH_INTERVAL_MS = 100;
 const STDOUT = 1;
 
+type Destination = ReturnType<typeof pino.destination>;
+
+/** The process's one batched standard output, made by the first logger that needs it. */
+let sharedStandardOutput: Destination | undefined;
+
 /**
  * Standard output, written in batches off the request path: lines gather up to 8 KiB (or 100 ms)
  * and go out in one write made by libuv's thread pool, instead of one blocking write(2) per line
@@ -55,8 +60,17 @@ const STDOUT = 1;
  * pino writes what is pending synchronously when the process exits, a crash included; only a
  * SIGKILL can lose the last 100 ms of lines. A reader that stops reading holds at most 16 MiB of
  * lines; the rest are dropped rather than stalling the server.
+ *
+ * One per process, whatever the number of loggers: a test process makes one for each platform it
+ * starts, and each destination made its own flush timer and its own listener on process.stdout,
+ * never removed (Node's MaxListenersExceededWarning in every test run, from the eleventh).
  */
-function standardOutput() {
+function standardOutput(): Destination {
+  sharedStandardOutput ??= batchedStandardOutput();
+  return sharedStandardOutput;
+}
+
+function batchedStandardOutput(): Destination {
   const destination = pino.destination({ dest: STDOUT, sync: false, minLength: BATCH_BYTES, maxLength: 16 * 1024 * 1024 });
   setInterval(() => destination.flush(), FLUSH_INTERVAL_MS).unref();
   // pino flushes what is pending with flushSync when the process exits, and sonic-boom's flushSync
