@@ -21,7 +21,7 @@ import { ms, perSecond, ratio, record, section } from './bench/report.ts';
 import { cephInstalled, startSingleNodeCeph, type SingleNodeCeph } from './ceph/single-node.ts';
 import type { BootstrapCredentials } from '../server/bootstrap.ts';
 import { readBootstrap } from './lib/bootstrap-file.ts';
-import { extraNodeArgs, npmStartCommand } from './lib/npm-start.ts';
+import { extraNodeArgs, startAsNpmStart } from './lib/npm-start.ts';
 import { freePort, startProcess, waitForHttp, type Started } from './lib/processes.ts';
 import { repoRoot } from './lib/run.ts';
 
@@ -105,12 +105,8 @@ export async function startServer(
   storeEnv: Record<string, string> = {},
 ): Promise<{ server: Started; bootstrap: BootstrapCredentials & { s3_endpoint: string } }> {
   const [port, s3Port] = [await freePort(), await freePort()];
-  const start = npmStartCommand(root);
-  const server = startProcess(
-    process.execPath,
-    [...start.nodeArgs, ...extraNodeArgs('BENCH_S3_NODE_ARGS'), ...start.args],
+  const server = startAsNpmStart(
     {
-      ...start.env,
       DATA_DIR: dataDir,
       HOST: '127.0.0.1',
       PORT: String(port),
@@ -122,7 +118,7 @@ export async function startServer(
       SIM_LATENCY_MS: '0',
       ...storeEnv,
     },
-    { keepLastChars: 20_000 },
+    { root, nodeArgs: extraNodeArgs('BENCH_S3_NODE_ARGS'), keepLastChars: 20_000 },
   );
   await waitForHttp(`http://127.0.0.1:${port}/healthz`, server, 120_000, 100);
   const bootstrap = await readBootstrap(dataDir, server);

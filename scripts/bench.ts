@@ -35,6 +35,7 @@ import { QEMU_ENV, qemuMissing, qemuSection } from './bench/qemu.ts';
 import { printTable, ratio, record, section } from './bench/report.ts';
 import { requestsSection } from './bench/requests.ts';
 import { startWithDataDir, type RunningServer } from './bench/servers.ts';
+import { stopStartedOnSignals } from './lib/processes.ts';
 
 const SECTIONS = ['startup', 'requests', 'lists', 'engine', 'metering', 'events', 's3', 'cli', 'qemu'] as const;
 /** Lists whose first request after a start the start-up section times. */
@@ -60,6 +61,9 @@ const runs = (name: (typeof SECTIONS)[number]): boolean => !only || only.include
 const workDir = mkdtempSync(path.join(tmpdir(), 'cloud-platform-bench-'));
 // As root, the embedded PostgreSQL runs as a user of its own, which must be able to enter it.
 chmodSync(workDir, 0o711);
+// A Ctrl-C or a kill stops the servers, floors and mocks the bench started (each in a process
+// group of its own, which the signal does not reach), then removes what they kept.
+stopStartedOnSignals(() => rmSync(workDir, { recursive: true, force: true }));
 const dataDir = (name: string) => path.join(workDir, name);
 
 /**

@@ -19,7 +19,8 @@ import { Campaign, fuzzingOrder, type BatchResult } from '../test/support/fuzz/c
 import { createFixtures } from '../test/support/fuzz/fixtures.ts';
 import { formatFailure, formatRequest, formatSummary } from '../test/support/fuzz/report.ts';
 import { readBootstrap } from './lib/bootstrap-file.ts';
-import { freePort, startProcess, waitForHttp, type Started } from './lib/processes.ts';
+import { startAsNpmStart } from './lib/npm-start.ts';
+import { freePort, stopStartedOnSignals, waitForHttp, type Started } from './lib/processes.ts';
 import { repoRoot } from './lib/run.ts';
 
 const { values } = parseArgs({
@@ -141,34 +142,28 @@ async function startServer(): Promise<Server> {
   // As `npm start` runs it: Node itself, no tsx wrapper. tsx relays a signal to its child and,
   // when the child has not said within 30 ms that it got it (a busy machine), kills it outright:
   // a stop without its graceful shutdown.
-  const started: Started = startProcess(
-    process.execPath,
-    [path.join(repoRoot, 'scripts', 'start.mjs'), path.join(repoRoot, 'server', 'main.ts')],
-    {
-      PORT: String(port),
-      HOST: '127.0.0.1',
-      DATA_DIR: dataDir,
-      // Both budgets: every request counts against its address until its credential is verified,
-      // and the cases without a valid credential stay there (the anonymous budget, 100 a minute).
-      RATE_LIMIT: '100000',
-      RATE_LIMIT_ANONYMOUS: '100000',
-      LOG_LEVEL: values['server-log'] ? 'error' : 'silent',
-      SIM_LATENCY_MS: '5-20',
-      WORKER_POLL_MS: '50',
-    },
-  );
-  const stop = async () => {
-    await started.stop();
+  const started: Started = startAsNpmStart({
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    DATA_DIR: dataDir,
+    // Both budgets: every request counts against its address until its credential is verified,
+    // and the cases without a valid credential stay there (the anonymous budget, 100 a minute).
+    RATE_LIMIT: '100000',
+    RATE_LIMIT_ANONYMOUS: '100000',
+    LOG_LEVEL: values['server-log'] ? 'error' : 'silent',
+    SIM_LATENCY_MS: '5-20',
+    WORKER_POLL_MS: '50',
+  });
+  const cleanUp = () => {
     if (values['server-log']) writeFileSync(values['server-log'], started.output());
     rmSync(dataDir, { recursive: true, force: true });
   };
-  // The server runs in a process group of its own (so that its stop ends its PostgreSQL too), which
-  // a Ctrl-C or a kill of the fuzzer does not reach: the fuzzer stops it before it goes.
-  for (const [signal, code] of [
-    ['SIGINT', 130],
-    ['SIGTERM', 143],
-  ] as const)
-    process.once(signal, () => void stop().finally(() => process.exit(code)));
+  const stop = async () => {
+    await started.stop();
+    cleanUp();
+  };
+  // A Ctrl-C or a kill of the fuzzer stops the server before the fuzzer goes.
+  stopStartedOnSignals(cleanUp);
   try {
     await waitForHttp(`${baseUrl}/v1/orgs/00000000-0000-0000-0000-000000000000`, started);
     const bootstrap = await readBootstrap(dataDir, started);

@@ -2,7 +2,7 @@
 // floor and the Prism mock, each a child process in a process group of its own, on 127.0.0.1.
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { extraNodeArgs, npmStartCommand } from '../lib/npm-start.ts';
+import { extraNodeArgs, startAsNpmStart } from '../lib/npm-start.ts';
 import { descendantsOf, freePort, startProcess, waitForHttp, type Started } from '../lib/processes.ts';
 import { repoRoot } from '../lib/run.ts';
 
@@ -12,9 +12,9 @@ export interface Child extends Started {
   pid: number;
 }
 
-/** Node (the one running the bench) running `args` from the repository (or `root`), with `env`, to serve on `url`. */
-function spawnChild(args: string[], env: Record<string, string>, url: string, root = repoRoot): Child {
-  const started = startProcess(process.execPath, args, env, { cwd: root, keepLastChars: 20_000 });
+/** Node (the one running the bench) running `args` from the repository, with `env`, to serve on `url`. */
+function spawnChild(args: string[], env: Record<string, string>, url: string): Child {
+  const started = startProcess(process.execPath, args, env, { cwd: repoRoot, keepLastChars: 20_000 });
   return { ...started, url, pid: started.child.pid! };
 }
 
@@ -29,20 +29,12 @@ function answers(child: Child, probePath: string, timeoutMs = 60_000): Promise<v
  */
 export async function startRealServer(env: Record<string, string>, root = repoRoot): Promise<Child> {
   const port = await freePort();
-  const start = npmStartCommand(root);
-  const child = spawnChild(
-    [...start.nodeArgs, ...extraNodeArgs('BENCH_SERVER_NODE_ARGS'), ...start.args],
-    {
-      ...start.env,
-      HOST: '127.0.0.1',
-      PORT: String(port),
-      METRICS_PORT: 'off',
-      LOG_FORMAT: 'json',
-      ...env,
-    },
-    `http://127.0.0.1:${port}`,
-    root,
+  const url = `http://127.0.0.1:${port}`;
+  const started = startAsNpmStart(
+    { HOST: '127.0.0.1', PORT: String(port), METRICS_PORT: 'off', LOG_FORMAT: 'json', ...env },
+    { root, nodeArgs: extraNodeArgs('BENCH_SERVER_NODE_ARGS'), keepLastChars: 20_000 },
   );
+  const child: Child = { ...started, url, pid: started.child.pid! };
   await answers(child, '/healthz');
   return child;
 }
@@ -62,14 +54,10 @@ export async function startFloor(routesFile: string): Promise<Child> {
   return child;
 }
 
-/** `npm run mock` on a free port (its proxy there, Prism on the next port). */
+/** `npm run mock` (Node running scripts/mock.ts) on a free port (its proxy there, Prism on the next port). */
 export async function startPrism(): Promise<Child> {
   const port = await freePort();
-  const child = spawnChild(
-    [path.join(repoRoot, 'node_modules', 'tsx', 'dist', 'cli.mjs'), path.join(repoRoot, 'scripts', 'mock.ts'), '--port', String(port)],
-    {},
-    `http://127.0.0.1:${port}`,
-  );
+  const child = spawnChild([path.join(repoRoot, 'scripts', 'mock.ts'), '--port', String(port)], {}, `http://127.0.0.1:${port}`);
   await answers(child, '/healthz', 120_000);
   return child;
 }

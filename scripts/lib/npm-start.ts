@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { startProcess, type StartOptions, type Started } from './processes.ts';
 import { repoRoot } from './run.ts';
 
 /** What `npm start` runs: the environment its command line sets, Node's flags, the script and its arguments. */
@@ -33,6 +34,23 @@ export function npmStartCommand(root = repoRoot): StartCommand {
     nodeArgs: words.slice(0, script),
     args: words.slice(script).map((word) => (/\.(ts|mjs|js)$/.test(word) ? path.join(root, word) : word)),
   };
+}
+
+/**
+ * The server started as `npm start` starts it: package.json's command line (its environment, Node
+ * and Node's flags; no npm or tsx wrapper between, which could kill it before its graceful stop),
+ * from `root`, with `env` on top, in a process group of its own. The tests, the benches and the
+ * fuzzer start it here, so that none of them runs a server other than the one users run.
+ */
+export function startAsNpmStart(env: Record<string, string>, options: StartOptions & { root?: string; nodeArgs?: string[] } = {}): Started {
+  const { root = repoRoot, nodeArgs = [], ...startOptions } = options;
+  const start = npmStartCommand(root);
+  return startProcess(
+    process.execPath,
+    [...start.nodeArgs, ...nodeArgs, ...start.args],
+    { ...start.env, ...env },
+    { cwd: root, ...startOptions },
+  );
 }
 
 /**

@@ -55,6 +55,9 @@ export interface StartOptions {
   keepLastChars?: number;
 }
 
+/** What startProcess started and is still running: what a signal to this process stops (stopStartedOnSignals). */
+const running = new Set<Started>();
+
 /** Starts a long-running command and keeps what it prints. */
 export function startProcess(command: string, args: string[], env: NodeJS.ProcessEnv = {}, options: StartOptions = {}): Started {
   const child = spawn(command, args, {
@@ -70,7 +73,7 @@ export function startProcess(command: string, args: string[], env: NodeJS.Proces
   };
   child.stdout?.on('data', keep);
   child.stderr?.on('data', keep);
-  return {
+  const started: Started = {
     child,
     output: () => output,
     stop: () =>
@@ -84,6 +87,29 @@ export function startProcess(command: string, args: string[], env: NodeJS.Proces
         }
       }),
   };
+  running.add(started);
+  child.once('exit', () => running.delete(started));
+  return started;
+}
+
+/**
+ * For a tool that starts servers and may be stopped (`npm run bench`, `npm run fuzz`): on SIGINT
+ * or SIGTERM, stops every process startProcess started that still runs, then runs `cleanup`, then
+ * exits 130 or 143. Each of those processes runs in a process group of its own (so that its stop
+ * reaches what it started: PostgreSQL), which a Ctrl-C in the terminal or a kill of the tool does
+ * not reach: without this they were left running.
+ */
+export function stopStartedOnSignals(cleanup: () => void | Promise<void> = () => {}): void {
+  for (const [signal, code] of [
+    ['SIGINT', 130],
+    ['SIGTERM', 143],
+  ] as const) {
+    process.once(signal, () => {
+      void Promise.all([...running].map((started) => started.stop()))
+        .then(cleanup)
+        .finally(() => process.exit(code));
+    });
+  }
 }
 
 /** Polls `url` every `pollMs` until it answers with any HTTP status; fails when the process exits or after `timeoutMs`. */

@@ -3,27 +3,14 @@
 // small campaign here keeps the command working: it was once broken for weeks (its server's
 // anonymous rate limit refused every case after the hundredth) with nothing to notice.
 import { spawn, spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
 import { afterAll, expect, test } from 'vitest';
 import { Campaign } from '../support/fuzz/campaign.ts';
-import { bin, repoRoot } from '../../scripts/lib/run.ts';
+import { repoRoot } from '../../scripts/lib/run.ts';
 import { eventually } from '../support/eventually.ts';
-import { commandLineOf, descendantsOf } from '../support/processes.ts';
+import { descendantsOf, npmScriptCommand, processRunning, runsFile } from '../support/processes.ts';
 
 /** `npm run fuzz`'s command as package.json says it (`node scripts/fuzz.ts`), with these arguments. */
-function fuzzCommand(args: string[]): [command: string, args: string[]] {
-  const script = (JSON.parse(readFileSync(path.join(repoRoot, 'package.json'), 'utf8')) as { scripts: { fuzz: string } }).scripts.fuzz;
-  const [command, ...rest] = script.split(' ');
-  // npm puts node_modules/.bin first on a script's PATH: its node is the one running these tests.
-  return [command === 'node' ? process.execPath : bin(command!), [...rest, ...args]];
-}
-
-/** Whether one of the process's arguments names `file` (a path ending in it). */
-const runs = (pid: number, file: string): boolean => commandLineOf(pid).some((argument) => argument.endsWith(file));
-
-/** The process that runs scripts/fuzz.ts itself: the deepest of the command's tree to name it (a wrapper such as tsx names it too). */
-const fuzzerProcess = (root: number): number => [root, ...descendantsOf(root)].filter((pid) => runs(pid, 'scripts/fuzz.ts')).at(-1)!;
+const fuzzCommand = (args: string[]) => npmScriptCommand('fuzz', args);
 
 /** Process groups of servers a failed run left behind: stopped after the tests, whatever they found. */
 const serverGroups = new Set<number>();
@@ -56,8 +43,8 @@ test('killing the command (Ctrl-C, SIGTERM) stops the server it started, rather 
   const exited = new Promise<number | null>((resolve) => fuzzer.once('exit', (code) => resolve(code)));
   const serverUrl = await eventually(() => /fuzzing (http:\/\/\S+);/.exec(output)?.[1], 'the fuzzer to start its server', 120_000);
   expect((await fetch(serverUrl)).status).toBeGreaterThan(0);
-  const runner = fuzzerProcess(fuzzer.pid!);
-  for (const pid of descendantsOf(runner)) if (runs(pid, 'server/main.ts')) serverGroups.add(pid);
+  const runner = processRunning(fuzzer.pid!, 'scripts/fuzz.ts')!;
+  for (const pid of descendantsOf(runner)) if (runsFile(pid, 'server/main.ts')) serverGroups.add(pid);
   // On a busy machine the fuzzer may not get to run for a while once the signal comes: here it is
   // held stopped across the SIGTERM. A wrapper that gives its child 30 ms to answer a signal and
   // then kills it outright (tsx) would leave the server running: a CI run once found it so.

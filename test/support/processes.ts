@@ -1,8 +1,27 @@
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { commandLineOf, descendantsOf, freePort, startProcess, waitForHttp, type Started } from '../../scripts/lib/processes.ts';
-import { repoRoot } from '../../scripts/lib/run.ts';
+import { bin, repoRoot } from '../../scripts/lib/run.ts';
 
 export { commandLineOf, descendantsOf, freePort, startProcess, waitForHttp, type Started };
+
+/** An npm script's command as package.json says it, with `args` after it: what `npm run <name> -- args` runs, without npm. */
+export function npmScriptCommand(name: string, args: string[]): [command: string, args: string[]] {
+  const scripts = (JSON.parse(readFileSync(path.join(repoRoot, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
+  const [command, ...rest] = scripts[name]!.split(' ');
+  // npm puts node_modules/.bin first on a script's PATH: its node is the one running these tests.
+  return [command === 'node' ? process.execPath : bin(command!), [...rest, ...args]];
+}
+
+/** Whether one of the process's arguments names `file` (a path ending in it). */
+export function runsFile(pid: number, file: string): boolean {
+  return commandLineOf(pid).some((argument) => argument.endsWith(file));
+}
+
+/** The process of `root`'s tree that runs `file` itself: the deepest to name it (a wrapper such as tsx names it too). */
+export function processRunning(root: number, file: string): number | undefined {
+  return [root, ...descendantsOf(root)].filter((pid) => runsFile(pid, file)).at(-1);
+}
 
 /**
  * Starts the mock (`scripts/mock.ts`) on a port found free, and waits until `readyPath` answers.

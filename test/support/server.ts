@@ -16,8 +16,8 @@ import { withTransaction } from '../../server/db/pool.ts';
 import { createLogger } from '../../server/logging.ts';
 import { startPlatform, type Platform } from '../../server/platform.ts';
 import { readBootstrap } from '../../scripts/lib/bootstrap-file.ts';
-import { repoRoot } from '../../scripts/lib/run.ts';
-import { freePort, startProcess, waitForHttp, type Started } from './processes.ts';
+import { startAsNpmStart } from '../../scripts/lib/npm-start.ts';
+import { freePort, waitForHttp, type Started } from './processes.ts';
 
 /** Test defaults: quick backends and loops, quiet logs. A test file can override any of them. */
 export const TEST_ENV: Record<string, string> = {
@@ -206,7 +206,7 @@ export async function startServerProcess(
 ): Promise<Started & { url: string; dataDir: string }> {
   const port = options.port ?? (await freePort());
   const dataDir = options.dataDir ?? mkdtempSync(path.join(tmpdir(), 'cloud-platform-proc-'));
-  const started = startProcess(process.execPath, [path.join(repoRoot, 'scripts', 'start.mjs'), path.join(repoRoot, 'server', 'main.ts')], {
+  const started = startAsNpmStart({
     ...TEST_ENV,
     ...env,
     DATABASE_URL: databaseUrl,

@@ -1,0 +1,68 @@
+// `npm run bench` (scripts/bench.ts) starts servers, floors and mocks, each in a process group of
+// its own (so that a stop reaches the PostgreSQL a server started), which a Ctrl-C in the terminal
+// or a kill of the bench does not reach. Stopped, it stops them first.
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { afterAll, expect, test } from 'vitest';
+import { repoRoot } from '../../scripts/lib/run.ts';
+import { eventually } from '../support/eventually.ts';
+import { descendantsOf, npmScriptCommand, processRunning, runsFile } from '../support/processes.ts';
+
+/** Process groups a failed run left behind: stopped after the test, whatever it found. */
+const leftBehind = new Set<number>();
+afterAll(() => {
+  for (const group of leftBehind) {
+    try {
+      process.kill(-group, 'SIGTERM');
+    } catch {
+      // Gone already, as it should be.
+    }
+  }
+});
+
+const alive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+test('killing the bench (Ctrl-C, SIGTERM) stops the servers it started and removes their data', async () => {
+  const bench = spawn(...npmScriptCommand('bench', ['--quick', '--only', 'requests']), {
+    cwd: repoRoot,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  bench.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  bench.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const exited = new Promise<number | null>((resolve) => bench.once('exit', (code) => resolve(code)));
+  const workDir = await eventually(() => /work in (\S+)/.exec(output)?.[1], 'the bench to say where it works', 60_000);
+  // The real server and its embedded PostgreSQL, then the stack floor beside it.
+  const runner = await eventually(() => processRunning(bench.pid!, 'scripts/bench.ts'), 'the process running scripts/bench.ts', 60_000);
+  const started = await eventually(
+    () => {
+      const pids = descendantsOf(runner);
+      const servers = pids.filter((pid) => runsFile(pid, 'server/main.ts') || runsFile(pid, 'floor-server.ts'));
+      const postgres = pids.filter((pid) => runsFile(pid, 'postgres'));
+      return servers.length === 2 && postgres.length > 0 ? [...servers, ...postgres] : undefined;
+    },
+    'the bench to start its server (with PostgreSQL) and the floor',
+    120_000,
+  );
+  for (const pid of started) if (runsFile(pid, '.ts')) leftBehind.add(pid);
+  // Held stopped across the signal, as a busy machine may hold it: a wrapper that kills its child
+  // when it does not answer a signal within 30 ms (tsx) would leave them running.
+  process.kill(runner, 'SIGSTOP');
+  bench.kill('SIGTERM');
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  try {
+    process.kill(runner, 'SIGCONT');
+  } catch {
+    // Killed while it was held: what it left is what the expectations read.
+  }
+  expect(await exited, output).toBe(143);
+  expect(started.filter(alive), output).toEqual([]);
+  expect(existsSync(workDir)).toBe(false);
+}, 240_000);
