@@ -302,8 +302,18 @@ async function stopGroup(child: ChildProcess): Promise<void> {
 // The run itself, after the declarations it uses: page after page, each on its own.
 const files = values.file?.length ? values.file.map((file) => path.resolve(file)) : documentationPages();
 const failedPages: string[] = [];
+// A Ctrl-C or a kill stops what the page being run started (its server and background blocks run
+// in process groups of their own, which the signal does not reach) and removes its DATA_DIR.
+let running: PageRun | undefined;
+for (const [signal, code] of [
+  ['SIGINT', 130],
+  ['SIGTERM', 143],
+] as const) {
+  process.once(signal, () => void (running?.close() ?? Promise.resolve()).finally(() => process.exit(code)));
+}
 for (const file of files) {
   const page = await PageRun.create(file);
+  running = page;
   let passed = false;
   try {
     passed = await page.run(readmeBlocks(readFileSync(file, 'utf8')), !values['no-server']);
@@ -311,6 +321,7 @@ for (const file of files) {
     console.error(`FAIL ${page.relative}: ${error instanceof Error ? error.message : String(error)}`);
   } finally {
     await page.close();
+    running = undefined;
   }
   if (passed) console.log(`readme-test: every block of ${page.relative} that is code ran as printed.`);
   else failedPages.push(page.relative);

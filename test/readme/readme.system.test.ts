@@ -3,16 +3,31 @@
 // (scripts/readme-test.ts). The runner itself is checked on planted pages: a broken block fails
 // the run and is named, a variable no block set fails its block, skips are reported with their
 // reason, and a page that starts its own server gets no other.
-import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
 import { readmeBlocks } from '../../scripts/lib/readme-blocks.ts';
-import { bin, repoRoot, run } from '../../scripts/lib/run.ts';
+import { repoRoot, run } from '../../scripts/lib/run.ts';
+import { eventually } from '../support/eventually.ts';
+import { npmScriptCommand, processRunning } from '../support/processes.ts';
 
-const runner = path.join(repoRoot, 'scripts', 'readme-test.ts');
+/** `npm run readme:test -- args` as package.json says it (Node running scripts/readme-test.ts), without npm. */
+const readmeTest = (args: string[]) => npmScriptCommand('readme:test', args);
 const workDir = mkdtempSync(path.join(tmpdir(), 'readme-runner-'));
-afterAll(() => rmSync(workDir, { recursive: true, force: true }));
+/** Process groups of servers a failed run left behind: stopped after the tests, whatever they found. */
+const leftBehind = new Set<number>();
+afterAll(() => {
+  for (const group of leftBehind) {
+    try {
+      process.kill(-group, 'SIGTERM');
+    } catch {
+      // Gone already, as it should be.
+    }
+  }
+  rmSync(workDir, { recursive: true, force: true });
+});
 
 function planted(name: string, markdown: string): string {
   const file = path.join(workDir, name);
@@ -34,7 +49,7 @@ describe('the documentation', () => {
   test.each(pages)(
     'every block of %s that is code runs as printed against a fresh server',
     async (page) => {
-      const result = await run(bin('tsx'), [runner, '--file', page]);
+      const result = await run(...readmeTest(['--file', page]));
       // The whole stderr goes with a failure: it holds the failing block's output, which CI shows last.
       expect(
         result.stderr.split('\n').filter((line) => /^FAIL/.test(line)),
@@ -78,7 +93,7 @@ describe('the documentation runner', () => {
         '',
       ].join('\n'),
     );
-    const result = await run(bin('tsx'), [runner, '--file', file, '--no-server']);
+    const result = await run(...readmeTest(['--file', file, '--no-server']));
     expect(result.code).toBe(1);
     expect(result.stdout).toMatch(/^ok {3}.*broken\.md:3 \(sh\)/m);
     expect(result.stderr).toMatch(/^FAIL .*broken\.md:9 \(sh\).*a command failed/m);
@@ -114,7 +129,7 @@ describe('the documentation runner', () => {
         '',
       ].join('\n'),
     );
-    const result = await run(bin('tsx'), [runner, '--file', file, '--no-server']);
+    const result = await run(...readmeTest(['--file', file, '--no-server']));
     expect(result.code, result.stderr).toBe(0);
     expect(result.stdout).toMatch(/^ok {3}.*good\.md:6 \(sh\)/m);
     expect(result.stdout).toMatch(/^ok {3}.*good\.md:10 \(ts\)/m);
@@ -124,7 +139,7 @@ describe('the documentation runner', () => {
 
   test('a failing TypeScript snippet fails the run', async () => {
     const file = planted('broken-ts.md', ['```ts', "throw new Error('the snippet is broken');", '```', ''].join('\n'));
-    const result = await run(bin('tsx'), [runner, '--file', file, '--no-server']);
+    const result = await run(...readmeTest(['--file', file, '--no-server']));
     expect(result.code).toBe(1);
     expect(result.stderr).toMatch(/FAIL .*broken-ts\.md:1 \(ts\)[\s\S]*the snippet is broken/);
   });
@@ -142,7 +157,7 @@ describe('the documentation runner', () => {
   });
   test('a variable that no block of the page set fails its block instead of printing nothing', async () => {
     const file = planted('unset.md', ['```sh', 'CONSOLE_URL=ws://example', 'echo "$BASE/console#$CONSOLE_URL"', '```', ''].join('\n'));
-    const result = await run(bin('tsx'), [runner, '--file', file, '--no-server']);
+    const result = await run(...readmeTest(['--file', file, '--no-server']));
     expect(result.code).toBe(1);
     expect(result.stderr).toMatch(/^FAIL .*unset\.md:1 \(sh\)[\s\S]*BASE: unbound variable/m);
   });
@@ -151,7 +166,7 @@ describe('the documentation runner', () => {
     const first = planted('first.md', ['```sh', 'FROM_FIRST=yes', '```', ''].join('\n'));
     const second = planted('second.md', ['```sh', 'echo "$FROM_FIRST"', '```', ''].join('\n'));
     const third = planted('third.md', ['```sh', 'true', '```', ''].join('\n'));
-    const result = await run(bin('tsx'), [runner, '--file', first, '--file', second, '--file', third, '--no-server']);
+    const result = await run(...readmeTest(['--file', first, '--file', second, '--file', third, '--no-server']));
     expect(result.code).toBe(1);
     expect(result.stdout).toMatch(/every block of .*first\.md that is code ran as printed/);
     expect(result.stderr).toMatch(/^FAIL .*second\.md:1 \(sh\)[\s\S]*FROM_FIRST: unbound variable/m);
@@ -182,7 +197,7 @@ describe('the documentation runner', () => {
       ].join('\n'),
     );
     const prose = planted('prose.md', ['# Only prose', '', '```text', 'output', '```', ''].join('\n'));
-    const result = await run(bin('tsx'), [runner, '--file', own, '--file', prose]);
+    const result = await run(...readmeTest(['--file', own, '--file', prose]));
     expect(result.code, result.stderr).toBe(0);
     expect(result.stdout).toMatch(/^ok {3}.*own-server\.md:2 \(sh\) \[server: the page starts its own\]/m);
     expect(result.stdout).toMatch(/^ok {3}.*own-server\.md:6 \(sh\)/m);
@@ -212,12 +227,51 @@ describe('the documentation runner', () => {
         '',
       ].join('\n'),
     );
-    const result = await run(bin('tsx'), [runner, '--file', file, '--verbose']);
+    const result = await run(...readmeTest(['--file', file, '--verbose']));
     expect(result.code, result.stderr).toBe(0);
     const dataDir = /data dir: (\S+)/.exec(result.stdout)?.[1];
     expect(dataDir).toBeDefined();
     // Once the slow server has finished stopping, nothing it wrote is left.
     while (!existsSync(stopped)) await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(existsSync(dataDir!)).toBe(false);
+  });
+  test("a run stopped (Ctrl-C, SIGTERM) stops the page's server and removes its DATA_DIR before it exits", async () => {
+    const started = path.join(workDir, 'interrupted-server');
+    const serves = [
+      // $$: the block's bash, which leads the process group the runner started it in.
+      `echo "$DATA_DIR $PORT $$" > ${started};`,
+      'node -e "',
+      "require('fs').writeFileSync(process.env.DATA_DIR + '/bootstrap.json', '{}');",
+      "require('http').createServer((request, response) => response.end('ready')).listen(process.env.PORT, '127.0.0.1');",
+      '"',
+    ].join(' ');
+    const file = planted(
+      'interrupted.md',
+      ['<!-- readme-test: server (the page starts its own) -->', '```sh', serves, '```', '', '```sh', 'sleep 120', '```', ''].join('\n'),
+    );
+    const [command, args] = readmeTest(['--file', file]);
+    const child = spawn(command, args, { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    await eventually(() => /^ok {3}.*interrupted\.md:2 /m.test(output) || undefined, 'the page to start its server', 60_000);
+    const [dataDir, port, group] = readFileSync(started, 'utf8').trim().split(' ');
+    leftBehind.add(Number(group));
+    expect((await fetch(`http://127.0.0.1:${port}/`)).status).toBe(200);
+    // Held stopped across the signal, as a busy machine may hold it: a wrapper that kills its child
+    // when it does not answer a signal within 30 ms (tsx) would leave the server running.
+    const runner = processRunning(child.pid!, 'scripts/readme-test.ts')!;
+    process.kill(runner, 'SIGSTOP');
+    child.kill('SIGTERM');
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    try {
+      process.kill(runner, 'SIGCONT');
+    } catch {
+      // Killed while it was held: what it left is what the expectations read.
+    }
+    expect(await exited, output).toBe(143);
+    await expect(fetch(`http://127.0.0.1:${port}/`)).rejects.toThrow();
     expect(existsSync(dataDir!)).toBe(false);
   });
 });
