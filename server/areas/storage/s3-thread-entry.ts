@@ -7,6 +7,7 @@
 // which listens on the buckets' channel. Bucket changes (create, delete, versioning) go through
 // the platform's services, which live in the main thread: it is asked.
 import { readFileSync } from 'node:fs';
+import module from 'node:module';
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
 import { pino } from 'pino';
 import type { Config } from '../../config.ts';
@@ -85,6 +86,9 @@ try {
     })();
   });
   parent.postMessage({ listening: endpoint.url } satisfies S3ThreadMessage);
+  // What this thread compiled is written to Node's compile cache now (as scripts/start.mjs does
+  // for the main thread), rather than when it ends, which a killed process never reaches.
+  module.flushCompileCache?.();
 } catch (error) {
   await listener.stop().catch(() => {});
   await pool.end().catch(() => {});
