@@ -15,7 +15,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { readmeBlocks, type ReadmeBlock } from './lib/readme-blocks.ts';
-import { freePort } from './lib/processes.ts';
+import { freePort, onStopSignals } from './lib/processes.ts';
 import { bin, repoRoot } from './lib/run.ts';
 
 const { values } = parseArgs({
@@ -305,12 +305,7 @@ const failedPages: string[] = [];
 // A Ctrl-C or a kill stops what the page being run started (its server and background blocks run
 // in process groups of their own, which the signal does not reach) and removes its DATA_DIR.
 let running: PageRun | undefined;
-for (const [signal, code] of [
-  ['SIGINT', 130],
-  ['SIGTERM', 143],
-] as const) {
-  process.once(signal, () => void (running?.close() ?? Promise.resolve()).finally(() => process.exit(code)));
-}
+onStopSignals(async () => await running?.close());
 for (const file of files) {
   const page = await PageRun.create(file);
   running = page;

@@ -100,15 +100,19 @@ export function startProcess(command: string, args: string[], env: NodeJS.Proces
  * not reach: without this they were left running.
  */
 export function stopStartedOnSignals(cleanup: () => void | Promise<void> = () => {}): void {
+  onStopSignals(async () => {
+    await Promise.all([...running].map((started) => started.stop()));
+    await cleanup();
+  });
+}
+
+/** On SIGINT or SIGTERM (the first of them), runs `stop`, then exits as the signal would have: 130 or 143. */
+export function onStopSignals(stop: () => Promise<void>): void {
   for (const [signal, code] of [
     ['SIGINT', 130],
     ['SIGTERM', 143],
   ] as const) {
-    process.once(signal, () => {
-      void Promise.all([...running].map((started) => started.stop()))
-        .then(cleanup)
-        .finally(() => process.exit(code));
-    });
+    process.once(signal, () => void stop().finally(() => process.exit(code)));
   }
 }
 
