@@ -7,22 +7,14 @@ import { afterAll, expect, test } from 'vitest';
 import { Campaign } from '../support/fuzz/campaign.ts';
 import { repoRoot } from '../../scripts/lib/run.ts';
 import { eventually } from '../support/eventually.ts';
-import { descendantsOf, npmScriptCommand, processRunning, runsFile } from '../support/processes.ts';
+import { descendantsOf, LeftBehind, npmScriptCommand, processRunning, runsFile, signalWhileHeld } from '../support/processes.ts';
 
 /** `npm run fuzz`'s command as package.json says it (`node scripts/fuzz.ts`), with these arguments. */
 const fuzzCommand = (args: string[]) => npmScriptCommand('fuzz', args);
 
-/** Process groups of servers a failed run left behind: stopped after the tests, whatever they found. */
-const serverGroups = new Set<number>();
-afterAll(() => {
-  for (const group of serverGroups) {
-    try {
-      process.kill(-group, 'SIGTERM');
-    } catch {
-      // Gone already, as it should be.
-    }
-  }
-});
+/** Servers a failed run left behind: stopped after the tests, whatever they found. */
+const serverGroups = new LeftBehind();
+afterAll(() => serverGroups.stop());
 
 test('a small campaign over every operation runs against the server the command starts, and passes', () => {
   const run = spawnSync(...fuzzCommand(['--seed', '7', '--count', '3']), { cwd: repoRoot, encoding: 'utf8', timeout: 150_000 });
@@ -45,17 +37,9 @@ test('killing the command (Ctrl-C, SIGTERM) stops the server it started, rather 
   expect((await fetch(serverUrl)).status).toBeGreaterThan(0);
   const runner = processRunning(fuzzer.pid!, 'scripts/fuzz.ts')!;
   for (const pid of descendantsOf(runner)) if (runsFile(pid, 'server/main.ts')) serverGroups.add(pid);
-  // On a busy machine the fuzzer may not get to run for a while once the signal comes: here it is
-  // held stopped across the SIGTERM. A wrapper that gives its child 30 ms to answer a signal and
-  // then kills it outright (tsx) would leave the server running: a CI run once found it so.
-  process.kill(runner, 'SIGSTOP');
-  fuzzer.kill('SIGTERM');
-  await new Promise((resolve) => setTimeout(resolve, 500));
-  try {
-    process.kill(runner, 'SIGCONT');
-  } catch {
-    // Killed while it was held: the server's fate is what the last expectation reads.
-  }
+  // On a busy machine the fuzzer may not get to run for a while once the signal comes: a CI run
+  // once found its server left running under tsx.
+  await signalWhileHeld(fuzzer, runner);
   expect(await exited, output).toBe(143);
   await expect(fetch(serverUrl)).rejects.toThrow();
 }, 180_000);

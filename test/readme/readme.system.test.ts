@@ -11,21 +11,15 @@ import { afterAll, describe, expect, test } from 'vitest';
 import { readmeBlocks } from '../../scripts/lib/readme-blocks.ts';
 import { repoRoot, run } from '../../scripts/lib/run.ts';
 import { eventually } from '../support/eventually.ts';
-import { npmScriptCommand, processRunning } from '../support/processes.ts';
+import { LeftBehind, npmScriptCommand, processRunning, signalWhileHeld } from '../support/processes.ts';
 
 /** `npm run readme:test -- args` as package.json says it (Node running scripts/readme-test.ts), without npm. */
 const readmeTest = (args: string[]) => npmScriptCommand('readme:test', args);
 const workDir = mkdtempSync(path.join(tmpdir(), 'readme-runner-'));
-/** Process groups of servers a failed run left behind: stopped after the tests, whatever they found. */
-const leftBehind = new Set<number>();
+/** Servers a failed run left behind: stopped after the tests, whatever they found. */
+const leftBehind = new LeftBehind();
 afterAll(() => {
-  for (const group of leftBehind) {
-    try {
-      process.kill(-group, 'SIGTERM');
-    } catch {
-      // Gone already, as it should be.
-    }
-  }
+  leftBehind.stop();
   rmSync(workDir, { recursive: true, force: true });
 });
 
@@ -259,17 +253,7 @@ describe('the documentation runner', () => {
     const [dataDir, port, group] = readFileSync(started, 'utf8').trim().split(' ');
     leftBehind.add(Number(group));
     expect((await fetch(`http://127.0.0.1:${port}/`)).status).toBe(200);
-    // Held stopped across the signal, as a busy machine may hold it: a wrapper that kills its child
-    // when it does not answer a signal within 30 ms (tsx) would leave the server running.
-    const runner = processRunning(child.pid!, 'scripts/readme-test.ts')!;
-    process.kill(runner, 'SIGSTOP');
-    child.kill('SIGTERM');
-    await new Promise((resolve) => setTimeout(resolve, 500));
-    try {
-      process.kill(runner, 'SIGCONT');
-    } catch {
-      // Killed while it was held: what it left is what the expectations read.
-    }
+    await signalWhileHeld(child, processRunning(child.pid!, 'scripts/readme-test.ts')!);
     expect(await exited, output).toBe(143);
     await expect(fetch(`http://127.0.0.1:${port}/`)).rejects.toThrow();
     expect(existsSync(dataDir!)).toBe(false);

@@ -1,3 +1,4 @@
+import type { ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { commandLineOf, descendantsOf, freePort, startProcess, waitForHttp, type Started } from '../../scripts/lib/processes.ts';
@@ -11,6 +12,47 @@ export function npmScriptCommand(name: string, args: string[]): [command: string
   const [command, ...rest] = scripts[name]!.split(' ');
   // npm puts node_modules/.bin first on a script's PATH: its node is the one running these tests.
   return [command === 'node' ? process.execPath : bin(command!), [...rest, ...args]];
+}
+
+/**
+ * Stops a tool (`npm run fuzz`, `bench`, `readme:test`) as a busy machine may: `signal` goes to
+ * `child` while `runner`, the process running the tool's script, is held stopped for `heldMs`. A
+ * wrapper that kills its child when it has not acknowledged a signal within 30 ms (tsx) would
+ * leave what the tool started running.
+ */
+export async function signalWhileHeld(
+  child: ChildProcess,
+  runner: number,
+  signal: NodeJS.Signals = 'SIGTERM',
+  heldMs = 500,
+): Promise<void> {
+  process.kill(runner, 'SIGSTOP');
+  child.kill(signal);
+  await new Promise((resolve) => setTimeout(resolve, heldMs));
+  try {
+    process.kill(runner, 'SIGCONT');
+  } catch {
+    // Killed while it was held: what it left is what the caller's expectations read.
+  }
+}
+
+/** Process groups that a failing test may leave running; `stop()` (in afterAll) ends whichever still run. */
+export class LeftBehind {
+  private readonly groups = new Set<number>();
+
+  add(group: number): void {
+    this.groups.add(group);
+  }
+
+  stop(): void {
+    for (const group of this.groups) {
+      try {
+        process.kill(-group, 'SIGTERM');
+      } catch {
+        // Gone already, as it should be.
+      }
+    }
+  }
 }
 
 /** Whether one of the process's arguments names `file` (a path ending in it). */

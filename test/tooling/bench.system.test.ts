@@ -6,19 +6,11 @@ import { existsSync } from 'node:fs';
 import { afterAll, expect, test } from 'vitest';
 import { repoRoot } from '../../scripts/lib/run.ts';
 import { eventually } from '../support/eventually.ts';
-import { descendantsOf, npmScriptCommand, processRunning, runsFile } from '../support/processes.ts';
+import { descendantsOf, LeftBehind, npmScriptCommand, processRunning, runsFile, signalWhileHeld } from '../support/processes.ts';
 
-/** Process groups a failed run left behind: stopped after the test, whatever it found. */
-const leftBehind = new Set<number>();
-afterAll(() => {
-  for (const group of leftBehind) {
-    try {
-      process.kill(-group, 'SIGTERM');
-    } catch {
-      // Gone already, as it should be.
-    }
-  }
-});
+/** Servers a failed run left behind: stopped after the test, whatever it found. */
+const leftBehind = new LeftBehind();
+afterAll(() => leftBehind.stop());
 
 const alive = (pid: number): boolean => {
   try {
@@ -52,16 +44,7 @@ test('killing the bench (Ctrl-C, SIGTERM) stops the servers it started and remov
     120_000,
   );
   for (const pid of started) if (runsFile(pid, '.ts')) leftBehind.add(pid);
-  // Held stopped across the signal, as a busy machine may hold it: a wrapper that kills its child
-  // when it does not answer a signal within 30 ms (tsx) would leave them running.
-  process.kill(runner, 'SIGSTOP');
-  bench.kill('SIGTERM');
-  await new Promise((resolve) => setTimeout(resolve, 500));
-  try {
-    process.kill(runner, 'SIGCONT');
-  } catch {
-    // Killed while it was held: what it left is what the expectations read.
-  }
+  await signalWhileHeld(bench, runner);
   expect(await exited, output).toBe(143);
   expect(started.filter(alive), output).toEqual([]);
   expect(existsSync(workDir)).toBe(false);
