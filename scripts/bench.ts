@@ -68,8 +68,9 @@ const dataDir = (name: string) => path.join(workDir, name);
 
 /**
  * Another checkout of the project (BENCH_BASELINE, its dependencies installed), whose server the
- * engine, events and start-up sections measure in the same run, in turn with this one's: a change
- * is read as a ratio measured under the same load, on a machine whose load others set.
+ * start-up, requests, engine and events sections measure in the same run, in turn with this
+ * one's: a change is read as a ratio measured under the same load, on a machine whose load others
+ * set.
  */
 const baselineRoot = process.env.BENCH_BASELINE ? path.resolve(process.env.BENCH_BASELINE) : undefined;
 
@@ -142,13 +143,16 @@ try {
   if (runs('requests') || runs('lists')) {
     const main = await start('main');
     if (runs('requests')) {
+      const baseline = baselineRoot ? await start('baseline-main', {}, baselineRoot) : undefined;
       await requestsSection({
         api: main.api,
         server: { pid: main.child.pid, postgresDir: path.join(main.dataDir, 'postgres') },
         workDir,
         listSize: 100,
         settings: quick ? { connections: 32, seconds: 2, warmupSeconds: 1 } : { connections: 32, seconds: 10, warmupSeconds: 3 },
+        baseline: baseline?.api,
       });
+      if (baseline) await stop(baseline);
       section('memory');
       recordMemory('server + embedded PostgreSQL after the requests', main);
       // Once quiet, the server gives back what the burst took: its idle collection once quiet for

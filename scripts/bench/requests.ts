@@ -17,6 +17,11 @@ export interface RequestsOptions {
   listSize: number;
   /** The real server's process and its PostgreSQL's directory: CPU time per request is printed for writes. */
   server?: { pid: number; postgresDir: string };
+  /**
+   * Another checkout's server (BENCH_BASELINE), seeded alike and loaded in turn with this one:
+   * a change to a figure is read as a ratio to it, taken under the same load.
+   */
+  baseline?: Api;
 }
 
 interface Figure {
@@ -28,28 +33,13 @@ interface Figure {
   freshIdempotencyKey?: boolean;
 }
 
-export async function requestsSection({ api, workDir, settings, listSize, server }: RequestsOptions): Promise<void> {
+export async function requestsSection({ api, workDir, settings, listSize, server, baseline }: RequestsOptions): Promise<void> {
   const generator = loadGenerator();
   section(
-    `requests (${generator}${generator === 'wrk' ? ', 1 thread' : ''}, ${settings.connections} connections, ${settings.seconds} s each after ${settings.warmupSeconds} s warm-up)`,
+    `requests (${generator}${generator === 'wrk' ? ', 1 thread' : ''}, ${settings.connections} connections, ${settings.seconds} s each after ${settings.warmupSeconds} s warm-up${baseline ? ', the baseline in turn' : ''})`,
   );
-  await seedInstances(api, listSize);
-  const vmList = JSON.parse((await call(api, 'GET', `/compute/vms?limit=${listSize}`)).text) as { items: Array<{ id: string }> };
-  const vmId = vmList.items[0]!.id;
-
-  const figures: Figure[] = [
-    { name: 'GET one instance', goal: '≥ 0.8× floor', method: 'GET', orgPath: `/compute/vms/${vmId}` },
-    { name: `GET list of ${listSize} instances`, goal: '≥ 0.8× floor', method: 'GET', orgPath: `/compute/vms?limit=${listSize}` },
-    { name: 'GET /billing', goal: '≥ 0.8× floor', method: 'GET', orgPath: '/billing' },
-    {
-      name: 'POST /api-tokens (Idempotency-Key, write + audit)',
-      goal: '≥ 1,000/s',
-      method: 'POST',
-      orgPath: '/api-tokens',
-      body: { name: 'bench', scopes: ['read'] },
-      freshIdempotencyKey: true,
-    },
-  ];
+  const figures = figuresFor(await seededInstance(api, listSize), listSize);
+  const baselineFigures = baseline ? figuresFor(await seededInstance(baseline, listSize), listSize) : undefined;
 
   // The floor serves exactly what the real server answered.
   const recorded: RecordedAnswer[] = [];
@@ -78,34 +68,40 @@ export async function requestsSection({ api, workDir, settings, listSize, server
       console.log(`  (Prism did not start: ${String(error).split('\n')[0]})`);
       return undefined;
     });
-    for (const figure of figures) {
-      const against = (base: string, loadSettings: LoadSettings) =>
+    for (const [index, figure] of figures.entries()) {
+      const against = (target: Api, loadSettings: LoadSettings, asked = figure) =>
         load(
           {
-            method: figure.method,
-            url: `${base}/v1/orgs/${api.orgId}${figure.orgPath}`,
-            headers: { authorization: `Bearer ${api.key}` },
-            body: figure.body === undefined ? undefined : JSON.stringify(figure.body),
-            freshIdempotencyKey: figure.freshIdempotencyKey,
+            method: asked.method,
+            url: `${target.base}/v1/orgs/${target.orgId}${asked.orgPath}`,
+            headers: { authorization: `Bearer ${target.key}` },
+            body: asked.body === undefined ? undefined : JSON.stringify(asked.body),
+            freshIdempotencyKey: asked.freshIdempotencyKey,
           },
           loadSettings,
           generator,
         );
+      const floorApi: Api = { ...api, base: floor.url };
+      const baselineTurn =
+        baseline && baselineFigures ? (loadSettings: LoadSettings) => against(baseline, loadSettings, baselineFigures[index]) : undefined;
       // The real server and the floor take turns in short rounds, and the ratio is the median of
       // the rounds' ratios: a burst of other work on the machine then weighs on both sides alike
       // instead of on whichever happened to run during it.
       const rounds = settings.seconds >= 6 ? 3 : 1;
       const round: LoadSettings = { ...settings, seconds: settings.seconds / rounds, warmupSeconds: 0 };
-      await against(api.base, { ...settings, seconds: settings.warmupSeconds, warmupSeconds: 0 });
-      await against(floor.url, { ...settings, seconds: settings.warmupSeconds, warmupSeconds: 0 });
+      const warmUp: LoadSettings = { ...settings, seconds: settings.warmupSeconds, warmupSeconds: 0 };
+      await against(api, warmUp);
+      await against(floorApi, warmUp);
+      await baselineTurn?.(warmUp);
       const real: LoadFigures[] = [];
       const floorRounds: LoadFigures[] = [];
+      const baselineRounds: LoadFigures[] = [];
       // CPU of the real server (Node and PostgreSQL apart) over its rounds, for the writes.
       const cpu = { node: 0, postgres: 0, requests: 0 };
       for (let turn = 0; turn < rounds; turn++) {
         const measured = await cpuPer(
           figure.method === 'GET' ? undefined : server,
-          () => against(api.base, round),
+          () => against(api, round),
           (run) => run.sent,
         );
         real.push(measured.result);
@@ -114,10 +110,11 @@ export async function requestsSection({ api, workDir, settings, listSize, server
           cpu.postgres += measured.perUnit.postgres * measured.result.sent;
           cpu.requests += measured.result.sent;
         }
-        floorRounds.push(await against(floor.url, round));
+        floorRounds.push(await against(floorApi, round));
+        if (baselineTurn) baselineRounds.push(await baselineTurn(round));
       }
       const perUnit = cpu.requests > 0 ? { node: cpu.node / cpu.requests, postgres: cpu.postgres / cpu.requests } : undefined;
-      const prismFigures = prism ? await against(prism.url, settings) : undefined;
+      const prismFigures = prism ? await against({ ...api, base: prism.url }, settings) : undefined;
       const realFigures = combined(real);
       const floorFigures = combined(floorRounds);
       const ratios = real.map((figures, turn) => figures.rps / floorRounds[turn]!.rps).sort((a, b) => a - b);
@@ -139,6 +136,15 @@ export async function requestsSection({ api, workDir, settings, listSize, server
         ratio: `p99 ${ratio(tailRatios[Math.floor(tailRatios.length / 2)]!)} of the floor's`,
         goal: figure.method === 'GET' ? 'p99 ≤ 2× floor' : undefined,
       });
+      if (baselineRounds.length > 0) {
+        const theirs = combined(baselineRounds);
+        const againstBaseline = real.map((figures, turn) => figures.rps / baselineRounds[turn]!.rps).sort((a, b) => a - b);
+        record({
+          figure: `${figure.name}: against the baseline`,
+          real: `${perSecond(realFigures.rps)}, p99 ${ms(realFigures.p99)}; the baseline ${perSecond(theirs.rps)}, p99 ${ms(theirs.p99)}`,
+          ratio: `${ratio(againstBaseline[Math.floor(againstBaseline.length / 2)]!)} of the baseline${rounds > 1 ? ` (rounds ${againstBaseline.map((value) => value.toFixed(2)).join(', ')})` : ''}`,
+        });
+      }
       if (perUnit) {
         record({
           figure: `${figure.name}: CPU per request`,
@@ -151,6 +157,30 @@ export async function requestsSection({ api, workDir, settings, listSize, server
     await floor.stop();
     await prism?.stop();
   }
+}
+
+/** The section's requests, `vmId` the instance GET one asks for. */
+function figuresFor(vmId: string, listSize: number): Figure[] {
+  return [
+    { name: 'GET one instance', goal: '≥ 0.8× floor', method: 'GET', orgPath: `/compute/vms/${vmId}` },
+    { name: `GET list of ${listSize} instances`, goal: '≥ 0.8× floor', method: 'GET', orgPath: `/compute/vms?limit=${listSize}` },
+    { name: 'GET /billing', goal: '≥ 0.8× floor', method: 'GET', orgPath: '/billing' },
+    {
+      name: 'POST /api-tokens (Idempotency-Key, write + audit)',
+      goal: '≥ 1,000/s',
+      method: 'POST',
+      orgPath: '/api-tokens',
+      body: { name: 'bench', scopes: ['read'] },
+      freshIdempotencyKey: true,
+    },
+  ];
+}
+
+/** Seeds `count` instances and answers the id of the first one listed. */
+async function seededInstance(api: Api, count: number): Promise<string> {
+  await seedInstances(api, count);
+  const vmList = JSON.parse((await call(api, 'GET', `/compute/vms?limit=${count}`)).text) as { items: Array<{ id: string }> };
+  return vmList.items[0]!.id;
 }
 
 /** `count` instances created through the API, and their creations finished. */
