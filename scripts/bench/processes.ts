@@ -2,7 +2,7 @@
 // floor and the Prism mock, each a child process in a process group of its own, on 127.0.0.1.
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { extraNodeArgs, startAsNpmStart } from '../lib/npm-start.ts';
+import { extraNodeArgs, npmScriptCommand, startAsNpmStart } from '../lib/npm-start.ts';
 import { descendantsOf, freePort, startProcess, waitForHttp, type Started } from '../lib/processes.ts';
 import { repoRoot } from '../lib/run.ts';
 
@@ -12,9 +12,9 @@ export interface Child extends Started {
   pid: number;
 }
 
-/** Node (the one running the bench) running `args` from the repository, with `env`, to serve on `url`. */
-function spawnChild(args: string[], env: Record<string, string>, url: string): Child {
-  const started = startProcess(process.execPath, args, env, { cwd: repoRoot, keepLastChars: 20_000 });
+/** `command` run from the repository, with `env`, to serve on `url`. */
+function spawnChild([command, args]: [command: string, args: string[]], env: Record<string, string>, url: string): Child {
+  const started = startProcess(command, args, env, { cwd: repoRoot, keepLastChars: 20_000 });
   return { ...started, url, pid: started.child.pid! };
 }
 
@@ -42,8 +42,9 @@ export async function startRealServer(env: Record<string, string>, root = repoRo
 /** The stack floor (floor-server.ts) serving the recorded answers in `routesFile`. */
 export async function startFloor(routesFile: string): Promise<Child> {
   const port = await freePort();
+  // Node (the one running the bench), as `npm start` runs the server.
   const child = spawnChild(
-    [path.join(repoRoot, 'scripts', 'start.mjs'), path.join(repoRoot, 'scripts', 'bench', 'floor-server.ts')],
+    [process.execPath, [path.join(repoRoot, 'scripts', 'start.mjs'), path.join(repoRoot, 'scripts', 'bench', 'floor-server.ts')]],
     {
       PORT: String(port),
       BENCH_FLOOR_ROUTES: routesFile,
@@ -54,10 +55,10 @@ export async function startFloor(routesFile: string): Promise<Child> {
   return child;
 }
 
-/** `npm run mock` (Node running scripts/mock.ts) on a free port (its proxy there, Prism on the next port). */
+/** `npm run mock` on a free port (its proxy there, Prism on the next port). */
 export async function startPrism(): Promise<Child> {
   const port = await freePort();
-  const child = spawnChild([path.join(repoRoot, 'scripts', 'mock.ts'), '--port', String(port)], {}, `http://127.0.0.1:${port}`);
+  const child = spawnChild(npmScriptCommand('mock', ['--port', String(port)]), {}, `http://127.0.0.1:${port}`);
   await answers(child, '/healthz', 120_000);
   return child;
 }

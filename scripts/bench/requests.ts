@@ -68,6 +68,7 @@ export async function requestsSection({ api, workDir, settings, listSize, server
       console.log(`  (Prism did not start: ${String(error).split('\n')[0]})`);
       return undefined;
     });
+    const floorApi: Api = { ...api, base: floor.url };
     for (const [index, figure] of figures.entries()) {
       const against = (target: Api, loadSettings: LoadSettings, asked = figure) =>
         load(
@@ -81,7 +82,6 @@ export async function requestsSection({ api, workDir, settings, listSize, server
           loadSettings,
           generator,
         );
-      const floorApi: Api = { ...api, base: floor.url };
       const baselineTurn =
         baseline && baselineFigures ? (loadSettings: LoadSettings) => against(baseline, loadSettings, baselineFigures[index]) : undefined;
       // The real server and the floor take turns in short rounds, and the ratio is the median of

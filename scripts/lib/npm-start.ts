@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { startProcess, type StartOptions, type Started } from './processes.ts';
-import { repoRoot } from './run.ts';
+import { bin, repoRoot } from './run.ts';
 
 /** What `npm start` runs: the environment its command line sets, Node's flags, the script and its arguments. */
 export interface StartCommand {
@@ -34,6 +34,21 @@ export function npmStartCommand(root = repoRoot): StartCommand {
     nodeArgs: words.slice(0, script),
     args: words.slice(script).map((word) => (/\.(ts|mjs|js)$/.test(word) ? path.join(root, word) : word)),
   };
+}
+
+/**
+ * Another npm script's command as package.json says it (`node scripts/x.ts`, or a tool of
+ * node_modules/.bin), with `args` after it: what `npm run <name> -- args` runs, without npm. Its
+ * script's path is made absolute, as npmStartCommand makes it.
+ */
+export function npmScriptCommand(name: string, args: string[] = []): [command: string, args: string[]] {
+  const manifest = JSON.parse(readFileSync(path.join(repoRoot, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
+  const [command, ...rest] = manifest.scripts[name]!.split(' ');
+  // npm puts node_modules/.bin first on a script's PATH: its node is the one running this process.
+  return [
+    command === 'node' ? process.execPath : bin(command!),
+    [...rest.map((word) => (/\.(ts|mjs|js)$/.test(word) ? path.join(repoRoot, word) : word)), ...args],
+  ];
 }
 
 /**

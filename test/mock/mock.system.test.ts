@@ -4,9 +4,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { loadBundle } from '../support/contract.ts';
 import { createServer } from 'node:net';
-import path from 'node:path';
-import { freePort, startMock, startProcess, waitForHttp, type Started } from '../support/processes.ts';
-import { repoRoot } from '../../scripts/lib/run.ts';
+import { freePort, npmScriptCommand, startMock, startProcess, waitForHttp, type Started } from '../support/processes.ts';
 
 const org = '3f6c1a2e-9b4d-4c7a-8e21-5d0b7f9a1c34';
 const auth = { Authorization: 'Bearer cpk_3Ol_Svxj8s6AJH9dF10S5Aq_qj3r9CwRP2hDPHeY4P8' };
@@ -264,7 +262,7 @@ describe('npm run mock on a busy machine', () => {
       neighbour.once('error', reject);
       neighbour.listen(port + 1, '127.0.0.1', resolve);
     });
-    const started = startProcess(process.execPath, [path.join(repoRoot, 'scripts', 'mock.ts'), '--port', String(port)]);
+    const started = startProcess(...npmScriptCommand('mock', ['--port', String(port)]));
     try {
       await waitForHttp(`http://127.0.0.1:${port}/v1/orgs/${org}/billing`, started);
       const answer = await fetch(`http://127.0.0.1:${port}/v1/orgs/${org}/billing`, { headers: auth });

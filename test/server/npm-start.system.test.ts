@@ -9,7 +9,7 @@ import path from 'node:path';
 import { afterAll, expect, test } from 'vitest';
 import { repoRoot } from '../../scripts/lib/run.ts';
 import { eventually } from '../support/eventually.ts';
-import { commandLineOf, descendantsOf, freePort, startProcess, type Started } from '../support/processes.ts';
+import { commandLineOf, freePort, processRunning, startProcess, type Started } from '../support/processes.ts';
 import { TEST_ENV } from '../support/server.ts';
 
 let npmStart: Started | undefined;
@@ -22,11 +22,6 @@ function nodeOfNpmScripts(): string {
   const installed = path.join(repoRoot, 'node_modules', '.bin', 'node');
   const node = existsSync(installed) ? installed : 'node';
   return execFileSync(node, ['-p', 'process.versions.node'], { encoding: 'utf8' }).trim();
-}
-
-/** The process among `root`'s descendants with `argument` among its arguments (not the shell, whose one argument is the whole line). */
-function descendantRunning(root: number, argument: string): number | undefined {
-  return descendantsOf(root).find((pid) => commandLineOf(pid).includes(argument));
 }
 
 test.runIf(process.platform === 'linux')(
@@ -64,7 +59,7 @@ test.runIf(process.platform === 'linux')(
       expect(listening.node.split('.')[0]).toBe('24');
     }
 
-    const server = descendantRunning(started.child.pid!, path.join('scripts', 'start.mjs'));
+    const server = processRunning(started.child.pid!, path.join('scripts', 'start.mjs'));
     expect(server, 'the server process under npm').toBeDefined();
     expect(commandLineOf(server!)).toContain('--max-semi-space-size=16');
     const environment = readFileSync(`/proc/${server}/environ`, 'utf8').split('\0');

@@ -1,18 +1,8 @@
 import type { ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
+import { npmScriptCommand } from '../../scripts/lib/npm-start.ts';
 import { commandLineOf, descendantsOf, freePort, startProcess, waitForHttp, type Started } from '../../scripts/lib/processes.ts';
-import { bin, repoRoot } from '../../scripts/lib/run.ts';
 
-export { commandLineOf, descendantsOf, freePort, startProcess, waitForHttp, type Started };
-
-/** An npm script's command as package.json says it, with `args` after it: what `npm run <name> -- args` runs, without npm. */
-export function npmScriptCommand(name: string, args: string[]): [command: string, args: string[]] {
-  const scripts = (JSON.parse(readFileSync(path.join(repoRoot, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
-  const [command, ...rest] = scripts[name]!.split(' ');
-  // npm puts node_modules/.bin first on a script's PATH: its node is the one running these tests.
-  return [command === 'node' ? process.execPath : bin(command!), [...rest, ...args]];
-}
+export { commandLineOf, descendantsOf, freePort, npmScriptCommand, startProcess, waitForHttp, type Started };
 
 /**
  * Stops a tool (`npm run fuzz`, `bench`, `readme:test`) as a busy machine may: `signal` goes to
@@ -74,7 +64,7 @@ export function processRunning(root: number, file: string): number | undefined {
 export async function startMock(readyPath = '/healthz', attempts = 3): Promise<{ mock: Started; baseUrl: string }> {
   for (let attempt = 1; ; attempt++) {
     const port = await freePort();
-    const mock = startProcess(process.execPath, [path.join(repoRoot, 'scripts', 'mock.ts'), '--port', String(port)]);
+    const mock = startProcess(...npmScriptCommand('mock', ['--port', String(port)]));
     const baseUrl = `http://127.0.0.1:${port}`;
     try {
       await waitForHttp(`${baseUrl}${readyPath}`, mock);
