@@ -19,8 +19,8 @@ import { createRequire } from 'node:module';
  * The list of skipped keys is json-schema-traverse's own (`traverse.skipKeywords`, documented),
  * in the copy the validator's AJV loads.
  */
-export function skipContractInIdScan(contract: unknown): boolean {
-  if (/"\$(id|anchor|dynamicAnchor)"\s*:/.test(JSON.stringify(contract))) return false;
+export function skipContractInIdScan(contractText: string): boolean {
+  if (/"\$(id|anchor|dynamicAnchor)"\s*:/.test(contractText)) return false;
   const fromValidator = createRequire(createRequire(import.meta.url).resolve('express-openapi-validator'));
   const fromAjv = createRequire(fromValidator.resolve('ajv'));
   const traverse = fromAjv('json-schema-traverse') as { skipKeywords: Record<string, boolean> };

@@ -1,7 +1,7 @@
 import type { NextFunction, Request, Response } from 'express';
 import { validationFailed, type FieldError } from '../core/errors.ts';
 import { stateOf } from './request-state.ts';
-import { loadContract } from './validation.ts';
+import { contractDocument } from './contract-document.ts';
 
 /**
  * Integer query parameters are read from their decimal digits only. The validator coerces query
@@ -19,7 +19,7 @@ interface ContractParameter {
 /** The names of each operation's integer query parameters, read once from the contract. */
 const integerQueryParameters: Map<string, string[]> = (() => {
   const byOperation = new Map<string, string[]>();
-  const contract = loadContract() as {
+  const contract = contractDocument() as {
     paths?: Record<string, Record<string, unknown>>;
     components?: { parameters?: Record<string, ContractParameter> };
   };

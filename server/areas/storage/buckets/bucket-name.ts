@@ -1,7 +1,5 @@
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { fieldInvalid } from '../../../core/errors.ts';
+import { contractDocument } from '../../../http/contract-document.ts';
 
 /**
  * The contract's rule for a bucket name (BucketCreateRequest.name), read from the contract itself:
@@ -9,9 +7,7 @@ import { fieldInvalid } from '../../../core/errors.ts';
  * bucket is named through another door (S3's CreateBucket), so that the two can never differ.
  */
 const rule = (
-  JSON.parse(
-    readFileSync(path.join(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..', '..', 'generated', 'openapi.json'), 'utf8'),
-  ) as {
+  contractDocument() as {
     components: { schemas: { BucketCreateRequest: { properties: { name: { minLength: number; maxLength: number; pattern: string } } } } };
   }
 ).components.schemas.BucketCreateRequest.properties.name;
