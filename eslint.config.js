@@ -27,6 +27,26 @@ export default tseslint.config(
     },
   },
   {
+    // The server's value imports of `node:http` go through server/core/node-http.ts: an ES module
+    // import of it loads undici at start, for nothing (the reason is there).
+    files: ['server/**/*.ts'],
+    ignores: ['server/core/node-http.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          paths: [
+            {
+              name: 'node:http',
+              allowTypeImports: true,
+              message: "import { http } from server/core/node-http.ts: an ES module import of 'node:http' loads undici at start.",
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
     // Scripts read JSON documents (the bundled contract, headers of the mock) as data.
     files: ['scripts/**/*.ts'],
     rules: {

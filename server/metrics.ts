@@ -1,7 +1,8 @@
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Pool } from './db/pool.ts';
+import { http } from './core/node-http.ts';
 
 /**
  * The platform's Prometheus metrics: requests by operation and status with latency, both
@@ -126,7 +127,7 @@ export class Metrics {
 
   /** Serves `GET /metrics` on a port of its own (nothing else; no API credential reaches it). */
   async serve(port: number, host: string): Promise<{ url: string; close(): Promise<void> }> {
-    const server: Server = createServer((req, res) => {
+    const server: Server = http.createServer((req, res) => {
       if (req.method !== 'GET' || req.url?.split('?')[0] !== '/metrics') {
         res.writeHead(404, { 'Content-Type': 'text/plain' }).end('metrics are at /metrics\n');
         return;

@@ -1,6 +1,7 @@
-import { request as httpRequest, type Agent, type IncomingMessage } from 'node:http';
+import type { Agent, IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { isIP, type LookupFunction } from 'node:net';
+import { http } from '../../../core/node-http.ts';
 import type { DeliveryAttempt } from './delivery-rows.ts';
 
 /** What an attempt reads of an answer at most: a receiver cannot make the platform hold more. */
@@ -48,7 +49,7 @@ function postOnce(post: SignedPost, started: number): Promise<AttemptResult | 'c
       (callback as (error: null, addresses: Array<{ address: string; family: number }>) => void)(null, [{ address, family }]);
     else callback(null, address, family);
   };
-  const send = post.url.protocol === 'https:' ? httpsRequest : httpRequest;
+  const send = post.url.protocol === 'https:' ? httpsRequest : http.request;
   return new Promise((resolve) => {
     let settled = false;
     let answered = false;

@@ -1,6 +1,7 @@
-import { Agent as HttpAgent } from 'node:http';
+import type { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
 import { LruMap } from '../../../core/lru-map.ts';
+import { http } from '../../../core/node-http.ts';
 
 /** Receivers' origins whose connections are kept at most; past it the least recently used go. */
 const MAX_ORIGINS = 256;
@@ -30,7 +31,7 @@ export class ReceiverConnections {
     let agent = this.agents.get(key);
     if (!agent) {
       const options = { keepAlive: true, maxFreeSockets: 4, timeout: this.idleMs, scheduling: 'lifo' as const };
-      agent = url.protocol === 'https:' ? new HttpsAgent(options) : new HttpAgent(options);
+      agent = url.protocol === 'https:' ? new HttpsAgent(options) : new http.Agent(options);
       this.agents.set(key, agent);
     }
     return agent;

@@ -1,5 +1,6 @@
 import { randomIdBytes } from '../../../core/random-ids.ts';
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { http } from '../../../core/node-http.ts';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer as createTlsServer } from 'node:https';
 import type { TLSSocket } from 'node:tls';
 import type { AddressInfo } from 'node:net';
@@ -171,7 +172,7 @@ export async function startS3Endpoint(options: {
     res.setHeader('Server', 'cloud-platform-s3');
     handle(req, res, requestId).catch((error: unknown) => answerError(req, res, error, requestId, log));
   };
-  const server = options.tls ? createTlsServer({ cert: options.tls.cert, key: options.tls.key }, onRequest) : createServer(onRequest);
+  const server = options.tls ? createTlsServer({ cert: options.tls.cert, key: options.tls.key }, onRequest) : http.createServer(onRequest);
   // `Expect: 100-continue` (the SDK's large uploads): the client sends the body only once asked
   // for it, after the signature and the quota reservation passed (payload.ts), so a refused
   // upload costs no transfer.
