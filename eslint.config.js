@@ -27,10 +27,10 @@ export default tseslint.config(
     },
   },
   {
-    // The server's value imports of `node:http` go through server/core/node-http.ts: an ES module
+    // The server's value imports of `node:http` go through server/node-http.ts: an ES module
     // import of it loads undici at start, for nothing (the reason is there).
     files: ['server/**/*.ts'],
-    ignores: ['server/core/node-http.ts'],
+    ignores: ['server/node-http.ts'],
     rules: {
       '@typescript-eslint/no-restricted-imports': [
         'error',
@@ -39,7 +39,7 @@ export default tseslint.config(
             {
               name: 'node:http',
               allowTypeImports: true,
-              message: "import { http } from server/core/node-http.ts: an ES module import of 'node:http' loads undici at start.",
+              message: "import { http } from server/node-http.ts: an ES module import of 'node:http' loads undici at start.",
             },
           ],
         },

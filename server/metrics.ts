@@ -2,7 +2,7 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Pool } from './db/pool.ts';
-import { http } from './core/node-http.ts';
+import { http } from './node-http.ts';
 
 /**
  * The platform's Prometheus metrics: requests by operation and status with latency, both

@@ -1,7 +1,7 @@
 import type { NextFunction, Request, Response } from 'express';
 import { validationFailed, type FieldError } from '../core/errors.ts';
 import { stateOf } from './request-state.ts';
-import { contractDocument } from './contract-document.ts';
+import { contractDocument } from '../core/contract-document.ts';
 
 /**
  * Integer query parameters are read from their decimal digits only. The validator coerces query

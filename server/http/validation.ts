@@ -2,13 +2,13 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express, { type ErrorRequestHandler, type RequestHandler } from 'express';
 import * as OpenApiValidator from 'express-openapi-validator';
-import { CONTRACT_PATH, contractText } from './contract-document.ts';
+import { CONTRACT_PATH, contractText } from '../core/contract-document.ts';
 import { skipContractInIdScan } from './contract-id-scan.ts';
 import { compileSpecCheckOnUse } from './spec-check-on-use.ts';
 import { ApiError } from './errors.ts';
 import { stateOf } from './request-state.ts';
 import { isRfc3339DateTime } from '../core/date-time-format.ts';
-import { http } from '../core/node-http.ts';
+import { http } from '../node-http.ts';
 import { validationFailed, type FieldError } from '../core/errors.ts';
 
 /**

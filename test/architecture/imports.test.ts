@@ -16,7 +16,8 @@ const serverDir = path.join(root, 'server');
 const LAYERS: Array<{ name: string; matches: (file: string) => boolean }> = [
   {
     name: 'foundation',
-    matches: (file) => ['server/logging.ts', 'server/config.ts', 'server/metrics.ts'].includes(file) || file.startsWith('server/db/'),
+    matches: (file) =>
+      ['server/logging.ts', 'server/config.ts', 'server/metrics.ts', 'server/node-http.ts'].includes(file) || file.startsWith('server/db/'),
   },
   { name: 'core', matches: (file) => file.startsWith('server/core/') },
   { name: 'drivers', matches: (file) => file.startsWith('server/drivers/') },

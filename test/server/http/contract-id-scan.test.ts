@@ -3,7 +3,7 @@
 // contract's schemas say still checked, `$ref`s into components included.
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { skipContractInIdScan } from '../../../server/http/contract-id-scan.ts';
-import { contractText } from '../../../server/http/contract-document.ts';
+import { contractText } from '../../../server/core/contract-document.ts';
 import { startTestServer, type TestServer } from '../../support/server.ts';
 import { vmRequest } from '../areas/compute/fixtures.ts';
 

@@ -1,7 +1,7 @@
 import type { Agent, IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { isIP, type LookupFunction } from 'node:net';
-import { http } from '../../../core/node-http.ts';
+import { http } from '../../../node-http.ts';
 import type { DeliveryAttempt } from './delivery-rows.ts';
 
 /** What an attempt reads of an answer at most: a receiver cannot make the platform hold more. */

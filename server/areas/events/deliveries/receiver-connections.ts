@@ -1,7 +1,7 @@
 import type { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
 import { LruMap } from '../../../core/lru-map.ts';
-import { http } from '../../../core/node-http.ts';
+import { http } from '../../../node-http.ts';
 
 /** Receivers' origins whose connections are kept at most; past it the least recently used go. */
 const MAX_ORIGINS = 256;

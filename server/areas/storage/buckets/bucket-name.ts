@@ -1,5 +1,5 @@
 import { fieldInvalid } from '../../../core/errors.ts';
-import { contractDocument } from '../../../http/contract-document.ts';
+import { contractDocument } from '../../../core/contract-document.ts';
 
 /**
  * The contract's rule for a bucket name (BucketCreateRequest.name), read from the contract itself:

@@ -1,5 +1,5 @@
 import { randomIdBytes } from '../../../core/random-ids.ts';
-import { http } from '../../../core/node-http.ts';
+import { http } from '../../../node-http.ts';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer as createTlsServer } from 'node:https';
 import type { TLSSocket } from 'node:tls';
