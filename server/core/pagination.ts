@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Queryable } from '../db/pool.ts';
+import { prepared, runPrepared } from '../db/statements.ts';
 import { invalidCursor } from './errors.ts';
 
 /**
@@ -105,6 +106,12 @@ export interface KeysetList {
   order: 'newest first' | 'oldest first';
   /** The type of the `id` column: uuid for platform ids, text for ids issued elsewhere (invoices). */
   idKind?: 'uuid' | 'text';
+  /**
+   * A name under which each connection prepares the page's statement (db/statements.ts), for a
+   * list whose best plan does not depend on its values: no filter beyond the owner's id. A list
+   * with filters stays unprepared, since their values decide which index serves it.
+   */
+  preparedAs?: string;
 }
 
 /**
@@ -151,15 +158,17 @@ export async function keysetVersions(
   list: KeysetList,
   query: { cursor?: string; limit?: number },
 ): Promise<{ items: Versioned[]; next_cursor: string | null }> {
-  const { pageSql, params, limit, direction } = pageQuery(list, query);
+  const { pageSql, params, limit, direction, after } = pageQuery(list, query);
   const order = `page.${list.sortColumn} ${direction}, page.id ${direction}`;
-  const { rows } = await db.query<{ entries: string | null; count: number; last_key: string | null }>(
-    `SELECT string_agg(page.id::text || ' ' || page.version, ',' ORDER BY ${order}) AS entries,
+  const text = `SELECT string_agg(page.id::text || ' ' || page.version, ',' ORDER BY ${order}) AS entries,
             count(*)::int AS count,
             ${sortKeySql(`(array_agg(page.${list.sortColumn} ORDER BY ${order}))[$${params.length}::int - 1]`)} AS last_key
-     FROM (${pageSql}) page`,
-    params,
-  );
+     FROM (${pageSql}) page`;
+  type PageRow = { entries: string | null; count: number; last_key: string | null };
+  // Planning this statement took as long as running it (150 and 130 µs a page of 100, under load).
+  const { rows } = list.preparedAs
+    ? await runPrepared<PageRow>(db, prepared(`${list.preparedAs}_${after ? 'after' : 'first'}`, text), params)
+    : await db.query<PageRow>(text, params);
   const { entries, count, last_key: lastKey } = rows[0] ?? { entries: null, count: 0, last_key: null };
   const items: Versioned[] = [];
   if (entries !== null) {
@@ -192,7 +201,7 @@ function pageQuery(list: KeysetList, query: { cursor?: string; limit?: number })
   params.push(limit + 1);
   const pageSql = `SELECT ${list.columns ?? '*'} FROM ${list.from}${position}
            ORDER BY ${list.sortColumn} ${direction}, id ${direction} LIMIT $${params.length}`;
-  return { pageSql, params, limit, direction };
+  return { pageSql, params, limit, direction, after };
 }
 
 /**

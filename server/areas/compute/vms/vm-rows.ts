@@ -304,17 +304,23 @@ export function listVms(db: Queryable, orgId: string, filters: VmFilters, query:
     filters.labels.map((label) => [label.slice(0, label.indexOf(':')), label.slice(label.indexOf(':') + 1)]),
   );
   const list = listName('vms', { region: filters.region ?? null, state: filters.state ?? null, labels: [...filters.labels].sort() });
+  const page = { name: list, columns: 'id, xmin::text AS version, created_at', sortColumn: 'created_at', order: 'oldest first' } as const;
+  // Unfiltered (a dashboard's list), one plan serves every organization: prepared.
+  if (filters.region === undefined && filters.state === undefined && filters.labels.length === 0) {
+    return keysetVersions(
+      db,
+      { ...page, from: 'vms WHERE org_id = $1 AND deleted_at IS NULL', params: [orgId], preparedAs: 'vms_page' },
+      query,
+    );
+  }
   return keysetVersions(
     db,
     {
-      name: list,
+      ...page,
       from: `vms WHERE org_id = $1 AND deleted_at IS NULL AND ($2::text IS NULL OR region_id = $2) AND ($3::text IS NULL OR state = $3) AND ($4::jsonb IS NULL OR labels @> $4::jsonb)`,
-      columns: 'id, xmin::text AS version, created_at',
       // Without label filters the containment test is left out (null), rather than `@> '{}'`,
       // which the planner might try to answer from the labels index.
       params: [orgId, filters.region ?? null, filters.state ?? null, filters.labels.length > 0 ? JSON.stringify(labels) : null],
-      sortColumn: 'created_at',
-      order: 'oldest first',
     },
     query,
   );
