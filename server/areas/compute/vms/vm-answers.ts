@@ -39,6 +39,14 @@ const LIVE_VM_VERSION = prepared(
  */
 export class VmAnswers {
   private readonly entries = new Map<string, Entry>();
+  /**
+   * The reads of missing answers under way, by organization and ids. The reconciler's pass gives
+   * every instance a new version at once: each list in flight then missed all of its page and
+   * read the same hundred rows (about 30 reads of a page of 100 after each pass, at 32 clients),
+   * and every client waited behind all of them. A list that misses what a read under way is
+   * reading waits for that read instead; see `of` for when it may.
+   */
+  private readonly reading = new Map<string, Promise<Entry[]>>();
 
   /** The answer of one live instance of the organization; undefined when it has none. */
   async one(db: Queryable, orgId: string, vmId: string): Promise<VmOut | undefined> {
@@ -57,12 +65,17 @@ export class VmAnswers {
       else missing.push(id);
     }
     if (missing.length > 0) {
-      const { rows } = await runPrepared<VmAnswerRow & { version: string }>(db, VMS_BY_ID, [orgId, missing]);
-      for (const row of rows) {
+      const underWay = this.reading.get(readKey(orgId, missing));
+      // A read begun before this list may have read an older row than the list named (a change
+      // committed in between, perhaps this client's own): its answers are taken only where their
+      // version is the one listed, and the others are read again (all of them if it failed).
+      const shared = underWay ? await underWay.catch(() => []) : [];
+      const listedVersion = new Map(listed.map(({ id, version }) => [id, version]));
+      for (const entry of shared) if (entry.version === listedVersion.get(entry.answer.id)) answers.set(entry.answer.id, entry.answer);
+      const stillMissing = underWay ? missing.filter((id) => !answers.has(id)) : missing;
+      if (stillMissing.length > 0) {
         // Read after the list: possibly a newer version than it named, and the newer the better.
-        const answer = deepFreeze(toVmOut(row));
-        answers.set(row.id, answer);
-        this.keep(row.id, { version: row.version, answer, readAt: now });
+        for (const entry of await this.read(db, orgId, stillMissing, now)) answers.set(entry.answer.id, entry.answer);
       }
     }
     const page: VmOut[] = [];
@@ -73,12 +86,32 @@ export class VmAnswers {
     return page;
   }
 
+  /** Reads the answers of `ids` and keeps them; others that miss the same ids meanwhile wait for this read. */
+  private read(db: Queryable, orgId: string, ids: string[], now: number): Promise<Entry[]> {
+    const key = readKey(orgId, ids);
+    const reading = runPrepared<VmAnswerRow & { version: string }>(db, VMS_BY_ID, [orgId, ids])
+      .then(({ rows }) =>
+        rows.map((row) => {
+          const entry = { version: row.version, answer: deepFreeze(toVmOut(row)), readAt: now };
+          this.keep(row.id, entry);
+          return entry;
+        }),
+      )
+      .finally(() => {
+        if (this.reading.get(key) === reading) this.reading.delete(key);
+      });
+    if (!this.reading.has(key)) this.reading.set(key, reading);
+    return reading;
+  }
+
   private keep(id: string, entry: Entry): void {
     this.entries.delete(id);
     if (this.entries.size >= MAX_ANSWERS) this.entries.delete(this.entries.keys().next().value!);
     this.entries.set(id, entry);
   }
 }
+
+const readKey = (orgId: string, ids: readonly string[]) => `${orgId} ${ids.join(',')}`;
 
 function deepFreeze<T>(value: T): T {
   if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {

@@ -1,6 +1,9 @@
 // A list of instances, and a read of one, read each row's version and keep the answers of unchanged
 // instances (areas/compute/vm-answers.ts): whatever changed an instance, the next read shows it.
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import type pg from 'pg';
+import { afterAll, beforeAll, describe, expect, test, vi } from 'vitest';
+import { VmAnswers } from '../../../../../server/areas/compute/vms/vm-answers.ts';
+import { listVms } from '../../../../../server/areas/compute/vms/vm-rows.ts';
 import { startTestServer, type TestOrg, type TestServer } from '../../../../support/server.ts';
 import { act, runningVm, type VmOut } from '../fixtures.ts';
 
@@ -68,5 +71,49 @@ describe('a list of instances', () => {
     const gone = await read();
     expect(gone.status).toBe(404);
     expect(gone.body.code).toBe('not_found');
+  });
+});
+
+describe('lists that miss the same answers at once', () => {
+  /** The pool, with the reads of answers counted as they are asked for, and their answers held while `holding`. */
+  function heldReads() {
+    const held: Array<() => void> = [];
+    const state = { reads: 0, holding: true };
+    const db = {
+      query: (async (config: pg.QueryConfig, values?: unknown[]) => {
+        if (config.name === 'vm_answers_by_id') state.reads++;
+        const result = await server.pool.query(config, values);
+        if (config.name === 'vm_answers_by_id' && state.holding) await new Promise<void>((resolve) => held.push(resolve));
+        return result;
+      }) as pg.Pool['query'],
+    };
+    const release = () => held.splice(0).forEach((resume) => resume());
+    return { db, state, release, held };
+  }
+  const page = async () => (await listVms(server.pool, org.orgId, { labels: [] }, { limit: 10 })).items;
+
+  test('share one read of the rows; one that listed a change made meanwhile reads it itself and shows it', async () => {
+    const answers = new VmAnswers();
+    const { db, state, release, held } = heldReads();
+    const listedBefore = await page();
+    const first = answers.of(db, org.orgId, listedBefore);
+    // Another list of the same page, unchanged: it waits for the read under way rather than asking for its own.
+    const second = answers.of(db, org.orgId, listedBefore);
+    expect(state.reads).toBe(1);
+    // A change committed after the first read was made, listed by a third: the first read's row is
+    // older than what the third listed.
+    await vi.waitFor(() => expect(held.length).toBe(1));
+    await server.pool.query(`UPDATE vms SET name = 'renamed-meanwhile' WHERE id = $1`, [listedBefore[0]!.id]);
+    const listedAfter = await page();
+    const third = answers.of(db, org.orgId, listedAfter);
+    state.holding = false;
+    release();
+    const [firstPage, secondPage, thirdPage] = await Promise.all([first, second, third]);
+    expect(secondPage).toEqual(firstPage);
+    expect(firstPage[0]!.name).not.toBe('renamed-meanwhile');
+    expect(thirdPage.map((vm) => vm.id)).toEqual(listedAfter.map((vm) => vm.id));
+    expect(thirdPage[0]!.name).toBe('renamed-meanwhile');
+    // One read for the first two lists, and one more for the instance the third saw changed.
+    expect(state.reads).toBe(2);
   });
 });
