@@ -5,19 +5,32 @@ import { fileURLToPath } from 'node:url';
 /** The bundled contract (`npm run generate` writes it; never edited by hand). */
 export const CONTRACT_PATH = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'generated', 'openapi.json');
 
-let text: string | undefined;
-let document: Record<string, unknown> | undefined;
+// Held weakly: the modules that read rules from the contract do so as they load, all in the same
+// few turns of a start, and keep only what they read. Held strongly, the text and the document
+// (2.5 MB of heap) would stay for the process's life, in each thread that read them.
+let text: WeakRef<{ value: string }> | undefined;
+let document: WeakRef<Record<string, unknown>> | undefined;
 
-/** The bundled contract's text, read once per thread. */
+/** The bundled contract's text, read once for the modules that ask while it is still held. */
 export function contractText(): string {
-  return (text ??= readFileSync(CONTRACT_PATH, 'utf8'));
+  let held = text?.deref();
+  if (held === undefined) {
+    held = { value: readFileSync(CONTRACT_PATH, 'utf8') };
+    text = new WeakRef(held);
+  }
+  return held.value;
 }
 
 /**
- * The bundled contract, parsed once per thread for the modules that read rules from it (bounds
+ * The bundled contract, parsed once for the modules that read rules from it as they load (bounds
  * beyond 2^53 as JS numbers). Shared: read it, never change it. Reading and parsing its 0.8 MB
  * cost 35 ms of a start each time, and three modules did it.
  */
 export function contractDocument(): Record<string, unknown> {
-  return (document ??= JSON.parse(contractText()) as Record<string, unknown>);
+  let held = document?.deref();
+  if (held === undefined) {
+    held = JSON.parse(contractText()) as Record<string, unknown>;
+    document = new WeakRef(held);
+  }
+  return held;
 }
