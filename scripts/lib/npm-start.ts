@@ -17,9 +17,8 @@ export interface StartCommand {
  * allocator settings and Node flags, and a change there cannot leave them measuring another thing.
  */
 export function npmStartCommand(root = repoRoot): StartCommand {
-  const manifest = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as { scripts?: { start?: string } };
-  const line = manifest.scripts?.start ?? '';
-  const words = line.split(/\s+/).filter(Boolean);
+  const words = scriptWords('start', root);
+  const line = words.join(' ');
   const env: Record<string, string> = {};
   while (words.length > 0 && /^[A-Z_][A-Z0-9_]*=\S*$/.test(words[0]!)) {
     const [name, value] = words.shift()!.split(/=(.*)/);
@@ -29,11 +28,7 @@ export function npmStartCommand(root = repoRoot): StartCommand {
     throw new Error(`package.json's start script does not have the form "NAME=value … node [flags] script": ${line}`);
   const script = words.findIndex((word) => !word.startsWith('-'));
   if (script < 0) throw new Error(`package.json's start script names no script: ${line}`);
-  return {
-    env,
-    nodeArgs: words.slice(0, script),
-    args: words.slice(script).map((word) => (/\.(ts|mjs|js)$/.test(word) ? path.join(root, word) : word)),
-  };
+  return { env, nodeArgs: words.slice(0, script), args: withAbsoluteFiles(words.slice(script), root) };
 }
 
 /**
@@ -42,13 +37,21 @@ export function npmStartCommand(root = repoRoot): StartCommand {
  * script's path is made absolute, as npmStartCommand makes it.
  */
 export function npmScriptCommand(name: string, args: string[] = []): [command: string, args: string[]] {
-  const manifest = JSON.parse(readFileSync(path.join(repoRoot, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
-  const [command, ...rest] = manifest.scripts[name]!.split(' ');
+  const [command, ...rest] = scriptWords(name, repoRoot);
+  if (command === undefined) throw new Error(`package.json has no script "${name}"`);
   // npm puts node_modules/.bin first on a script's PATH: its node is the one running this process.
-  return [
-    command === 'node' ? process.execPath : bin(command!),
-    [...rest.map((word) => (/\.(ts|mjs|js)$/.test(word) ? path.join(repoRoot, word) : word)), ...args],
-  ];
+  return [command === 'node' ? process.execPath : bin(command), [...withAbsoluteFiles(rest, repoRoot), ...args]];
+}
+
+/** The words of package.json's script `name` in `root` (none when there is no such script). */
+function scriptWords(name: string, root: string): string[] {
+  const manifest = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as { scripts?: Record<string, string> };
+  return (manifest.scripts?.[name] ?? '').split(/\s+/).filter(Boolean);
+}
+
+/** A script's words, the files among them (`scripts/x.ts`) made absolute under `root`. */
+function withAbsoluteFiles(words: string[], root: string): string[] {
+  return words.map((word) => (/\.(ts|mjs|js)$/.test(word) ? path.join(root, word) : word));
 }
 
 /**
