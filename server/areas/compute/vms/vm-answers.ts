@@ -65,14 +65,18 @@ export class VmAnswers {
       else missing.push(id);
     }
     if (missing.length > 0) {
+      let stillMissing = missing;
       const underWay = this.reading.get(readKey(orgId, missing));
-      // A read begun before this list may have read an older row than the list named (a change
-      // committed in between, perhaps this client's own): its answers are taken only where their
-      // version is the one listed, and the others are read again (all of them if it failed).
-      const shared = underWay ? await underWay.catch(() => []) : [];
-      const listedVersion = new Map(listed.map(({ id, version }) => [id, version]));
-      for (const entry of shared) if (entry.version === listedVersion.get(entry.answer.id)) answers.set(entry.answer.id, entry.answer);
-      const stillMissing = underWay ? missing.filter((id) => !answers.has(id)) : missing;
+      if (underWay) {
+        // A read begun before this list may have read an older row than the list named (a change
+        // committed in between, perhaps this client's own): its answers are taken only where their
+        // version is the one listed, and the others are read again (all of them if it failed).
+        const listedVersion = new Map(listed.map(({ id, version }) => [id, version]));
+        for (const entry of await underWay.catch(() => [])) {
+          if (entry.version === listedVersion.get(entry.answer.id)) answers.set(entry.answer.id, entry.answer);
+        }
+        stillMissing = missing.filter((id) => !answers.has(id));
+      }
       if (stillMissing.length > 0) {
         // Read after the list: possibly a newer version than it named, and the newer the better.
         for (const entry of await this.read(db, orgId, stillMissing, now)) answers.set(entry.answer.id, entry.answer);
