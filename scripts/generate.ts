@@ -1,10 +1,13 @@
-// Regenerates everything in generated/ from spec/: the bundled document, the TypeScript types of
-// the contract, and the operations module (routes and typed handler signatures).
+// Regenerates everything in generated/ from spec/: the bundled document, the contract as the server
+// loads it (the bundle without its prose and examples), the TypeScript types of the contract, and
+// the operations module (routes and typed handler signatures).
 //   npm run generate          write generated/
 //   npm run generate:check    fail, naming the files, when generated/ differs from what spec/ gives
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { bundleSpec } from './lib/bundle.ts';
+import { bundleSpec, specRoot } from './lib/bundle.ts';
+import { collectUnsafeIntegers } from './lib/exact-integers.ts';
+import { runtimeContractText } from './lib/runtime-contract.ts';
 import { generateOperationsModule } from './lib/codegen/operations.ts';
 import { generateTypes } from './lib/codegen/types.ts';
 import { repoRoot } from './lib/run.ts';
@@ -18,6 +21,7 @@ async function generate(): Promise<Map<string, string>> {
   const document = JSON.parse(bundled);
   return new Map([
     ['openapi.json', bundled],
+    ['openapi.runtime.json', runtimeContractText(document, collectUnsafeIntegers(path.dirname(specRoot)))],
     ['openapi.ts', `${STAMP}\n${await generateTypes(document)}`],
     ['operations.ts', `${STAMP}\n${generateOperationsModule(document)}`],
     ['index.ts', `${STAMP}\nexport type * from './openapi.ts';\nexport * from './operations.ts';\n`],
