@@ -1,6 +1,6 @@
 // The stack floor: what the real server's stack costs with nothing of the platform in it.
 // Express 5 and express-openapi-validator with the project's own options (request and response
-// validation on) on generated/openapi.json, serving answers recorded from the real server: no
+// validation on) on the contract the server loads, serving answers recorded from the real server: no
 // database, authentication, audit, idempotency or logging. `npm run bench` starts it with
 // BENCH_FLOOR_ROUTES naming a JSON file of {method, path, status, body}.
 import { readFileSync } from 'node:fs';
