@@ -87,6 +87,11 @@ class PageRun {
         console.log(`SKIP ${where}: ${block.directive.reason}`);
         continue;
       }
+      const checks = checksRunBeside(block);
+      if (checks) {
+        console.log(`SKIP ${where}: npm test runs ${checks.join(' and ')} itself, beside this test, and fails if they fail`);
+        continue;
+      }
       if (startServer && !startsItsOwn && !this.server) this.server = await this.startServer();
       const started = Date.now();
       const result = await this.runBlock(block);
@@ -262,6 +267,24 @@ function runProcess(command: string, args: string[], env: NodeJS.ProcessEnv, tim
       else resolve({ ok: false, reason: signal ? `killed after ${timeoutMs / 1000} s` : `exit status ${code}`, output });
     });
   });
+}
+
+/**
+ * `npm test` runs its static checks beside the tests (scripts/run-tests.ts), and names them in
+ * NPM_TEST_CHECKS. A shell block that only runs some of them (`npm run -s spec:lint`) would run
+ * them a second time in the same `npm test`, on the same tree: the contract page's lint alone took
+ * a minute and a half of the docs test. Such a block's checks, when named there, are left to npm
+ * test; run on its own (`npm run readme:test`), the block runs.
+ */
+function checksRunBeside(block: ReadmeBlock): string[] | undefined {
+  const named = new Set((process.env.NPM_TEST_CHECKS ?? '').split(',').filter(Boolean));
+  if (block.kind !== 'shell' || named.size === 0) return undefined;
+  const commands = block.text
+    .split('\n')
+    .map((line) => line.replace(/\s+#.*$/, '').trim())
+    .filter((line) => line !== '' && !line.startsWith('#'));
+  const checks = commands.map((command) => /^npm run (?:-s )?([\w:-]+)$/.exec(command)?.[1]);
+  return commands.length > 0 && checks.every((check) => check !== undefined && named.has(check)) ? (checks as string[]) : undefined;
 }
 
 async function answers(url: string, status?: number): Promise<boolean> {

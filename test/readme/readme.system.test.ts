@@ -131,6 +131,21 @@ describe('the documentation runner', () => {
     expect(result.stdout).toMatch(/^- {3}.*good\.md:20 \(text\): output shown to the reader, not run$/m);
   });
 
+  test("a block that only runs npm test's own checks is left to npm test when it names them, and runs otherwise", async () => {
+    // `checks:planted` is no script of package.json: run, the block fails.
+    const file = planted(
+      'checks.md',
+      ['```sh', 'npm run -s checks:planted   # a check npm test runs itself', '```', '', '```sh', 'echo not a check', '```', ''].join('\n'),
+    );
+    const named = await run(...readmeTest(['--file', file, '--no-server']), { env: { NPM_TEST_CHECKS: 'lint,checks:planted' } });
+    expect(named.code, named.stderr).toBe(0);
+    expect(named.stdout).toMatch(/^SKIP .*checks\.md:1 \(sh\): npm test runs checks:planted itself, beside this test/m);
+    expect(named.stdout).toMatch(/^ok {3}.*checks\.md:5 \(sh\)/m);
+    const alone = await run(...readmeTest(['--file', file, '--no-server']), { env: { NPM_TEST_CHECKS: '' } });
+    expect(alone.code).toBe(1);
+    expect(alone.stderr).toMatch(/^FAIL .*checks\.md:1 \(sh\)/m);
+  });
+
   test('a failing TypeScript snippet fails the run', async () => {
     const file = planted('broken-ts.md', ['```ts', "throw new Error('the snippet is broken');", '```', ''].join('\n'));
     const result = await run(...readmeTest(['--file', file, '--no-server']));
