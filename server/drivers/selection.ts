@@ -109,12 +109,13 @@ async function hypervisorOf(
   switch (choice) {
     case 'simulator':
       return built.simulated;
-    case 'qemu':
+    case 'qemu': {
       if (!built.qemu || !built.log) throw new Error('COMPUTE_DRIVER is qemu, but no QEMU settings or log were given');
       // The real drivers are loaded only when chosen: the RGW driver's AWS signing libraries alone
       // were 15 to 25 ms of every start that used the embedded store.
       const { createQemuHypervisor } = await import('./qemu/driver.ts');
       return createQemuHypervisor({ dataDir: built.dataDir, config: built.qemu, log: built.log.child({ component: 'qemu' }) });
+    }
     default:
       return unreachable(choice);
   }
