@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { close, createReadStream, createWriteStream, fdatasync, open as openDescriptor } from 'node:fs';
-import { mkdir, open, readdir, rename, rm, stat } from 'node:fs/promises';
+import { close, constants, createReadStream, createWriteStream, fdatasync, open as openDescriptor } from 'node:fs';
+import { copyFile, link, mkdir, open, readdir, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable, Transform, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -127,6 +127,26 @@ export class BlobFiles {
       throw error;
     }
     return out.bytesWritten;
+  }
+
+  /**
+   * Gives a new blob the bytes of `source`, an existing one, without writing them again: its
+   * temporary file is another name of the same file (a hard link), to be published as a written
+   * one is. A blob is never changed once published (a version that replaces it has a blob of its
+   * own) and a name is removed without touching the other names of its file, so two versions can
+   * share one file: a copy of an object whose bytes do not change (CopyObject) costs no bytes on
+   * disk and no time per byte. Where the file system has no hard links, the file is copied
+   * (a clone where it can).
+   */
+  async share(blob: string, source: string): Promise<void> {
+    const from = this.finalPath(source);
+    const to = this.tmpPath(blob);
+    try {
+      await link(from, to);
+    } catch (error) {
+      if (!['EPERM', 'EXDEV', 'ENOTSUP', 'EOPNOTSUPP', 'EMLINK'].includes((error as NodeJS.ErrnoException).code ?? '')) throw error;
+      await copyFile(from, to, constants.COPYFILE_EXCL | constants.COPYFILE_FICLONE);
+    }
   }
 
   /**

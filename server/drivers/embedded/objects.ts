@@ -50,7 +50,12 @@ export interface PutRequest extends VersionAttributes {
   sealing?: SealingRequest;
   /** The new version's retention and legal hold (a bucket with object lock). */
   lock?: VersionLock;
-  body: Readable;
+  /**
+   * The bytes: a stream, or the one segment of an existing version, whose file the new version
+   * shares (a copy whose bytes do not change: see BlobFiles.share). A shared segment keeps its
+   * sealing: `sealing` then only says what the new version records, and must be of the same kind.
+   */
+  body: Readable | { sharedSegment: Segment };
   transforms: Transform[];
   /** Once the bytes are on disk: the ETag and verified checksums, or a throw (BadDigest). */
   digests(): Promise<{ etag: string; checksums: Record<string, string> }>;
@@ -300,7 +305,9 @@ export function objectOperations(context: StoreContext) {
 
     async putObject(request: PutRequest): Promise<StoredVersion> {
       let digests: { etag: string; checksums: Record<string, string> } | undefined;
-      const sealed = request.sealing && keyring.newDataKey(request.sealing.wrapping);
+      const shared = 'sharedSegment' in request.body ? request.body.sharedSegment : undefined;
+      const sealed = shared === undefined ? request.sealing && keyring.newDataKey(request.sealing.wrapping) : undefined;
+      const blobSealing = shared ? shared.sealing : sealed?.sealing;
       const { version, freed } = await streamedWrite(context, {
         orgId: request.orgId,
         bucketId: request.bucketId,
@@ -308,7 +315,7 @@ export function objectOperations(context: StoreContext) {
         sizeIsLimit: request.sizeIsLimit,
         seal: sealed && sealingTransform(sealed.dataKey),
         objects: 1,
-        body: request.body,
+        body: shared ? { sharedBlob: shared.blob } : (request.body as Readable),
         transforms: request.transforms,
         key: request.key,
         readEarly: request.readEarly,
@@ -336,7 +343,7 @@ export function objectOperations(context: StoreContext) {
                     content_type: request.contentType,
                     headers: request.headers,
                     checksums: digests!.checksums,
-                    segments: [{ blob, size, ...(sealed ? { sealing: sealed.sealing } : {}) }],
+                    segments: [{ blob, size, ...(blobSealing ? { sealing: blobSealing } : {}) }],
                     tags: request.tags ?? [],
                     encryption: request.sealing?.record ?? null,
                     acl: request.acl ?? null,
@@ -348,7 +355,7 @@ export function objectOperations(context: StoreContext) {
             size,
             etag: digests!.etag,
             checksums: digests!.checksums,
-            segments: [{ blob, size, ...(sealed ? { sealing: sealed.sealing } : {}) }],
+            segments: [{ blob, size, ...(blobSealing ? { sealing: blobSealing } : {}) }],
             attributes: request,
             condition: request.condition,
             encryption: request.sealing?.record ?? null,

@@ -41,7 +41,11 @@ export interface WriteSpec<T, Item = unknown> {
   key?: string;
   /** Objects the write adds (1 for an object, 0 for a part). */
   objects: number;
-  body: Readable;
+  /**
+   * The bytes: a stream, or an existing blob whose bytes the write takes as they are, sharing its
+   * file (`BlobFiles.share`; `size` is then what they hold, and nothing is read or observed).
+   */
+  body: Readable | SharedBytes;
   /** Observers of the bytes on their way to the file (digests and checksums). */
   transforms: Transform[];
   /** What the write replaces (an unversioned key's version, a part of the same number); for the early check. */
@@ -65,6 +69,11 @@ export interface WriteSpec<T, Item = unknown> {
    * `Expect: 100-continue`).
    */
   readEarly?: boolean;
+}
+
+/** A write's bytes taken from an existing blob (see `WriteSpec.body`). */
+export interface SharedBytes {
+  sharedBlob: string;
 }
 
 /** Bodies up to this size are read at once, without reserving space (`WriteSpec.readEarly`). */
@@ -105,7 +114,9 @@ export async function streamedWrite<T, Item>(context: StoreContext, spec: WriteS
   const reservationId = randomUUID();
   const blob = BlobFiles.newName();
   const groups = orgWriteGroups(pool);
-  const early = spec.readEarly === true && spec.size <= READ_EARLY_MAX_BYTES;
+  const shared = 'sharedBlob' in spec.body ? spec.body.sharedBlob : undefined;
+  const body = shared === undefined ? (spec.body as Readable) : undefined;
+  const early = body !== undefined && spec.readEarly === true && spec.size <= READ_EARLY_MAX_BYTES;
   const inPlace = early && spec.size <= IN_PLACE_MAX_BYTES;
   const reservation = early ? claimFile(context, spec, reservationId, blob) : reserveSpace(context, spec, reservationId, blob);
   const guard = lengthGuard(spec.size);
@@ -119,7 +130,7 @@ export async function streamedWrite<T, Item>(context: StoreContext, spec: WriteS
   // durable (`publish` waits for it, as below), and a crash meanwhile leaves only a temporary file
   // without a reservation, which the sweep removes. A bucket that is not there stops the reading.
   const readingEarly = early && !inPlace ? new AbortController() : undefined;
-  const writing = readingEarly ? blobs.write(blob, spec.body, transforms, { signal: readingEarly.signal }) : undefined;
+  const writing = readingEarly ? blobs.write(blob, body!, transforms, { signal: readingEarly.signal }) : undefined;
   writing?.catch(() => {});
   let reserved: Promise<void>;
   try {
@@ -135,9 +146,10 @@ export async function streamedWrite<T, Item>(context: StoreContext, spec: WriteS
   }
   let published: Promise<void> | undefined;
   try {
-    await (writing ?? blobs.write(blob, spec.body, transforms, { inPlace }));
+    if (shared !== undefined) await blobs.share(blob, shared);
+    else await (writing ?? blobs.write(blob, body!, transforms, { inPlace }));
     // What the body carried, before any sealing (the file may hold more: the seal's tags).
-    const written = guard.seen();
+    const written = shared !== undefined ? spec.size : guard.seen();
     if (written !== spec.size && !spec.sizeIsLimit)
       throw new StoreRefusal('IncompleteBody', `You did not provide the number of bytes specified by the Content-Length HTTP header`);
     // The file moves into place and is flushed (its bytes and its name) while the last digests

@@ -3,7 +3,8 @@ import { Transform } from 'node:stream';
 import { isChecksumAlgorithm, runningChecksum } from '../checksums.ts';
 import { assertWriteCondition, etagListMatches, type DeleteCondition, type WriteCondition } from '../conditions.ts';
 import { hashing, type NativeDigest } from '../hashing.ts';
-import type { ServedBucket, StoredVersion, Tag } from '../rows.ts';
+import type { PutRequest, SealingRequest } from '../objects.ts';
+import type { Segment, ServedBucket, StoredVersion, Tag } from '../rows.ts';
 import { aclOfHeaders, aclOfRequest, assertAclsTaken, assertNotBlocked, sendAcl } from './acl.ts';
 import { copySourceKey, encryptionHeaders, readKey, writeEncryption } from './encryption.ts';
 import { S3Error, assertStorable, invalidArgument, noSuchKey, notImplemented } from './errors.ts';
@@ -475,30 +476,78 @@ async function copyObject(request: S3Request): Promise<void> {
     // A copy is a new object: its ACL is what the request asks for, not the source's.
     acl: aclOfHeaders(request, bucket.org_id),
   };
-  // The copy is hashed again as it is written (ETag and the source's checksums, one pass each).
-  const algorithms = Object.keys(sourceVersion.checksums).filter(isChecksumAlgorithm);
-  const native = new Set<NativeDigest>(['md5']);
-  const scripted = new Map<string, ReturnType<typeof runningChecksum>>();
-  for (const algorithm of algorithms) {
-    if (algorithm === 'crc32' || algorithm === 'sha1' || algorithm === 'sha256') native.add(algorithm);
-    else scripted.set(algorithm, runningChecksum(algorithm));
-  }
-  const hashes = hashing(native, sourceVersion.size_bytes);
-  const observer = new Transform({
-    transform(chunk: Buffer, _encoding, callback) {
-      for (const checksum of scripted.values()) checksum.update(chunk);
-      callback(null, chunk);
-    },
-  });
+  const shared = sharedSource(sourceVersion, sealing, sameObject);
   const version = await request.store.objects.putObject({
     orgId: bucket.org_id,
     bucketId: bucket.id,
     key: validKey(request.key),
     ...attributes,
     size: sourceVersion.size_bytes,
-    body: request.store.objects.read(sourceVersion, 0, sourceVersion.size_bytes - 1, sourceKey),
     sealing,
     lock,
+    ...(shared
+      ? {
+          body: { sharedSegment: shared.segment },
+          transforms: [],
+          digests: () => Promise.resolve({ etag: shared.etag, checksums: shared.checksums }),
+        }
+      : copiedBytes(request, sourceVersion, sourceKey)),
+  });
+  const headers: Record<string, string> = encryptionHeaders(version.encryption);
+  if (bucket.versioning) headers['x-amz-version-id'] = version.version_id;
+  if (namesVersions(sourceBucket)) headers['x-amz-copy-source-version-id'] = sourceVersion.version_id;
+  sendXml(
+    request.res,
+    200,
+    document('CopyObjectResult', { ETag: quoted(version.etag), LastModified: version.last_modified.toISOString() }),
+    headers,
+  );
+}
+
+/**
+ * The source's one segment, for the copy to share its file (BlobFiles.share) rather than write its
+ * bytes again, when the copy keeps them as they are: an object of one segment whose ETag is the MD5
+ * of its bytes (a multipart object's is not, and its copy's is), sealed as the copy is to be (not
+ * at all, or under the platform's key; SSE-C bytes are opened and sealed again under the copy's
+ * key), and not a copy onto itself (which asks for its bytes to be sealed anew). Its ETag and
+ * checksums are the source's: the same bytes.
+ */
+function sharedSource(
+  source: StoredVersion,
+  sealing: SealingRequest | undefined,
+  sameObject: boolean,
+): { segment: Segment; etag: string; checksums: Record<string, string> } | undefined {
+  const [segment, ...more] = source.segments;
+  const { etag } = source;
+  if (segment === undefined || more.length > 0 || sameObject || etag === null || !/^[0-9a-f]{32}$/.test(etag)) return undefined;
+  const sourceSealedBy = segment.sealing?.by;
+  if (sourceSealedBy === 'customer' || sourceSealedBy !== sealing?.wrapping.by) return undefined;
+  const checksums = Object.fromEntries(Object.entries(source.checksums).filter(([algorithm]) => isChecksumAlgorithm(algorithm)));
+  return { segment, etag, checksums };
+}
+
+/** The source's bytes read (opened with `sourceKey` when SSE-C), hashed again as the copy writes them: its ETag and the source's checksums, one pass each. */
+function copiedBytes(
+  request: S3Request,
+  source: StoredVersion,
+  sourceKey: Buffer | undefined,
+): Pick<PutRequest, 'body' | 'transforms' | 'digests'> {
+  const algorithms = Object.keys(source.checksums).filter(isChecksumAlgorithm);
+  const native = new Set<NativeDigest>(['md5']);
+  const scripted = new Map<string, ReturnType<typeof runningChecksum>>();
+  for (const algorithm of algorithms) {
+    if (algorithm === 'crc32' || algorithm === 'sha1' || algorithm === 'sha256') native.add(algorithm);
+    else scripted.set(algorithm, runningChecksum(algorithm));
+  }
+  const hashes = hashing(native, source.size_bytes);
+  const observer = new Transform({
+    transform(chunk: Buffer, _encoding, callback) {
+      for (const checksum of scripted.values()) checksum.update(chunk);
+      callback(null, chunk);
+    },
+  });
+  return {
+    body: request.store.objects.read(source, 0, source.size_bytes - 1, sourceKey),
     transforms: [hashes.transform, observer],
     digests: async () => {
       const digests = await hashes.result();
@@ -512,16 +561,7 @@ async function copyObject(request: S3Request): Promise<void> {
         ),
       };
     },
-  });
-  const headers: Record<string, string> = encryptionHeaders(version.encryption);
-  if (bucket.versioning) headers['x-amz-version-id'] = version.version_id;
-  if (namesVersions(sourceBucket)) headers['x-amz-copy-source-version-id'] = sourceVersion.version_id;
-  sendXml(
-    request.res,
-    200,
-    document('CopyObjectResult', { ETag: quoted(version.etag), LastModified: version.last_modified.toISOString() }),
-    headers,
-  );
+  };
 }
 
 /** DeleteObject's conditions (If-Match, x-amz-if-match-last-modified-time, x-amz-if-match-size), if any. */

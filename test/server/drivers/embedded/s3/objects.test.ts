@@ -20,9 +20,12 @@ import {
 } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { createHash, randomBytes } from 'node:crypto';
+import { existsSync, statSync, type Stats } from 'node:fs';
+import path from 'node:path';
 import { Readable } from 'node:stream';
 import { crc32 } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { eventually } from '../../../../support/eventually.ts';
 import { MiB, createAccessKey, createBucket, s3Client, s3ErrorOf, startS3Server, type IssuedKey } from './support.ts';
 
 let server: Awaited<ReturnType<typeof startS3Server>>;
@@ -38,6 +41,18 @@ beforeAll(async () => {
 afterAll(async () => server?.close());
 
 const md5 = (data: Buffer | string) => createHash('md5').update(data).digest('hex');
+
+/** The file holding the one segment of the latest version of `key` in the bucket photos, and what stat says of it. */
+async function blobFile(key: string): Promise<{ path: string; stat: Stats }> {
+  const { rows } = await server.pool.query<{ segments: Array<{ blob: string }> }>(
+    `SELECT v.segments FROM store_versions v JOIN store_buckets b ON b.id = v.bucket_id
+     WHERE b.name = 'photos' AND b.org_id = $1 AND v.key = $2 ORDER BY v.seq DESC LIMIT 1`,
+    [server.org.orgId, key],
+  );
+  const [segment] = rows[0]!.segments;
+  const file = path.join(server.dataDir, 'objects', 'blobs', segment!.blob.slice(0, 2), segment!.blob);
+  return { path: file, stat: statSync(file) };
+}
 
 describe('objects through the SDK', () => {
   test('a string body (signed payload, CRC32 header) is stored and read back, with S3 ETag and checksum', async () => {
@@ -258,6 +273,40 @@ describe('objects through the SDK', () => {
       code: 'NoSuchKey',
       status: 404,
     });
+  });
+
+  test("a copy whose bytes do not change shares its source's file: nothing is written again, and each stands alone", async () => {
+    const data = randomBytes(5 * MiB + 3);
+    const put = await s3.send(new PutObjectCommand({ Bucket: 'photos', Key: 'shared/source', Body: data, ChecksumAlgorithm: 'SHA256' }));
+    const copied = await s3.send(new CopyObjectCommand({ Bucket: 'photos', Key: 'shared/copy', CopySource: 'photos/shared/source' }));
+    expect(copied.CopyObjectResult?.ETag).toBe(`"${md5(data)}"`);
+    expect(copied.CopyObjectResult?.ETag).toBe(put.ETag);
+    const source = await blobFile('shared/source');
+    const copy = await blobFile('shared/copy');
+    expect(copy.path).not.toBe(source.path);
+    // One file under two names.
+    expect(copy.stat.ino).toBe(source.stat.ino);
+    expect(copy.stat.nlink).toBe(2);
+    const got = await s3.send(new GetObjectCommand({ Bucket: 'photos', Key: 'shared/copy', ChecksumMode: 'ENABLED' }));
+    expect(Buffer.from(await got.Body!.transformToByteArray()).equals(data)).toBe(true);
+    expect(got.ChecksumSHA256).toBe(put.ChecksumSHA256);
+
+    // The source deleted, its name goes and the copy keeps the bytes.
+    await s3.send(new DeleteObjectsCommand({ Bucket: 'photos', Delete: { Objects: [{ Key: 'shared/source' }] } }));
+    await eventually(async () => (!existsSync(source.path) ? true : undefined), "the source's name removed");
+    expect(statSync(copy.path).nlink).toBe(1);
+    const after = await s3.send(new GetObjectCommand({ Bucket: 'photos', Key: 'shared/copy' }));
+    expect(Buffer.from(await after.Body!.transformToByteArray()).equals(data)).toBe(true);
+
+    // A copy that seals the bytes (SSE-S3 asked of a plain object) writes them anew, sealed.
+    await s3.send(
+      new CopyObjectCommand({ Bucket: 'photos', Key: 'shared/sealed', CopySource: 'photos/shared/copy', ServerSideEncryption: 'AES256' }),
+    );
+    const sealed = await blobFile('shared/sealed');
+    expect(sealed.stat.ino).not.toBe(copy.stat.ino);
+    expect(sealed.stat.size).toBeGreaterThan(data.length);
+    const opened = await s3.send(new GetObjectCommand({ Bucket: 'photos', Key: 'shared/sealed' }));
+    expect(Buffer.from(await opened.Body!.transformToByteArray()).equals(data)).toBe(true);
   });
 
   test('PutObject If-None-Match: * writes only a new key; response-* parameters override the answer headers', async () => {
