@@ -3,9 +3,8 @@ import { restoreExactIntegers } from './exact-integers.ts';
 /**
  * The contract as the server loads it (`generated/openapi.runtime.json`): the bundle without what
  * is written for people (descriptions, summaries, examples, external docs), except the one
- * description OpenAPI requires, a response's. Every rule stays: the
- * paths, operations, parameters, bodies, responses, schemas with all their keywords, and the `x-`
- * extensions the server reads.
+ * description OpenAPI requires, a response's. Every rule stays: the paths, operations, parameters,
+ * bodies, responses, schemas with all their keywords, and the `x-` extensions the server reads.
  *
  * The server's request and response validator parses, dereferences and walks the whole document
  * at every start, before the first request it can answer; two thirds of the bundle's bytes are
