@@ -148,8 +148,15 @@ export async function createQemuHypervisor({ dataDir, config, log }: QemuDriverO
     log.info({ server_id: record?.serverId }, 'QEMU driver: a guest powered itself off');
   }
 
-  async function report(files: ServerFiles, record: ServerRecord, pool?: AddressEntry[]): Promise<ServerReport> {
-    const observedAt = new Date();
+  /**
+   * What the server is, as of `observedAt`: a time taken before `record` (and `pool`) were read.
+   * A report built on a record read before an operation changed it must be older than that
+   * operation's own report, or it would replace it: the reconciler read a running server's record,
+   * a stop ended its QEMU and saved it off and reported it stopped, and the reconciler, going on
+   * from the record it had, reported a QEMU gone while the record said on (`crashed`) with a later
+   * time, which won.
+   */
+  async function report(files: ServerFiles, record: ServerRecord, pool?: AddressEntry[], observedAt = new Date()): Promise<ServerReport> {
     const status = await statusOf(files, record);
     const entries = pool ?? (await addresses.entries());
     return {
@@ -460,6 +467,8 @@ export async function createQemuHypervisor({ dataDir, config, log }: QemuDriverO
     },
 
     async describeServers(serverIds) {
+      // Taken before anything is read: see `report`.
+      const observedAt = new Date();
       const pool = await addresses.entries();
       const reports: ServerReport[] = [];
       // A few at a time: each is a pid check and a QMP round trip.
@@ -468,7 +477,7 @@ export async function createQemuHypervisor({ dataDir, config, log }: QemuDriverO
           serverIds.slice(start, start + 8).map(async (serverId) => {
             const files = layout.server(serverId);
             const record = await readRecord(files.record);
-            return record ? report(files, record, pool) : undefined;
+            return record ? report(files, record, pool, observedAt) : undefined;
           }),
         );
         reports.push(...batch.filter((entry): entry is ServerReport => entry !== undefined));
