@@ -5,7 +5,7 @@ import { isChecksumAlgorithm, runningChecksum } from './checksums.ts';
 import type { WriteCondition } from './conditions.ts';
 import { lockForWrite } from './quota.ts';
 import { StoreRefusal } from './refusals.ts';
-import { num, type StoredPart, type StoredUpload, type VersionEncryption } from './rows.ts';
+import { num, type Segment, type StoredPart, type StoredUpload, type VersionEncryption } from './rows.ts';
 import { commitVersion, type VersionAttributes } from './objects.ts';
 import type { VersionLock } from './object-lock.ts';
 import { sealingTransform, type WrappingKey } from './sealing.ts';
@@ -100,7 +100,8 @@ export function multipartOperations(context: StoreContext) {
       uploadId: string;
       partNumber: number;
       size: number;
-      body: Readable;
+      /** The bytes: a stream, or the one segment of an existing version, whose file the part shares (see PutRequest.body). */
+      body: Readable | { sharedSegment: Segment };
       transforms: Transform[];
       digests(): Promise<{ etag: string; checksums: Record<string, string> }>;
       /** The key that wraps the part's data key, when the upload is sealed (its `encryption`). */
@@ -108,7 +109,9 @@ export function multipartOperations(context: StoreContext) {
     }): Promise<StoredPart> {
       await uploadOf(pool, request.bucketId, request.key, request.uploadId);
       let digests: { etag: string; checksums: Record<string, string> } | undefined;
-      const sealed = request.wrapping && keyring.newDataKey(request.wrapping);
+      const shared = 'sharedSegment' in request.body ? request.body.sharedSegment : undefined;
+      const sealed = shared === undefined ? request.wrapping && keyring.newDataKey(request.wrapping) : undefined;
+      const partSealing = shared ? shared.sealing : sealed?.sealing;
       const previousPart = async (tx: PoolClient) => {
         const { rows } = await tx.query<StoredPart>('SELECT * FROM store_parts WHERE upload_id = $1 AND part_number = $2', [
           request.uploadId,
@@ -121,7 +124,7 @@ export function multipartOperations(context: StoreContext) {
         bucketId: request.bucketId,
         size: request.size,
         objects: 0,
-        body: request.body,
+        body: shared ? { sharedBlob: shared.blob } : (request.body as Readable),
         transforms: request.transforms,
         seal: sealed && sealingTransform(sealed.dataKey),
         replaces: async (tx) => ({ bytes: (await previousPart(tx))?.size_bytes ?? 0, objects: 0 }),
@@ -143,7 +146,7 @@ export function multipartOperations(context: StoreContext) {
               request.size,
               digests!.etag,
               JSON.stringify(digests!.checksums),
-              sealed ? JSON.stringify(sealed.sealing) : null,
+              partSealing ? JSON.stringify(partSealing) : null,
             ],
           );
           const freedBlobs = previous ? [previous.blob] : [];

@@ -4,7 +4,14 @@ import { hashing } from '../hashing.ts';
 import { aclOfHeaders, assertAclsTaken } from './acl.ts';
 import { assertCompletionKey, copySourceKey, encryptionHeaders, partWrapping, writeEncryption } from './encryption.ts';
 import { S3Error, invalidArgument } from './errors.ts';
-import { assertEarlyWriteCondition, attributesOf, copySourceVersion, taggingOf, writeConditionOf } from './object-handlers.ts';
+import {
+  assertEarlyWriteCondition,
+  attributesOf,
+  copySourceVersion,
+  sharedSource,
+  taggingOf,
+  writeConditionOf,
+} from './object-handlers.ts';
 import { writeLock } from './object-lock.ts';
 import { checkedSmallBody, headerOf, sendXml, signedUploadBody, type S3Handler, type S3Request } from './request.ts';
 import { blocks, document, malformedXml, text, type XmlNode } from './xml.ts';
@@ -66,7 +73,8 @@ function copyRange(request: S3Request, size: number): { start: number; end: numb
 
 /**
  * UploadPartCopy: a part made of (a range of) an existing object, read from the store and written
- * as any part is (its own file, its ETag the MD5 of its bytes, its space reserved under the quotas).
+ * as any part is (its own file, its ETag the MD5 of its bytes, its space reserved under the quotas);
+ * a whole one-part object sealed as the upload is shares its file instead (see sharedSource).
  */
 const uploadPartCopy: S3Handler = async (request) => {
   const { sourceBucket, sourceVersion } = await copySourceVersion(request);
@@ -80,7 +88,9 @@ const uploadPartCopy: S3Handler = async (request) => {
   const sourceKey = copySourceKey(request, sourceVersion);
   const { start, end } = copyRange(request, sourceVersion.size_bytes);
   const size = end - start + 1;
-  const hashes = hashing(new Set(['md5'] as const), size);
+  // A whole object copied as a part keeps its bytes as they are: the part may share its file.
+  const shared = start === 0 && end === sourceVersion.size_bytes - 1 ? sharedSource(sourceVersion, wrapping?.by, false) : undefined;
+  const hashes = shared ? undefined : hashing(new Set(['md5'] as const), size);
   const part = await request.store.multipart.uploadPart({
     orgId: bucket.org_id,
     bucketId: bucket.id,
@@ -88,9 +98,13 @@ const uploadPartCopy: S3Handler = async (request) => {
     uploadId,
     partNumber,
     size,
-    body: request.store.objects.read(sourceVersion, start, end, sourceKey),
-    transforms: [hashes.transform],
-    digests: async () => ({ etag: (await hashes.result()).get('md5')!.toString('hex'), checksums: {} }),
+    ...(shared
+      ? { body: { sharedSegment: shared.segment }, transforms: [], digests: () => Promise.resolve({ etag: shared.etag, checksums: {} }) }
+      : {
+          body: request.store.objects.read(sourceVersion, start, end, sourceKey),
+          transforms: [hashes!.transform],
+          digests: async () => ({ etag: (await hashes!.result()).get('md5')!.toString('hex'), checksums: {} }),
+        }),
     wrapping,
   });
   sendXml(request.res, 200, document('CopyPartResult', { ETag: `"${part.etag}"`, LastModified: part.last_modified.toISOString() }), {

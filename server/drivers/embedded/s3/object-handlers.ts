@@ -3,7 +3,8 @@ import { Transform } from 'node:stream';
 import { isChecksumAlgorithm, runningChecksum } from '../checksums.ts';
 import { assertWriteCondition, etagListMatches, type DeleteCondition, type WriteCondition } from '../conditions.ts';
 import { hashing, type NativeDigest } from '../hashing.ts';
-import type { PutRequest, SealingRequest } from '../objects.ts';
+import type { PutRequest } from '../objects.ts';
+import type { WrappingKey } from '../sealing.ts';
 import type { Segment, ServedBucket, StoredVersion, Tag } from '../rows.ts';
 import { aclOfHeaders, aclOfRequest, assertAclsTaken, assertNotBlocked, sendAcl } from './acl.ts';
 import { copySourceKey, encryptionHeaders, readKey, writeEncryption } from './encryption.ts';
@@ -476,7 +477,7 @@ async function copyObject(request: S3Request): Promise<void> {
     // A copy is a new object: its ACL is what the request asks for, not the source's.
     acl: aclOfHeaders(request, bucket.org_id),
   };
-  const shared = sharedSource(sourceVersion, sealing, sameObject);
+  const shared = sharedSource(sourceVersion, sealing?.wrapping.by, sameObject);
   const version = await request.store.objects.putObject({
     orgId: bucket.org_id,
     bucketId: bucket.id,
@@ -505,23 +506,23 @@ async function copyObject(request: S3Request): Promise<void> {
 }
 
 /**
- * The source's one segment, for the copy to share its file (BlobFiles.share) rather than write its
- * bytes again, when the copy keeps them as they are: an object of one segment whose ETag is the MD5
- * of its bytes (a multipart object's is not, and its copy's is), sealed as the copy is to be (not
- * at all, or under the platform's key; SSE-C bytes are opened and sealed again under the copy's
- * key), and not a copy onto itself (which asks for its bytes to be sealed anew). Its ETag and
- * checksums are the source's: the same bytes.
+ * The source's one segment, for a copy (CopyObject, or UploadPartCopy of a whole object) to share
+ * its file (BlobFiles.share) rather than write its bytes again, when the copy keeps them as they
+ * are: an object of one segment whose ETag is the MD5 of its bytes (a multipart object's is not,
+ * and its copy's is), sealed as the copy is to be (`sealedBy`: not at all, or under the platform's
+ * key; SSE-C bytes are opened and sealed again under the copy's key), and not a copy onto itself
+ * (which asks for its bytes to be sealed anew). Its ETag and checksums are the source's: the same bytes.
  */
-function sharedSource(
+export function sharedSource(
   source: StoredVersion,
-  sealing: SealingRequest | undefined,
+  sealedBy: WrappingKey['by'] | undefined,
   sameObject: boolean,
 ): { segment: Segment; etag: string; checksums: Record<string, string> } | undefined {
   const [segment, ...more] = source.segments;
   const { etag } = source;
   if (segment === undefined || more.length > 0 || sameObject || etag === null || !/^[0-9a-f]{32}$/.test(etag)) return undefined;
   const sourceSealedBy = segment.sealing?.by;
-  if (sourceSealedBy === 'customer' || sourceSealedBy !== sealing?.wrapping.by) return undefined;
+  if (sourceSealedBy === 'customer' || sourceSealedBy !== sealedBy) return undefined;
   const checksums = Object.fromEntries(Object.entries(source.checksums).filter(([algorithm]) => isChecksumAlgorithm(algorithm)));
   return { segment, etag, checksums };
 }

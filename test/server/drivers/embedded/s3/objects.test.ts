@@ -16,6 +16,7 @@ import {
   ListObjectsV2Command,
   PutObjectCommand,
   UploadPartCommand,
+  UploadPartCopyCommand,
   type S3Client,
 } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
@@ -307,6 +308,55 @@ describe('objects through the SDK', () => {
     expect(sealed.stat.size).toBeGreaterThan(data.length);
     const opened = await s3.send(new GetObjectCommand({ Bucket: 'photos', Key: 'shared/sealed' }));
     expect(Buffer.from(await opened.Body!.transformToByteArray()).equals(data)).toBe(true);
+  });
+
+  test('UploadPartCopy of a whole object shares its file; a range of it is written anew', async () => {
+    const data = randomBytes(5 * MiB + 11);
+    await s3.send(new PutObjectCommand({ Bucket: 'photos', Key: 'shared/part-source', Body: data }));
+    const source = await blobFile('shared/part-source');
+    const { UploadId } = await s3.send(new CreateMultipartUploadCommand({ Bucket: 'photos', Key: 'shared/assembled' }));
+    const whole = await s3.send(
+      new UploadPartCopyCommand({
+        Bucket: 'photos',
+        Key: 'shared/assembled',
+        UploadId,
+        PartNumber: 1,
+        CopySource: 'photos/shared/part-source',
+      }),
+    );
+    expect(whole.CopyPartResult?.ETag).toBe(`"${md5(data)}"`);
+    const ranged = await s3.send(
+      new UploadPartCopyCommand({
+        Bucket: 'photos',
+        Key: 'shared/assembled',
+        UploadId,
+        PartNumber: 2,
+        CopySource: 'photos/shared/part-source',
+        CopySourceRange: 'bytes=0-1023',
+      }),
+    );
+    expect(ranged.CopyPartResult?.ETag).toBe(`"${md5(data.subarray(0, 1024))}"`);
+    const { rows } = await server.pool.query<{ part_number: number; blob: string }>(
+      'SELECT part_number, blob FROM store_parts WHERE upload_id = $1 ORDER BY part_number',
+      [UploadId],
+    );
+    const inodeOf = (blob: string) => statSync(path.join(server.dataDir, 'objects', 'blobs', blob.slice(0, 2), blob)).ino;
+    expect(rows.map((row) => inodeOf(row.blob) === source.stat.ino)).toEqual([true, false]);
+    await s3.send(
+      new CompleteMultipartUploadCommand({
+        Bucket: 'photos',
+        Key: 'shared/assembled',
+        UploadId,
+        MultipartUpload: {
+          Parts: [
+            { PartNumber: 1, ETag: whole.CopyPartResult!.ETag },
+            { PartNumber: 2, ETag: ranged.CopyPartResult!.ETag },
+          ],
+        },
+      }),
+    );
+    const got = await s3.send(new GetObjectCommand({ Bucket: 'photos', Key: 'shared/assembled' }));
+    expect(Buffer.from(await got.Body!.transformToByteArray()).equals(Buffer.concat([data, data.subarray(0, 1024)]))).toBe(true);
   });
 
   test('PutObject If-None-Match: * writes only a new key; response-* parameters override the answer headers', async () => {
