@@ -1,15 +1,15 @@
 import { createHash, randomBytes } from 'node:crypto';
-import type { Readable, Transform } from 'node:stream';
+import type { Transform } from 'node:stream';
 import { withTransaction, type PoolClient } from '../../db/pool.ts';
 import { isChecksumAlgorithm, runningChecksum } from './checksums.ts';
 import type { WriteCondition } from './conditions.ts';
 import { lockForWrite } from './quota.ts';
 import { StoreRefusal } from './refusals.ts';
-import { num, type Segment, type StoredPart, type StoredUpload, type VersionEncryption } from './rows.ts';
+import { num, type StoredPart, type StoredUpload, type VersionEncryption } from './rows.ts';
 import { commitVersion, type VersionAttributes } from './objects.ts';
 import type { VersionLock } from './object-lock.ts';
-import { sealingTransform, type WrappingKey } from './sealing.ts';
-import { assertCommitFits, dropGarbage, markGarbage, streamedWrite, type StoreContext } from './write-path.ts';
+import type { WrappingKey } from './sealing.ts';
+import { assertCommitFits, blobWrite, dropGarbage, markGarbage, streamedWrite, type BlobSource, type StoreContext } from './write-path.ts';
 
 /** S3's smallest part, except for the last one. */
 export const MIN_PART_BYTES = 5 * 1024 * 1024;
@@ -100,8 +100,8 @@ export function multipartOperations(context: StoreContext) {
       uploadId: string;
       partNumber: number;
       size: number;
-      /** The bytes: a stream, or the one segment of an existing version, whose file the part shares (see PutRequest.body). */
-      body: Readable | { sharedSegment: Segment };
+      /** The bytes (see BlobSource); a shared segment is sealed as the upload's parts are. */
+      body: BlobSource;
       transforms: Transform[];
       digests(): Promise<{ etag: string; checksums: Record<string, string> }>;
       /** The key that wraps the part's data key, when the upload is sealed (its `encryption`). */
@@ -109,9 +109,7 @@ export function multipartOperations(context: StoreContext) {
     }): Promise<StoredPart> {
       await uploadOf(pool, request.bucketId, request.key, request.uploadId);
       let digests: { etag: string; checksums: Record<string, string> } | undefined;
-      const shared = 'sharedSegment' in request.body ? request.body.sharedSegment : undefined;
-      const sealed = shared === undefined ? request.wrapping && keyring.newDataKey(request.wrapping) : undefined;
-      const partSealing = shared ? shared.sealing : sealed?.sealing;
+      const bytes = blobWrite(keyring, request.body, request.wrapping);
       const previousPart = async (tx: PoolClient) => {
         const { rows } = await tx.query<StoredPart>('SELECT * FROM store_parts WHERE upload_id = $1 AND part_number = $2', [
           request.uploadId,
@@ -124,9 +122,9 @@ export function multipartOperations(context: StoreContext) {
         bucketId: request.bucketId,
         size: request.size,
         objects: 0,
-        body: shared ? { sharedBlob: shared.blob } : (request.body as Readable),
+        body: bytes.body,
         transforms: request.transforms,
-        seal: sealed && sealingTransform(sealed.dataKey),
+        seal: bytes.seal,
         replaces: async (tx) => ({ bytes: (await previousPart(tx))?.size_bytes ?? 0, objects: 0 }),
         verify: async () => void (digests = await request.digests()),
         async commit(tx, locked, blob) {
@@ -146,7 +144,7 @@ export function multipartOperations(context: StoreContext) {
               request.size,
               digests!.etag,
               JSON.stringify(digests!.checksums),
-              partSealing ? JSON.stringify(partSealing) : null,
+              bytes.sealing ? JSON.stringify(bytes.sealing) : null,
             ],
           );
           const freedBlobs = previous ? [previous.blob] : [];

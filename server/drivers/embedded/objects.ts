@@ -16,10 +16,10 @@ import {
   type VersionEncryption,
   type AclGrant,
 } from './rows.ts';
-import { openRange, sealingTransform, type WrappingKey } from './sealing.ts';
+import { openRange, type WrappingKey } from './sealing.ts';
 import { changeBucketRow, setBucketColumn } from './bucket-settings.ts';
 import type { AuditStatement } from './s3/platform-port.ts';
-import { assertCommitFits, dropGarbage, markGarbage, streamedWrite, type StoreContext } from './write-path.ts';
+import { assertCommitFits, blobWrite, dropGarbage, markGarbage, streamedWrite, type BlobSource, type StoreContext } from './write-path.ts';
 import type { Batch } from './org-write-groups.ts';
 
 /** What a new version carries besides its bytes. */
@@ -51,11 +51,10 @@ export interface PutRequest extends VersionAttributes {
   /** The new version's retention and legal hold (a bucket with object lock). */
   lock?: VersionLock;
   /**
-   * The bytes: a stream, or the one segment of an existing version, whose file the new version
-   * shares (a copy whose bytes do not change: see BlobFiles.share). A shared segment keeps its
-   * sealing: `sealing` then only says what the new version records, and must be of the same kind.
+   * The bytes (see BlobSource). A shared segment keeps its sealing: `sealing` then only says what
+   * the new version records, and must be of the same kind.
    */
-  body: Readable | { sharedSegment: Segment };
+  body: BlobSource;
   transforms: Transform[];
   /** Once the bytes are on disk: the ETag and verified checksums, or a throw (BadDigest). */
   digests(): Promise<{ etag: string; checksums: Record<string, string> }>;
@@ -305,17 +304,15 @@ export function objectOperations(context: StoreContext) {
 
     async putObject(request: PutRequest): Promise<StoredVersion> {
       let digests: { etag: string; checksums: Record<string, string> } | undefined;
-      const shared = 'sharedSegment' in request.body ? request.body.sharedSegment : undefined;
-      const sealed = shared === undefined ? request.sealing && keyring.newDataKey(request.sealing.wrapping) : undefined;
-      const blobSealing = shared ? shared.sealing : sealed?.sealing;
+      const bytes = blobWrite(keyring, request.body, request.sealing?.wrapping);
       const { version, freed } = await streamedWrite(context, {
         orgId: request.orgId,
         bucketId: request.bucketId,
         size: request.size,
         sizeIsLimit: request.sizeIsLimit,
-        seal: sealed && sealingTransform(sealed.dataKey),
+        seal: bytes.seal,
         objects: 1,
-        body: shared ? { sharedBlob: shared.blob } : (request.body as Readable),
+        body: bytes.body,
         transforms: request.transforms,
         key: request.key,
         readEarly: request.readEarly,
@@ -343,7 +340,7 @@ export function objectOperations(context: StoreContext) {
                     content_type: request.contentType,
                     headers: request.headers,
                     checksums: digests!.checksums,
-                    segments: [{ blob, size, ...(blobSealing ? { sealing: blobSealing } : {}) }],
+                    segments: [{ blob, size, ...(bytes.sealing ? { sealing: bytes.sealing } : {}) }],
                     tags: request.tags ?? [],
                     encryption: request.sealing?.record ?? null,
                     acl: request.acl ?? null,
@@ -355,7 +352,7 @@ export function objectOperations(context: StoreContext) {
             size,
             etag: digests!.etag,
             checksums: digests!.checksums,
-            segments: [{ blob, size, ...(blobSealing ? { sealing: blobSealing } : {}) }],
+            segments: [{ blob, size, ...(bytes.sealing ? { sealing: bytes.sealing } : {}) }],
             attributes: request,
             condition: request.condition,
             encryption: request.sealing?.record ?? null,

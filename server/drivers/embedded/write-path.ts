@@ -6,7 +6,8 @@ import { fileClaims } from './file-claims.ts';
 import { orgWriteGroups, type Batch } from './org-write-groups.ts';
 import { assertWithinLimits, lockWithSnapshot, reservedSpace, type Locked } from './quota.ts';
 import { StoreRefusal } from './refusals.ts';
-import type { ObjectKeyring } from './sealing.ts';
+import type { Segment } from './rows.ts';
+import { sealingTransform, type BlobSealing, type ObjectKeyring, type WrappingKey } from './sealing.ts';
 
 /** What the store needs to carry out a write: its database, files and the process's instance number. */
 export interface StoreContext {
@@ -74,6 +75,29 @@ export interface WriteSpec<T, Item = unknown> {
 /** A write's bytes taken from an existing blob (see `WriteSpec.body`). */
 export interface SharedBytes {
   sharedBlob: string;
+}
+
+/**
+ * A new blob's bytes as an object or a part is given them: a stream, or the one segment of an
+ * existing version, whose file the new blob shares (a copy whose bytes do not change: see
+ * BlobFiles.share).
+ */
+export type BlobSource = Readable | { sharedSegment: Segment };
+
+/**
+ * How a blob is written from `source`: a stream is sealed under a new data key when `wrapping`
+ * asks for it; a shared segment's file is taken as it is, with the sealing it has (the caller
+ * shares only a segment sealed as the new blob is to be).
+ */
+export function blobWrite(
+  keyring: ObjectKeyring,
+  source: BlobSource,
+  wrapping: WrappingKey | undefined,
+): { body: Readable | SharedBytes; seal?: Transform; sealing?: BlobSealing } {
+  if ('sharedSegment' in source) return { body: { sharedBlob: source.sharedSegment.blob }, sealing: source.sharedSegment.sealing };
+  if (!wrapping) return { body: source };
+  const { dataKey, sealing } = keyring.newDataKey(wrapping);
+  return { body: source, seal: sealingTransform(dataKey), sealing };
 }
 
 /** Bodies up to this size are read at once, without reserving space (`WriteSpec.readEarly`). */
