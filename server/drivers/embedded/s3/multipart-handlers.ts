@@ -1,3 +1,4 @@
+import type { Readable } from 'node:stream';
 import type { ServedBucket } from '../rows.ts';
 import { CHECKSUM_ALGORITHMS, isChecksumAlgorithm } from '../checksums.ts';
 import { hashing } from '../hashing.ts';
@@ -90,7 +91,6 @@ const uploadPartCopy: S3Handler = async (request) => {
   const size = end - start + 1;
   // A whole object copied as a part keeps its bytes as they are: the part may share its file.
   const shared = start === 0 && end === sourceVersion.size_bytes - 1 ? sharedSource(sourceVersion, wrapping?.by, false) : undefined;
-  const hashes = shared ? undefined : hashing(new Set(['md5'] as const), size);
   const part = await request.store.multipart.uploadPart({
     orgId: bucket.org_id,
     bucketId: bucket.id,
@@ -100,11 +100,7 @@ const uploadPartCopy: S3Handler = async (request) => {
     size,
     ...(shared
       ? { body: { sharedSegment: shared.segment }, transforms: [], digests: () => Promise.resolve({ etag: shared.etag, checksums: {} }) }
-      : {
-          body: request.store.objects.read(sourceVersion, start, end, sourceKey),
-          transforms: [hashes!.transform],
-          digests: async () => ({ etag: (await hashes!.result()).get('md5')!.toString('hex'), checksums: {} }),
-        }),
+      : copiedRange(request.store.objects.read(sourceVersion, start, end, sourceKey), size)),
     wrapping,
   });
   sendXml(request.res, 200, document('CopyPartResult', { ETag: `"${part.etag}"`, LastModified: part.last_modified.toISOString() }), {
@@ -112,6 +108,16 @@ const uploadPartCopy: S3Handler = async (request) => {
     ...(sourceBucket.versioning || sourceBucket.versioning_configured ? { 'x-amz-copy-source-version-id': sourceVersion.version_id } : {}),
   });
 };
+
+/** A copied range's bytes, hashed as the part is written: its ETag is their MD5. */
+function copiedRange(body: Readable, size: number) {
+  const hashes = hashing(new Set(['md5'] as const), size);
+  return {
+    body,
+    transforms: [hashes.transform],
+    digests: async () => ({ etag: (await hashes.result()).get('md5')!.toString('hex'), checksums: {} }),
+  };
+}
 
 const uploadPart: S3Handler = async (request) => {
   if (request.req.headers['x-amz-copy-source'] !== undefined) return uploadPartCopy(request);
