@@ -11,11 +11,12 @@ export const CONTRACT_PATH = path.join(path.dirname(fileURLToPath(import.meta.ur
 
 // Held weakly: the modules that read rules from the contract do so as they load, all in the same
 // few turns of a start, and keep only what they read. Held strongly, the text and the document
-// (2.5 MB of heap) would stay for the process's life, in each thread that read them.
+// (about 0.9 MB of heap; 2.5 MB for the whole bundle) would stay for the process's life, in each
+// thread that read them.
 let text: WeakRef<{ value: string }> | undefined;
 let document: WeakRef<Record<string, unknown>> | undefined;
 
-/** The bundled contract's text, read once for the modules that ask while it is still held. */
+/** The contract's text, read once for the modules that ask while it is still held. */
 export function contractText(): string {
   let held = text?.deref();
   if (held === undefined) {
@@ -27,8 +28,8 @@ export function contractText(): string {
 
 /**
  * The contract, parsed once for the modules that read rules from it as they load (bounds beyond
- * 2^53 as JS numbers). Shared: read it, never change it. Reading and parsing the whole bundle's
- * 0.8 MB cost 35 ms of a start each time, and three modules did it.
+ * 2^53 as JS numbers). Shared: read it, never change it. Three modules read rules from it; each
+ * reading and parsing the whole bundle's 0.8 MB for itself cost 35 ms of a start.
  */
 export function contractDocument(): Record<string, unknown> {
   let held = document?.deref();
