@@ -9,13 +9,13 @@ import {
   ListObjectVersionsCommand,
   PutObjectCommand,
   UploadPartCommand,
+  UploadPartCopyCommand,
   type S3Client,
 } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { readdirSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import path from 'node:path';
-import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { MiB, createAccessKey, createBucket, s3Client, s3ErrorOf, setBucketQuota, settles, startS3Server } from './support.ts';
 
@@ -188,14 +188,21 @@ describe("the organization's ceiling", () => {
     const org = await server.createOrg('Full Disk Inc');
     const client = s3Client(server, await createAccessKey(server, org));
     await createBucket(server, org, 'archive');
-    const size = GiB + MiB;
-    const chunk = Buffer.alloc(4 * MiB);
-    const body = Readable.from(
-      (function* () {
-        for (let sent = 0; sent < size; sent += chunk.length) yield chunk.subarray(0, Math.min(chunk.length, size - sent));
-      })(),
-    );
-    await client.send(new PutObjectCommand({ Bucket: 'archive', Key: 'dump', Body: body, ContentLength: size }));
+    // Past 1 GiB (the least ceiling) without sending a gigabyte: a multipart object whose parts are
+    // copies of one 64 MiB object, each part sharing the source's file yet counted at its full size.
+    const seedSize = 64 * MiB;
+    await client.send(new PutObjectCommand({ Bucket: 'archive', Key: 'seed', Body: Buffer.alloc(seedSize, 7) }));
+    const { UploadId } = await client.send(new CreateMultipartUploadCommand({ Bucket: 'archive', Key: 'dump' }));
+    const parts = [];
+    for (let PartNumber = 1; PartNumber <= 17; PartNumber++) {
+      const { CopyPartResult } = await client.send(
+        new UploadPartCopyCommand({ Bucket: 'archive', Key: 'dump', UploadId, PartNumber, CopySource: 'archive/seed' }),
+      );
+      parts.push({ PartNumber, ETag: CopyPartResult!.ETag });
+    }
+    await client.send(new CompleteMultipartUploadCommand({ Bucket: 'archive', Key: 'dump', UploadId, MultipartUpload: { Parts: parts } }));
+    await client.send(new DeleteObjectCommand({ Bucket: 'archive', Key: 'seed' }));
+    const size = 17 * seedSize;
     await client.send(new PutObjectCommand({ Bucket: 'archive', Key: 'small', Body: 'x' }));
     // The reconciler reads the usage the store measured.
     await settles(async () => {
