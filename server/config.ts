@@ -177,6 +177,12 @@ export interface S3Config {
   publicAccess: boolean;
   /** Unsigned requests per client address per RATE_LIMIT_WINDOW_SECONDS (S3_PUBLIC_RATE_LIMIT, default 1200); past it, 503 SlowDown. */
   publicRateLimit: number;
+  /**
+   * Nice values the S3 endpoint's thread, its hashing threads and, on the embedded PostgreSQL, its
+   * connections' backends run above the API's (S3_NICE, default 10, 0 to 19; 0: the API's own):
+   * when the CPU is short, S3 transfers wait and API requests do not (s3-priority.ts).
+   */
+  nice: number;
 }
 
 export interface OidcConfig {
@@ -354,6 +360,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       lifecycleDaySeconds: integer(env, 'S3_LIFECYCLE_DAY_SECONDS', 86_400, 1, 86_400),
       publicAccess: boolean(env, 'S3_PUBLIC_ACCESS', true),
       publicRateLimit: integer(env, 'S3_PUBLIC_RATE_LIMIT', 1200, 1, 1_000_000),
+      nice: integer(env, 'S3_NICE', 10, 0, 19),
     },
     simulators: {
       poolSize: integer(env, 'SIM_POOL_SIZE', 4, 1, 100),

@@ -42,6 +42,10 @@ export const TEST_ENV: Record<string, string> = {
   // Most test servers share a test worker's heap with the tests: a full collection there, each
   // time the worker waits, would only slow the run. test/server/idle-memory.system.test.ts turns it on.
   GC_WHEN_IDLE: 'false',
+  // The S3 endpoint at the API's priority: a test server shares the run's cores with the other
+  // test worker, and an endpoint yielding to all of it would only slow the S3 tests under load.
+  // npm-start.system.test.ts checks the default (a lower priority for S3).
+  S3_NICE: '0',
 };
 
 /** A new, empty database in the test run's PostgreSQL. */

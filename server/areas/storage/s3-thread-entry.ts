@@ -23,6 +23,7 @@ import type { ServedBucket } from '../../drivers/embedded/rows.ts';
 import { startS3Endpoint } from '../../drivers/embedded/s3/server.ts';
 import { embeddedStoreSettingsOf, openEmbeddedStore } from '../../drivers/selection.ts';
 import { S3_PLATFORM_CHANGES, s3Reads } from './s3-port.ts';
+import { lowerBackendPriority, lowerThreadPriority } from './s3-priority.ts';
 
 /** What the main thread hands over (s3-thread.ts). */
 export interface S3ThreadData {
@@ -45,7 +46,21 @@ const { config } = data;
 
 const log = pino({ level: config.logLevel, base: undefined, timestamp: false }, { write: (line: string) => data.logs.postMessage(line) });
 
+// The endpoint yields the CPU to the API (s3-priority.ts): this thread first, before it starts
+// the threads that hash bodies; then each backend of its connections, as the pool opens it.
+const nice = config.s3.nice > 0 ? lowerThreadPriority(config.s3.nice) : undefined;
+if (config.s3.nice > 0 && nice === undefined)
+  log.info("the S3 endpoint runs at the API's priority: this system does not let a thread lower its own");
+
 const pool = createPool(data.connectionString, data.poolSize, config.database, 'cloud-platform-s3', 0);
+// Only the embedded database's backends are processes this server started on this machine.
+if (nice !== undefined && config.databaseUrl === undefined) {
+  pool.on('connect', (client) => {
+    // The backend's process id, as PostgreSQL told it when the connection opened (pg's types omit it).
+    const { processID } = client as typeof client & { processID: number | null };
+    if (processID) lowerBackendPriority(processID, nice);
+  });
+}
 const listener = new DatabaseListener(pool.options, log);
 const keys = new AnnouncedCache<unknown>(listener, CREDENTIAL_CHANNEL, credentialTagsOf);
 const served = new AnnouncedCache<ServedBucket>(listener, BUCKET_CHANNEL, bucketTagsOf);
