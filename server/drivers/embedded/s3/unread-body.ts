@@ -35,10 +35,17 @@ export function askForBody(req: IncomingMessage, res: ServerResponse): void {
 /**
  * Sends the answer to an error (`send`): at once, or once what is left of the body has been read
  * (with `Connection: close` when it could not be). At once means in this tick: a stalled body's
- * pipeline is about to destroy the request, and the connection with it.
+ * pipeline is about to destroy the request, if it has not already.
  */
 export function answerAfterBody(req: IncomingMessage, res: ServerResponse, clientStalled: boolean, send: () => void): void {
-  if (req.complete || req.destroyed) return send();
+  if (req.complete) return send();
+  if (req.destroyed) {
+    // Its reading was stopped midway (a stalled body's pipeline has destroyed it), yet the
+    // connection can still carry the answer: it closes after it, or it would stay open for the
+    // next request until the keep-alive timeout, with what is left of the body read as one.
+    res.setHeader('Connection', 'close');
+    return send();
+  }
   const waitingForContinue = /100-continue/i.test(req.headers.expect ?? '') && !continued.has(res);
   const declared = req.headers['content-length'] === undefined ? undefined : Number(req.headers['content-length']);
   if (clientStalled || (declared !== undefined && !(declared <= DRAIN_LIMIT))) {

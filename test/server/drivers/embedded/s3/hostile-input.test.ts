@@ -189,6 +189,8 @@ describe('a body that stops coming', () => {
     expect(closed).toBe(true);
     expect(answer).toMatch(/^HTTP\/1\.1 400/);
     expect(answer).toContain('<Code>RequestTimeout</Code>');
+    // Closed after the answer, not kept open for a next request until the keep-alive timeout.
+    expect(answer).toMatch(/\r\nConnection: close\r\n/i);
     expect(await s3ErrorOf(s3.send(new HeadObjectCommand({ Bucket: BUCKET, Key: 'stalled' })))).toMatchObject({ status: 404 });
     await settles(async () => {
       const { rows } = await server.pool.query('SELECT count(*)::int AS held FROM store_reservations');
@@ -201,6 +203,7 @@ describe('a body that stops coming', () => {
     expect(closed).toBe(true);
     expect(answer).toMatch(/^HTTP\/1\.1 400/);
     expect(answer).toContain('<Code>RequestTimeout</Code>');
+    expect(answer).toMatch(/\r\nConnection: close\r\n/i);
   }, 60_000);
 });
 
