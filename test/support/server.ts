@@ -18,6 +18,7 @@ import { startPlatform, type Platform } from '../../server/platform.ts';
 import { readBootstrap } from '../../scripts/lib/bootstrap-file.ts';
 import { startAsNpmStart } from '../../scripts/lib/npm-start.ts';
 import { freePort, waitForHttp, type Started } from './processes.ts';
+import { MIGRATED_TEMPLATE } from './template-database.ts';
 
 /** Test defaults: quick backends and loops, quiet logs. A test file can override any of them. */
 export const TEST_ENV: Record<string, string> = {
@@ -48,13 +49,17 @@ export const TEST_ENV: Record<string, string> = {
   S3_NICE: '0',
 };
 
-/** A new, empty database in the test run's PostgreSQL. */
-export async function createTestDatabase(): Promise<string> {
+/**
+ * A new database in the test run's PostgreSQL: empty, or (`migrated`) a copy of the run's template
+ * with every migration of the platform, the simulators and the embedded store already applied,
+ * which a server starting on it finds up to date.
+ */
+export async function createTestDatabase(options: { migrated?: boolean } = {}): Promise<string> {
   const adminUrl = inject('postgresAdminUrl');
   const name = `t_${randomBytes(6).toString('hex')}`;
   const admin = new pg.Client({ connectionString: adminUrl });
   await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.query(`CREATE DATABASE ${name}${options.migrated ? ` TEMPLATE ${MIGRATED_TEMPLATE}` : ''}`);
   await admin.end();
   return adminUrl.replace(/\/postgres$/, `/${name}`);
 }
@@ -156,7 +161,7 @@ export async function startTestServer(
   env: Record<string, string> = {},
   options: { clock?: Clock; databaseUrl?: string; resolveHost?: (hostname: string) => Promise<string[]> } = {},
 ): Promise<TestServer> {
-  const databaseUrl = options.databaseUrl ?? (await createTestDatabase());
+  const databaseUrl = options.databaseUrl ?? (await createTestDatabase({ migrated: true }));
   const dataDir = mkdtempSync(path.join(tmpdir(), 'cloud-platform-test-'));
   const config = loadConfig({
     ...TEST_ENV,

@@ -23,7 +23,7 @@ export interface SharedDatabase {
 export function twoProcessesOnOneDatabase(orgName: string): SharedDatabase {
   const shared = {} as SharedDatabase;
   beforeAll(async () => {
-    const databaseUrl = await createTestDatabase();
+    const databaseUrl = await createTestDatabase({ migrated: true });
     shared.first = await startServerProcess(databaseUrl);
     shared.second = await startServerProcess(databaseUrl);
     shared.pool = new pg.Pool({ connectionString: databaseUrl, max: 2 });

@@ -15,7 +15,7 @@ const HOUR_MS = 3_600_000;
 
 let pool: Pool;
 beforeAll(async () => {
-  pool = createPool(await createTestDatabase(), 4);
+  pool = createPool(await createTestDatabase({ migrated: true }), 4);
   await migrate(pool, driverMigrations({ compute: 'simulator', objectStore: 'simulator', billing: 'simulator' }));
 });
 afterAll(() => pool?.end());

@@ -29,7 +29,7 @@ let orgId: string;
 const engines: OperationEngine[] = [];
 
 beforeAll(async () => {
-  pool = createPool(await createTestDatabase(), 20);
+  pool = createPool(await createTestDatabase({ migrated: true }), 20);
   await migrate(pool, driverMigrations({ compute: 'simulator', objectStore: 'simulator', billing: 'simulator' }));
   orgId = randomUUID();
   await pool.query("INSERT INTO orgs (id, name) VALUES ($1, 'Engine tests')", [orgId]);

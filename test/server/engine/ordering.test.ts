@@ -166,7 +166,7 @@ describe('operations on one resource run in the order they were accepted', () =>
 
 describe('the claim', () => {
   test('an earlier operation waiting to retry holds back the later ones of its resource, and only those', async () => {
-    const pool = createPool(await createTestDatabase(), 4);
+    const pool = createPool(await createTestDatabase({ migrated: true }), 4);
     await migrate(pool, driverMigrations({ compute: 'simulator', objectStore: 'simulator', billing: 'simulator' }));
     const orgId = randomUUID();
     await pool.query("INSERT INTO orgs (id, name) VALUES ($1, 'Claim order')", [orgId]);

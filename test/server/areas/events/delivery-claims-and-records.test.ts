@@ -29,7 +29,7 @@ const config: EventsConfig = {
 let pool: Pool;
 const orgId = randomUUID();
 beforeAll(async () => {
-  pool = createPool(await createTestDatabase(), 4);
+  pool = createPool(await createTestDatabase({ migrated: true }), 4);
   await migrate(pool);
   await pool.query(`INSERT INTO orgs (id, name) VALUES ($1, 'Recorded')`, [orgId]);
 });
@@ -63,7 +63,7 @@ async function writeEvents(db: Pool, org: string, type: string, count: number): 
 
 /** A database of its own, migrated: a claim looks at every delivery due, so the other tests' must not be there. */
 async function inDatabaseOfItsOwn(run: (db: Pool) => Promise<void>): Promise<void> {
-  const db = createPool(await createTestDatabase(), 2);
+  const db = createPool(await createTestDatabase({ migrated: true }), 2);
   try {
     await migrate(db);
     await run(db);

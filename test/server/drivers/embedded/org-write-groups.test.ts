@@ -11,7 +11,7 @@ import { createTestDatabase } from '../../../support/server.ts';
 
 let pool: Pool;
 beforeAll(async () => {
-  pool = createPool(await createTestDatabase(), 6);
+  pool = createPool(await createTestDatabase({ migrated: true }), 6);
   await pool.query('CREATE TABLE written (id text PRIMARY KEY, org text NOT NULL)');
   await pool.query('CREATE TABLE gate (org text PRIMARY KEY)');
 });

@@ -6,7 +6,7 @@ import { driverMigrations } from '../../../../server/drivers/selection.ts';
 import { createTestDatabase } from '../../../support/server.ts';
 
 export async function storeDatabase(): Promise<Pool> {
-  const pool = createPool(await createTestDatabase(), 2);
+  const pool = createPool(await createTestDatabase({ migrated: true }), 2);
   await migrate(pool, driverMigrations({ compute: 'simulator', objectStore: 'embedded', billing: 'simulator' }));
   return pool;
 }

@@ -19,7 +19,7 @@ let other: pg.Client;
 const DEADLOCK_TIMEOUT = '5s';
 
 beforeAll(async () => {
-  const databaseUrl = await createTestDatabase();
+  const databaseUrl = await createTestDatabase({ migrated: true });
   const owner = new pg.Client({ connectionString: databaseUrl });
   await owner.connect();
   await owner.query(`ALTER DATABASE ${await currentDatabase(owner)} SET deadlock_timeout = '${DEADLOCK_TIMEOUT}'`);

@@ -11,7 +11,7 @@ import { createTestDatabase } from '../../../../support/server.ts';
 
 let pool: Pool;
 beforeAll(async () => {
-  pool = createPool(await createTestDatabase(), 2);
+  pool = createPool(await createTestDatabase({ migrated: true }), 2);
   await migrate(pool);
   // The statistics stay those of an empty table, as they are until autovacuum's first pass.
   await pool.query('ALTER TABLE vms SET (autovacuum_enabled = false)');
