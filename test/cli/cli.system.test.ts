@@ -1,6 +1,6 @@
 // The `cloud` command as a user runs it: a process against a real server, by names, with its help,
 // tables, contexts, confirmations and exit codes.
-import { readFileSync, statSync, writeFileSync, mkdirSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
@@ -49,6 +49,18 @@ async function runningVm(name: string): Promise<string> {
   await server.waitForOperation(server.org, created.body.operation.id);
   return created.body.vm.id as string;
 }
+
+describe('start-up', () => {
+  test("a command keeps the CLI's compiled modules in Node's compile cache (under TMPDIR), for the commands after it", async () => {
+    const temporary = newHome();
+    const ran = await cloud(['help'], { env: { TMPDIR: temporary } });
+    expect(ran.code, ran.stderr).toBe(0);
+    // Node's default folder (under TMPDIR) holds a cache for this Node's version, with entries.
+    const cache = path.join(temporary, 'node-compile-cache');
+    const entries = readdirSync(cache, { recursive: true, withFileTypes: true }).filter((entry) => entry.isFile());
+    expect(entries.length).toBeGreaterThan(0);
+  });
+});
 
 describe('help, from the contract', () => {
   test('`cloud help vm create` and `cloud vm create --help` print the same page: every flag, its type, required or not, default, example', async () => {
