@@ -7,7 +7,8 @@
 // failing command, or a variable the page never set, fails its block. A TypeScript snippet is
 // saved in the repository's root and run with tsx, as the pages tell readers to. Blocks marked
 // `<!-- readme-test: skip (why) -->` are listed, not run; a page whose block is marked `server`
-// starts the server itself, with the settings it shows (scripts/lib/readme-blocks.ts).
+// starts the server itself, with the settings it shows; a block marked `standalone` needs no
+// server, and a page made only of such blocks gets none (scripts/lib/readme-blocks.ts).
 //   npm run readme:test [-- --file README.md --file docs/billing.md] [--no-server] [--verbose: every block's output]
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -92,7 +93,8 @@ class PageRun {
         console.log(`SKIP ${where}: npm test runs ${checks.join(' and ')} itself, beside this test, and fails if they fail`);
         continue;
       }
-      if (startServer && !startsItsOwn && !this.server) this.server = await this.startServer();
+      const needsServer = block.directive?.mode !== 'standalone';
+      if (startServer && needsServer && !startsItsOwn && !this.server) this.server = await this.startServer();
       const started = Date.now();
       const result = await this.runBlock(block);
       const seconds = ((Date.now() - started) / 1000).toFixed(1);

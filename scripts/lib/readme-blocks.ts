@@ -9,15 +9,18 @@
  *   <!-- readme-test: skip (starts the server; the runner starts it itself) -->
  *   <!-- readme-test: background (the mock keeps running); ready: http://127.0.0.1:$MOCK_PORT/healthz -->
  *   <!-- readme-test: server (this page's server runs with test clocks on) -->
+ *   <!-- readme-test: standalone (the bench starts servers of its own) -->
  *
  * `skip` does not run the block (the runner lists it with the reason). `background` starts it and
  * leaves it running until every later block of the page has run; `ready:` names a URL
  * (environment variables are expanded) that must answer before the next block runs. `server`
  * marks the block that starts the page's server (`TEST_CLOCKS=true npm start`): the runner then
  * starts none of its own, runs this one in the background, and goes on once it is ready.
+ * `standalone` runs the block without the page's server: the runner starts that server before the
+ * first block that is not standalone, and a page made only of such blocks has none.
  */
 export type BlockKind = 'shell' | 'typescript' | 'output';
-export type DirectiveMode = 'skip' | 'background' | 'server';
+export type DirectiveMode = 'skip' | 'background' | 'server' | 'standalone';
 
 export interface ReadmeBlock {
   /** 1-based line of the opening fence. */
@@ -30,7 +33,7 @@ export interface ReadmeBlock {
 
 const SHELL = new Set(['sh', 'bash', 'shell']);
 const TYPESCRIPT = new Set(['ts', 'typescript']);
-const DIRECTIVE = /^<!--\s*readme-test:\s*(skip|background|server)\s*\(([^)]*)\)\s*(?:;\s*ready:\s*(\S+)\s*)?-->\s*$/;
+const DIRECTIVE = /^<!--\s*readme-test:\s*(skip|background|server|standalone)\s*\(([^)]*)\)\s*(?:;\s*ready:\s*(\S+)\s*)?-->\s*$/;
 
 export function readmeBlocks(markdown: string): ReadmeBlock[] {
   const lines = markdown.split('\n');

@@ -214,6 +214,16 @@ describe('the documentation runner', () => {
     expect(result.stdout).toMatch(/^ok {3}.*own-server\.md:6 \(sh\)/m);
     expect(result.stdout).not.toMatch(/npm start serves/);
   });
+  test('a page made of standalone blocks runs them without starting a server', async () => {
+    const alone = planted(
+      'standalone.md',
+      ['<!-- readme-test: standalone (needs no server) -->', '```sh', 'echo "no server for this one"', '```', ''].join('\n'),
+    );
+    const aloneRun = await run(...readmeTest(['--file', alone]));
+    expect(aloneRun.code, aloneRun.stderr).toBe(0);
+    expect(aloneRun.stdout).toMatch(/^ok {3}.*standalone\.md:2 \(sh\) \[standalone: needs no server\]/m);
+    expect(aloneRun.stdout).not.toMatch(/npm start serves/);
+  });
   test("a page's DATA_DIR is removed only once its server has stopped, even when the process the runner started exits first", async () => {
     // The server block's bash exits at the signal; the server under it takes a moment to stop and
     // writes into DATA_DIR meanwhile, as the embedded PostgreSQL does while it shuts down.
