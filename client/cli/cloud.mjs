@@ -12,8 +12,8 @@ if (!process.features.typescript) {
 }
 // Node's compile cache, as `npm start` uses it (scripts/start.mjs): the modules' stripped types and
 // V8's compiled code are kept on disk, keyed by each file's content, and reused by the next run.
-// Stripping the types of the CLI's modules again at every command was most of its start: 0.39 s
-// to print its version, 0.14 s with the cache. Where the directory cannot be written, Node runs
-// without it.
+// Stripping the types of the CLI's modules again at every command was half of its start: 0.39 to
+// 0.44 s to print its help, 0.18 to 0.22 s with the cache. Where the directory cannot be written,
+// Node runs without it.
 module.enableCompileCache?.();
 await import(new URL('./run.ts', import.meta.url).href);
