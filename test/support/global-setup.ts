@@ -10,7 +10,7 @@ import { migrate } from '../../server/db/migrate.ts';
 import { createPool } from '../../server/db/pool.ts';
 import { driverMigrations } from '../../server/drivers/selection.ts';
 import { freePort } from './processes.ts';
-import { MIGRATED_TEMPLATE } from './template-database.ts';
+import { databaseUrlBeside, MIGRATED_TEMPLATE } from './run-databases.ts';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -72,7 +72,7 @@ async function createMigratedTemplate(adminUrl: string): Promise<void> {
   await admin.connect();
   try {
     await admin.query(`CREATE DATABASE ${MIGRATED_TEMPLATE}`);
-    const pool = createPool(adminUrl.replace(/\/postgres$/, `/${MIGRATED_TEMPLATE}`), 1);
+    const pool = createPool(databaseUrlBeside(adminUrl, MIGRATED_TEMPLATE), 1);
     try {
       await migrate(pool, driverMigrations({ compute: 'simulator', objectStore: 'embedded', billing: 'simulator' }));
     } finally {

