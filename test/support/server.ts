@@ -59,7 +59,10 @@ export async function createTestDatabase(options: { migrated?: boolean } = {}): 
   const name = `t_${randomBytes(6).toString('hex')}`;
   const admin = new pg.Client({ connectionString: adminUrl });
   await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}${options.migrated ? ` TEMPLATE ${MIGRATED_TEMPLATE}` : ''}`);
+  // FILE_COPY copies the template's files as they are. The default since PostgreSQL 15 (WAL_LOG)
+  // writes each of its blocks to the WAL as well: with the run's PostgreSQL not syncing anything
+  // (global-setup.ts), that was the larger cost, 360 to 550 ms a database against 150 to 390 ms.
+  await admin.query(`CREATE DATABASE ${name}${options.migrated ? ` TEMPLATE ${MIGRATED_TEMPLATE}` : ''} STRATEGY FILE_COPY`);
   await admin.end();
   return databaseUrlBeside(adminUrl, name);
 }
