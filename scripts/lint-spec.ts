@@ -1,11 +1,12 @@
 // Lints the contract: Redocly (recommended-strict plus our rules, redocly.yaml) on the sources and
 // on the bundle, Spectral (spectral:oas, the OWASP API Security ruleset and the layout rules of
-// spec/README.md, .spectral.yaml) on the bundle, and the root's path layout (lib/spec-layout.ts). Any finding, error or warning, fails. The bundle is linted as well as the sources
+// spec/README.md, .spectral.yaml; spectral:oas's two example rules run here: lib/example-checks.ts) on the bundle, and the root's path layout (lib/spec-layout.ts). Any finding, error or warning, fails. The bundle is linted as well as the sources
 // because a component that is only `$ref`'d from the root index looks "used" in the sources.
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { bundleSpec, specRoot } from './lib/bundle.ts';
+import { exampleFindings } from './lib/example-checks.ts';
 import { bin, repoRoot, run } from './lib/run.ts';
 import { rootLayoutFindings } from './lib/spec-layout.ts';
 import { wideBounds } from './lib/wide-bounds.ts';
@@ -85,6 +86,14 @@ try {
     ...(await redoclyLint(specRoot)),
     ...(await redoclyLint(bundled)).map((finding) => ({ ...finding, where: finding.where.replace(/^.*openapi\.json/, 'bundle') })),
     ...(await spectralLint(bundled)),
+    // Two rules of spectral:oas, run here with each schema compiled once (lib/example-checks.ts).
+    ...exampleFindings(JSON.parse(bundle) as Record<string, unknown>).map((finding) => ({
+      tool: 'spectral',
+      severity: 'error',
+      rule: finding.rule,
+      where: `bundle${finding.where}`,
+      message: finding.message,
+    })),
     ...rootLayoutFindings(readFileSync(specRoot, 'utf8')).map((finding) => ({
       tool: 'layout',
       severity: 'error',
