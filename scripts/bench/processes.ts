@@ -1,6 +1,6 @@
 // The processes the benchmark compares: the real server (as `npm start` runs it), the stack
 // floor and the Prism mock, each a child process in a process group of its own, on 127.0.0.1.
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { extraNodeArgs, npmScriptCommand, startAsNpmStart } from '../lib/npm-start.ts';
 import { descendantsOf, freePort, startProcess, waitForHttp, type Started } from '../lib/processes.ts';
@@ -92,6 +92,23 @@ export function cpuOf(pid: number, postgresDir?: string): { node: number; postgr
   // nothing): the postmaster's count of its ended children keeps it.
   const ended = postgres.length > 0 ? cpuMsOf(postgres[0]!, 'ended children') : 0;
   return { node: cpuMsOf(pid), postgres: postgres.reduce((sum, each) => sum + cpuMsOf(each), ended) };
+}
+
+/**
+ * CPU time (user + system, ms) used so far by every process whose name is one of `names` (Ceph's
+ * daemons, which the benchmark did not start as children of its own).
+ */
+export function cpuOfNamed(names: readonly string[]): number {
+  let total = 0;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (names.includes(readFileSync(`/proc/${entry}/comm`, 'utf8').trim())) total += cpuMsOf(Number(entry));
+    } catch {
+      // Ended meanwhile.
+    }
+  }
+  return total;
 }
 
 /**
