@@ -17,12 +17,16 @@ import { MAX_OBJECT_TAGS, tagSetElement, tagsOfDocument, tagsOfHeader } from './
 import { OBJECT_SUB_RESOURCES, subResourceOf } from './sub-resources.ts';
 import { S3_NAMESPACE, document, type XmlNode } from './xml.ts';
 
+const NOT_ASCII = /[^\x00-\x7f]/;
+
 /**
  * A header value as the text its client meant: Node reads header bytes as Latin-1, so bytes that
  * are UTF-8 (what S3 clients send for non-ASCII metadata) are read as the text they encode, and
  * given back as that text. Other bytes stay the Latin-1 characters they are.
  */
 function headerText(value: string): string {
+  // ASCII is the same text either way (nearly every header): nothing to convert.
+  if (!NOT_ASCII.test(value)) return value;
   const bytes = Buffer.from(value, 'latin1');
   const utf8 = bytes.toString('utf8');
   return Buffer.from(utf8, 'utf8').equals(bytes) ? utf8 : value;
@@ -58,10 +62,12 @@ export function attributesOf(request: S3Request): { contentType: string | null; 
   const headers: Record<string, string> = {};
   let metadataBytes = 0;
   for (const [name, value] of Object.entries(request.req.headers)) {
-    if (value === undefined) continue;
+    const metadata = name.startsWith(USER_METADATA_PREFIX);
+    // Only what is stored is read: the rest of a request's headers (the signature's, the SDK's) are not.
+    if (value === undefined || (!metadata && !STORED_HEADERS.includes(name))) continue;
     const joined = headerText(Array.isArray(value) ? value.join(',') : value);
-    if (name.startsWith(USER_METADATA_PREFIX)) metadataBytes += name.length - USER_METADATA_PREFIX.length + Buffer.byteLength(joined);
-    if (name.startsWith(USER_METADATA_PREFIX) || STORED_HEADERS.includes(name)) headers[name] = joined;
+    if (metadata) metadataBytes += name.length - USER_METADATA_PREFIX.length + Buffer.byteLength(joined);
+    headers[name] = joined;
   }
   if (metadataBytes > MAX_USER_METADATA_BYTES)
     throw new S3Error('MetadataTooLarge', 400, 'Your metadata headers exceed the maximum allowed metadata size.', {
