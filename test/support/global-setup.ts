@@ -31,6 +31,12 @@ export default async function setup(project: TestProject): Promise<() => Promise
   // its data directory.
   chmodSync(runDir, 0o755);
   process.env.TMPDIR = runDir;
+  // Node's compile cache for every process and thread the run starts after this (the test
+  // workers, the S3 endpoint's thread of each test server, the servers started as processes),
+  // in the folder `npm start` uses by default under TMPDIR. A test server's S3 thread otherwise
+  // stripped the types of its modules and compiled them again at each start: 530 to 640 ms of CPU
+  // a start, 280 to 310 ms with the cache.
+  process.env.NODE_COMPILE_CACHE ??= path.join(runDir, 'node-compile-cache');
   const dataDir = mkdtempSync(path.join(runDir, 'cloud-platform-test-pg-'));
   chmodSync(dataDir, 0o755);
   const port = await freePort();
