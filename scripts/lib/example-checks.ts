@@ -27,10 +27,11 @@ export interface ExampleFinding {
 
 type Json = Record<string, unknown>;
 const isObject = (value: unknown): value is Json => typeof value === 'object' && value !== null && !Array.isArray(value);
-const pointer = (path: ReadonlyArray<string | number>): string =>
-  `#/${path.map((part) => String(part).replaceAll('~', '~0').replaceAll('/', '~1')).join('/')}`;
-
 type Path = ReadonlyArray<string | number>;
+const pointer = (path: Path): string => `#/${path.map((part) => String(part).replaceAll('~', '~0').replaceAll('/', '~1')).join('/')}`;
+
+/** A JSON pointer's segment as the key it names. */
+const unescaped = (segment: string): string => segment.replaceAll('~1', '/').replaceAll('~0', '~');
 
 /**
  * `document` with every local `$ref` replaced by what it names: one object for each object of the
@@ -45,7 +46,7 @@ function dereferenced(document: Json): { resolved: Json; origin: WeakMap<object,
     const path = ref
       .slice(2)
       .split('/')
-      .map((part) => decodeURIComponent(part).replaceAll('~1', '/').replaceAll('~0', '~'));
+      .map((part) => unescaped(decodeURIComponent(part)));
     let node: unknown = document;
     for (const key of path) node = isObject(node) || Array.isArray(node) ? (node as Json)[key] : undefined;
     if (node === undefined) throw new Error(`example checks: ${ref} names nothing`);
@@ -133,7 +134,7 @@ export function exampleFindings(document: Json): ExampleFinding[] {
     const [error] = validate.errors as ErrorObject[];
     findings.push({
       rule,
-      where: pointer([...path, ...error!.instancePath.split('/').slice(1)]),
+      where: pointer([...path, ...error!.instancePath.split('/').slice(1).map(unescaped)]),
       message: error!.message ?? 'is not valid',
     });
   };

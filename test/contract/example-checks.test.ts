@@ -90,6 +90,17 @@ describe("the contract's examples against their schemas", () => {
     ]);
   });
 
+  test('a key with a slash or a tilde in it is named as a JSON pointer names it', () => {
+    const labelled = {
+      ...Bucket,
+      properties: { ...Bucket.properties, labels: { type: 'object', additionalProperties: { type: 'string' } } },
+    };
+    const found = exampleFindings(contract({ request: { name: 'logs', secret: 's', labels: { 'team/owner~1': 7 } } }, labelled));
+    expect(found.map((finding) => finding.where)).toEqual([
+      '#/paths/~1buckets/post/requestBody/content/application~1json/examples/one/value/labels/team~1owner~01',
+    ]);
+  });
+
   test('an example kept elsewhere (externalValue) is not read', () => {
     const document = contract({});
     document.components.responses.Created.content['application/json'].examples = {
