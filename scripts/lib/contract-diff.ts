@@ -16,6 +16,8 @@
  * removed enum value breaks as well, since clients compiled their code against it.
  */
 
+import { nodeAt, refSegments } from './json-pointer.ts';
+
 type Json = Record<string, unknown>;
 type Direction = 'request' | 'response';
 
@@ -419,13 +421,10 @@ function parameterText(key: string): string {
 }
 
 function resolvePointer(document: Json, ref: string): unknown {
-  if (!ref.startsWith('#/')) throw new Error(`only local $refs are followed, not ${ref}`);
-  let node: unknown = document;
-  for (const raw of ref.slice(2).split('/')) {
-    const segment = decodeURIComponent(raw).replace(/~1/g, '/').replace(/~0/g, '~');
-    node = (node as Json | undefined)?.[segment];
-    if (node === undefined) throw new Error(`$ref ${ref} points nowhere`);
-  }
+  const segments = refSegments(ref);
+  if (segments === undefined) throw new Error(`only local $refs are followed, not ${ref}`);
+  const node = nodeAt(document, segments);
+  if (node === undefined) throw new Error(`$ref ${ref} points nowhere`);
   return node;
 }
 

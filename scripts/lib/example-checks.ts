@@ -17,6 +17,7 @@
 // `$ref`s to the document itself are followed, as Spectral resolves them first.
 import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
+import { localRef, nodeAt, refSegments } from './json-pointer.ts';
 
 export interface ExampleFinding {
   rule: 'oas3-valid-media-example' | 'oas3-valid-schema-example';
@@ -28,10 +29,6 @@ export interface ExampleFinding {
 type Json = Record<string, unknown>;
 const isObject = (value: unknown): value is Json => typeof value === 'object' && value !== null && !Array.isArray(value);
 type Path = ReadonlyArray<string | number>;
-const pointer = (path: Path): string => `#/${path.map((part) => String(part).replaceAll('~', '~0').replaceAll('/', '~1')).join('/')}`;
-
-/** A JSON pointer's segment as the key it names. */
-const unescaped = (segment: string): string => segment.replaceAll('~1', '/').replaceAll('~0', '~');
 
 /**
  * `document` with every local `$ref` replaced by what it names: one object for each object of the
@@ -43,12 +40,8 @@ function dereferenced(document: Json): { resolved: Json; origin: WeakMap<object,
   const done = new Map<object, unknown>();
   const resolving = new Set<string>();
   const target = (ref: string): { node: unknown; path: string[] } => {
-    const path = ref
-      .slice(2)
-      .split('/')
-      .map((part) => unescaped(decodeURIComponent(part)));
-    let node: unknown = document;
-    for (const key of path) node = isObject(node) || Array.isArray(node) ? (node as Json)[key] : undefined;
+    const path = refSegments(ref) ?? [];
+    const node = nodeAt(document, path);
     if (node === undefined) throw new Error(`example checks: ${ref} names nothing`);
     return { node, path };
   };
@@ -134,7 +127,7 @@ export function exampleFindings(document: Json): ExampleFinding[] {
     const [error] = validate.errors as ErrorObject[];
     findings.push({
       rule,
-      where: pointer([...path, ...error!.instancePath.split('/').slice(1).map(unescaped)]),
+      where: localRef(path) + error!.instancePath,
       message: error!.message ?? 'is not valid',
     });
   };

@@ -4,6 +4,8 @@
  * named example, and the cursors its examples hand out.
  */
 
+import { refTarget } from './json-pointer.ts';
+
 type Json = Record<string, unknown>;
 
 export interface MockOperation {
@@ -95,10 +97,7 @@ function isOperation(object: Json): object is Json & OperationIdentity {
 function resolverOf(document: Json): (node: Json) => Json {
   const resolve = (node: Json): Json => {
     if (typeof node.$ref !== 'string') return node;
-    const target = node.$ref
-      .replace(/^#\//, '')
-      .split('/')
-      .reduce<unknown>((parent, key) => (parent as Json | undefined)?.[key.replaceAll('~1', '/').replaceAll('~0', '~')], document);
+    const target = refTarget(document, node.$ref);
     if (target === undefined) throw new Error(`the mock document has no ${node.$ref}`);
     return resolve(target as Json);
   };

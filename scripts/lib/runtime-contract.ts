@@ -1,4 +1,5 @@
 import { restoreExactIntegers } from './exact-integers.ts';
+import { refTarget } from './json-pointer.ts';
 
 /**
  * The contract as the server loads it (`generated/openapi.runtime.json`): the bundle without what
@@ -100,21 +101,10 @@ function danglingRefs(document: Record<string, unknown>): string[] {
     if (Array.isArray(node)) return node.forEach(visit);
     if (node === null || typeof node !== 'object') return;
     for (const [key, value] of Object.entries(node)) {
-      if (key === '$ref' && typeof value === 'string' && resolvePointer(document, value) === undefined) dangling.add(value);
+      if (key === '$ref' && typeof value === 'string' && refTarget(document, value) === undefined) dangling.add(value);
       else visit(value);
     }
   };
   visit(document);
   return [...dangling].sort();
-}
-
-function resolvePointer(document: unknown, ref: string): unknown {
-  if (!ref.startsWith('#')) return undefined;
-  let node = document;
-  for (const token of ref.slice(2).split('/').filter(Boolean)) {
-    const name = decodeURIComponent(token).replaceAll('~1', '/').replaceAll('~0', '~');
-    if (node === null || typeof node !== 'object' || !Object.hasOwn(node, name)) return undefined;
-    node = (node as Record<string, unknown>)[name];
-  }
-  return node;
 }
