@@ -17,7 +17,7 @@ import { pipeline } from 'node:stream/promises';
 import { crc32 } from 'node:zlib';
 import { createPlatformClient } from '../client/index.ts';
 import { load } from './bench/load.ts';
-import { cpuOf, cpuOfNamed } from './bench/processes.ts';
+import { cpuOfNamed, cpuPer, ownCpuMs } from './bench/processes.ts';
 import { cpuMs, ms, perSecond, ratio, record, section } from './bench/report.ts';
 import { cephInstalled, startSingleNodeCeph, type SingleNodeCeph } from './ceph/single-node.ts';
 import type { BootstrapCredentials } from '../server/bootstrap.ts';
@@ -321,28 +321,30 @@ const CEPH_DAEMONS = ['radosgw', 'ceph-osd', 'ceph-mon'];
 async function measureSmallPuts(target: Target, quick: boolean): Promise<number> {
   const seconds = quick ? 2 : 6;
   await smallPuts(target.s3, 1, 'warm-up');
-  const cpu = () => ({
-    ...cpuOf(target.server.child.pid!, path.join(target.dataDir, 'postgres')),
-    ceph: cpuOfNamed(CEPH_DAEMONS),
-    client: process.cpuUsage(),
-  });
-  const before = cpu();
-  const { stored, failed } = await smallPuts(target.s3, seconds, 'small');
-  const after = cpu();
+  const server = { pid: target.server.child.pid!, postgresDir: path.join(target.dataDir, 'postgres') };
+  const {
+    result: { stored, failed },
+    perUnit: perPut,
+  } = await cpuPer(
+    server,
+    () => smallPuts(target.s3, seconds, 'small'),
+    (puts) => puts.stored,
+    {
+      ceph: () => cpuOfNamed(CEPH_DAEMONS),
+      clients: ownCpuMs,
+    },
+  );
   record({
     figure: `S3 PUT of 4 KiB objects, ${SMALL_CLIENTS} clients at once${target.label}`,
     real: `${perSecond(stored / seconds)}${failed ? ` (${failed} failed)` : ''}`,
     goal: target.ceiling ? undefined : '≥ 1,000/s, ahead of RGW',
   });
-  if (stored > 0) {
-    const per = (ms: number) => cpuMs(ms / stored);
-    const client = process.cpuUsage(before.client);
-    const ceph = after.ceph - before.ceph;
+  if (perPut && stored > 0) {
     record({
       figure: `S3 PUT of 4 KiB objects: CPU per PUT${target.label}`,
       real:
-        `server Node ${per(after.node - before.node)}, PostgreSQL ${per(after.postgres - before.postgres)}` +
-        `${ceph > 0 ? `, Ceph's daemons ${per(ceph)}` : ''}, the SDK's clients ${per((client.user + client.system) / 1000)}`,
+        `server Node ${cpuMs(perPut.node)}, PostgreSQL ${cpuMs(perPut.postgres)}` +
+        `${perPut.ceph > 0 ? `, Ceph's daemons ${cpuMs(perPut.ceph)}` : ''}, the SDK's clients ${cpuMs(perPut.clients)}`,
       goal: 'what 1,000/s needs: 2 ms in all on 2 cores',
     });
   }

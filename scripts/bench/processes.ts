@@ -111,21 +111,35 @@ export function cpuOfNamed(names: readonly string[]): number {
   return total;
 }
 
+/** CPU time (user + system, ms) this process has used so far: the benchmark's own clients. */
+export function ownCpuMs(): number {
+  const { user, system } = process.cpuUsage();
+  return (user + system) / 1000;
+}
+
 /**
  * CPU time per unit of work, measured around `work`: a figure the machine's other load hardly
- * changes, where requests per second on a shared machine do.
+ * changes, where requests per second on a shared machine do. Beside the server's Node and its
+ * PostgreSQL, `also` names other readings of CPU used so far (ms) to take the same way (another
+ * store's daemons, the benchmark's own clients).
  */
-export async function cpuPer<T>(
+export async function cpuPer<T, Also extends string = never>(
   server: { pid: number; postgresDir: string } | undefined,
   work: () => Promise<T>,
   units: (result: T) => number,
-): Promise<{ result: T; perUnit?: { node: number; postgres: number } }> {
+  also = {} as Record<Also, () => number>,
+): Promise<{ result: T; perUnit?: Record<'node' | 'postgres' | Also, number> }> {
   if (!server) return { result: await work() };
-  const before = cpuOf(server.pid, server.postgresDir);
+  const readings = (): Record<string, number> => ({
+    ...cpuOf(server.pid, server.postgresDir),
+    ...Object.fromEntries(Object.entries<() => number>(also).map(([name, read]) => [name, read()])),
+  });
+  const before = readings();
   const result = await work();
-  const after = cpuOf(server.pid, server.postgresDir);
+  const after = readings();
   const count = units(result);
-  return { result, perUnit: { node: (after.node - before.node) / count, postgres: (after.postgres - before.postgres) / count } };
+  const perUnit = Object.fromEntries(Object.keys(after).map((name) => [name, (after[name]! - before[name]!) / count]));
+  return { result, perUnit: perUnit as Record<'node' | 'postgres' | Also, number> };
 }
 
 function postgresPids(postgresDir: string): number[] {
