@@ -1,7 +1,9 @@
 // Lints the contract: Redocly (recommended-strict plus our rules, redocly.yaml) on the sources and
 // on the bundle, Spectral (spectral:oas, the OWASP API Security ruleset and the layout rules of
-// spec/README.md, .spectral.yaml; spectral:oas's two example rules run here: lib/example-checks.ts) on the bundle, and the root's path layout (lib/spec-layout.ts). Any finding, error or warning, fails. The bundle is linted as well as the sources
-// because a component that is only `$ref`'d from the root index looks "used" in the sources.
+// spec/README.md, .spectral.yaml) on the bundle, with spectral:oas's two example rules run here
+// (lib/example-checks.ts), and the root's path layout (lib/spec-layout.ts). Any finding, error or
+// warning, fails. The bundle is linted as well as the sources because a component that is only
+// `$ref`'d from the root index looks "used" in the sources.
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';

@@ -1,9 +1,9 @@
 // The processes the benchmark compares: the real server (as `npm start` runs it), the stack
 // floor and the Prism mock, each a child process in a process group of its own, on 127.0.0.1.
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { extraNodeArgs, npmScriptCommand, startAsNpmStart } from '../lib/npm-start.ts';
-import { descendantsOf, freePort, startProcess, waitForHttp, type Started } from '../lib/processes.ts';
+import { descendantsOf, freePort, procFiles, startProcess, waitForHttp, type Started } from '../lib/processes.ts';
 import { repoRoot } from '../lib/run.ts';
 
 /** A started process and the address it serves. */
@@ -100,14 +100,7 @@ export function cpuOf(pid: number, postgresDir?: string): { node: number; postgr
  */
 export function cpuOfNamed(names: readonly string[]): number {
   let total = 0;
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      if (names.includes(readFileSync(`/proc/${entry}/comm`, 'utf8').trim())) total += cpuMsOf(Number(entry));
-    } catch {
-      // Ended meanwhile.
-    }
-  }
+  for (const [pid, name] of procFiles('comm')) if (names.includes(name.trim())) total += cpuMsOf(pid);
   return total;
 }
 

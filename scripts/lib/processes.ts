@@ -140,19 +140,28 @@ export function commandLineOf(pid: number): string[] {
   }
 }
 
-/** Every process under `root` (its children, theirs, and so on), read from Linux's /proc. */
-export function descendantsOf(root: number): number[] {
-  const parents = new Map<number, number>();
+/**
+ * The text of `/proc/<pid>/<file>` for every process running, by pid (Linux). A process that
+ * ends while they are read is left out.
+ */
+export function procFiles(file: 'comm' | 'cmdline' | 'stat'): Map<number, string> {
+  const texts = new Map<number, string>();
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     try {
-      // The parent pid is the second field after the command name in parentheses (which may contain spaces).
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      parents.set(Number(entry), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
+      texts.set(Number(entry), readFileSync(`/proc/${entry}/${file}`, 'utf8'));
     } catch {
       // Ended meanwhile.
     }
   }
+  return texts;
+}
+
+/** Every process under `root` (its children, theirs, and so on), read from Linux's /proc. */
+export function descendantsOf(root: number): number[] {
+  const parents = new Map<number, number>();
+  // The parent pid is the second field after the command name in parentheses (which may contain spaces).
+  for (const [pid, stat] of procFiles('stat')) parents.set(pid, Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
   const found = [root];
   for (let index = 0; index < found.length; index++) {
     for (const [pid, parent] of parents) if (parent === found[index]) found.push(pid);

@@ -1,8 +1,8 @@
 import type { ChildProcess } from 'node:child_process';
 import { npmScriptCommand } from '../../scripts/lib/npm-start.ts';
-import { commandLineOf, descendantsOf, freePort, startProcess, waitForHttp, type Started } from '../../scripts/lib/processes.ts';
+import { commandLineOf, descendantsOf, freePort, procFiles, startProcess, waitForHttp, type Started } from '../../scripts/lib/processes.ts';
 
-export { commandLineOf, descendantsOf, freePort, npmScriptCommand, startProcess, waitForHttp, type Started };
+export { commandLineOf, descendantsOf, freePort, npmScriptCommand, procFiles, startProcess, waitForHttp, type Started };
 
 /**
  * Stops a tool (`npm run fuzz`, `bench`, `readme:test`) as a busy machine may: `signal` goes to

@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { qemuLayout } from '../../../../server/drivers/qemu/layout.ts';
 import { collectConsoleUrl, connectConsole } from '../../../support/console-client.ts';
 import { eventually } from '../../../support/eventually.ts';
+import { procFiles } from '../../../support/processes.ts';
 import {
   call,
   createTestDatabase,
@@ -339,17 +340,9 @@ describe.skipIf(absent !== undefined)('COMPUTE_DRIVER=qemu', { timeout: 600_000 
 /** The QEMU processes of the servers under `dataDir` (or of one server), found by their command line. */
 function qemuPids(dataDir: string, serverId?: string): number[] {
   const needle = path.join(dataDir, 'qemu', 'servers', serverId ?? '');
-  const pids: number[] = [];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const commandLine = readFileSync(`/proc/${entry}/cmdline`, 'utf8');
-      if (commandLine.startsWith('qemu-system') && commandLine.includes(needle)) pids.push(Number(entry));
-    } catch {
-      // Gone meanwhile.
-    }
-  }
-  return pids;
+  return [...procFiles('cmdline')]
+    .filter(([, commandLine]) => commandLine.startsWith('qemu-system') && commandLine.includes(needle))
+    .map(([pid]) => pid);
 }
 
 function tcpConnects(host: string, port: number): Promise<boolean> {
