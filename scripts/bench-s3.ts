@@ -281,17 +281,17 @@ const SMALL_CLIENTS = 32;
 
 /**
  * 4 KiB PUTs from SMALL_CLIENTS clients at once until `stop` says so (or `seconds` pass): how many
- * were stored and how many failed. The clients share the SDK's connection pool, as one
- * application's would.
+ * were stored and how many failed, counted in `figures` as they go. The clients share the SDK's
+ * connection pool, as one application's would.
  */
 async function smallPuts(
   s3: S3Client,
   seconds: number,
   prefix: string,
   stop = { now: false },
+  figures = { stored: 0, failed: 0 },
 ): Promise<{ stored: number; failed: number }> {
   const deadline = performance.now() + seconds * 1000;
-  const figures = { stored: 0, failed: 0 };
   await Promise.all(
     Array.from({ length: SMALL_CLIENTS }, async (_, client) => {
       for (let index = 0; !stop.now && performance.now() < deadline; index++) {
@@ -370,14 +370,21 @@ async function measureApiBesideS3(target: Target, quick: boolean): Promise<void>
   const stop = { now: false };
   const size = (quick ? 256 : 1024) * MiB;
   const large = target.s3.send(new PutObjectCommand({ Bucket: 'bench', Key: 'beside-the-api', Body: zeros(size), ContentLength: size }));
-  const small = smallPuts(target.s3, 3600, 'beside-the-api', stop);
+  const smallFigures = { stored: 0, failed: 0 };
+  const small = smallPuts(target.s3, 3600, 'beside-the-api', stop, smallFigures);
   await new Promise((resolve) => setTimeout(resolve, 500));
+  const storedBefore = smallFigures.stored;
+  const busyStart = performance.now();
   const busy = await load(request, settings);
+  // What S3 served meanwhile: the warm-up's and the measured seconds' PUTs (S3_BUSY_RATE paces them).
+  const smallPerSecond = (smallFigures.stored - storedBefore) / ((performance.now() - busyStart) / 1000);
   stop.now = true;
-  await Promise.all([large, small]);
+  const [, smallStored] = await Promise.all([large, small]);
   record({
     figure: `API p99 (GET the bucket list, 8 connections) while ${quick ? '256 MiB' : '1 GiB'} streams up and ${SMALL_CLIENTS} clients PUT 4 KiB${target.label}`,
-    real: `${ms(busy.p99)} (at rest ${ms(quiet.p99)}; p50 ${ms(busy.p50)} / ${ms(quiet.p50)})`,
+    real:
+      `${ms(busy.p99)} (at rest ${ms(quiet.p99)}; p50 ${ms(busy.p50)} / ${ms(quiet.p50)}); ` +
+      `meanwhile ${perSecond(smallPerSecond)} 4 KiB PUTs${smallStored.failed ? ` (${smallStored.failed} failed)` : ''}`,
     ratio: ratio(busy.p99 / quiet.p99),
     goal: '≤ 2× at rest',
   });
@@ -446,9 +453,13 @@ export async function runS3Bench({
     for (const target of targets) if (!target.ceiling) await measureSmallPuts(target, quick);
     for (const target of targets) if (!target.ceiling) await measureApiBesideS3(target, quick);
     while (targets.length > 0) await stopTarget(targets.pop()!);
-    // The same figure with the S3 endpoint at the API's CPU priority, as it ran before S3_NICE:
-    // what its default (S3 yields to the API) changes on this machine.
-    targets.push(await startTarget(" (S3_NICE=0: S3 at the API's priority)", repoRoot, { env: { S3_NICE: '0' } }));
+    // The same figure with S3 not held back while the API is busy, as it ran before S3_BUSY_RATE
+    // and S3_BUSY_BANDWIDTH: what their defaults (admission.ts) change on this machine.
+    targets.push(
+      await startTarget(' (S3_BUSY_RATE=0 S3_BUSY_BANDWIDTH=0: S3 not held back while the API is busy)', repoRoot, {
+        env: { S3_BUSY_RATE: '0', S3_BUSY_BANDWIDTH: '0' },
+      }),
+    );
     await measureApiBesideS3(targets[0]!, quick);
     await stopTarget(targets.pop()!);
 

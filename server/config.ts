@@ -183,6 +183,16 @@ export interface S3Config {
    * when the CPU is short, S3 transfers wait and API requests do not (s3-priority.ts).
    */
   nice: number;
+  /**
+   * S3 requests the endpoint starts a second at most while the API is busy (two or more requests in flight)
+   * (S3_BUSY_RATE, default 25; 0: no limit); the others wait their turn (admission.ts).
+   */
+  busyRate: number;
+  /**
+   * MiB of upload bodies a second the endpoint reads at most while the API is busy,
+   * all uploads together (S3_BUSY_BANDWIDTH, default 8; 0: no limit).
+   */
+  busyBandwidthMiB: number;
 }
 
 export interface OidcConfig {
@@ -361,6 +371,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       publicAccess: boolean(env, 'S3_PUBLIC_ACCESS', true),
       publicRateLimit: integer(env, 'S3_PUBLIC_RATE_LIMIT', 1200, 1, 1_000_000),
       nice: integer(env, 'S3_NICE', 10, 0, 19),
+      busyRate: integer(env, 'S3_BUSY_RATE', 25, 0, 1_000_000),
+      busyBandwidthMiB: integer(env, 'S3_BUSY_BANDWIDTH', 8, 0, 1_000_000),
     },
     simulators: {
       poolSize: integer(env, 'SIM_POOL_SIZE', 4, 1, 100),

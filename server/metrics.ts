@@ -80,6 +80,18 @@ export class Metrics {
     this.streamLimitCloses.inc({ stream, limit });
   }
 
+  /** API requests received and not yet answered (or abandoned), read at scrape time. */
+  watchRequestsInFlight(inFlight: () => number): void {
+    new Gauge({
+      name: 'cloud_http_requests_in_flight',
+      help: 'API requests received and not yet answered.',
+      registers: [this.registry],
+      collect() {
+        this.set(inFlight());
+      },
+    });
+  }
+
   /** Console sessions this process carries now. */
   watchConsoleSessions(open: () => number): void {
     new Gauge({

@@ -25,6 +25,7 @@ import { isDatabaseUnavailable } from './db/unavailable.ts';
 import type { Drivers } from './drivers/index.ts';
 import { createDrivers, embeddedStoreSettingsOf, driverMigrations, type DriverSet } from './drivers/selection.ts';
 import { OperationEngine } from './engine/engine.ts';
+import { ApiActivity } from './core/api-activity.ts';
 import { answerClientErrors } from './http/client-errors.ts';
 import { bearerCredential } from './http/authentication.ts';
 import { createRateLimits } from './http/rate-limit.ts';
@@ -231,6 +232,8 @@ async function composePlatform(
   const metrics = new Metrics();
   // API keys already looked up; emptied on every change a process announces (LISTEN/NOTIFY).
   const credentials = new CredentialCache(listener);
+  const apiActivity = new ApiActivity();
+  metrics.watchRequestsInFlight(() => apiActivity.inFlight);
   const composed = composeAreas({
     pool,
     config,
@@ -243,6 +246,7 @@ async function composePlatform(
     embeddedStore: drivers.embeddedStore,
     listener,
     credentials,
+    apiActivity,
     ...(resolveHost && { resolveHost }),
   });
   const engine = new OperationEngine(
@@ -282,6 +286,7 @@ async function composePlatform(
   signal?.throwIfAborted();
   const server = await listen(app, config.port, config.host);
   teardown.add('api server', () => closeServer(server));
+  apiActivity.track(server);
   for (const upgrade of areas.flatMap((area) => area.upgrades ?? [])) {
     const attached = upgrade.attach(server);
     teardown.add('websocket endpoint', () => attached.close());

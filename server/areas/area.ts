@@ -9,6 +9,7 @@ import type { Clock } from '../core/clock.ts';
 import type { RequestContext } from '../core/request-context.ts';
 import type { OrganizationClock } from '../core/test-clocks.ts';
 import type { DatabaseListener } from '../db/listener.ts';
+import type { ApiActivity } from '../core/api-activity.ts';
 import type { Pool, PoolClient, Queryable } from '../db/pool.ts';
 import type { EmbeddedObjectStore } from '../drivers/embedded/store.ts';
 import type { Drivers } from '../drivers/index.ts';
@@ -46,6 +47,8 @@ export interface AreaDependencies {
   ports: AreaPorts;
   /** How outside host names are resolved (webhook URLs): the system's resolver unless a test gives its own. */
   resolveHost?: (hostname: string) => Promise<string[]>;
+  /** The API server's requests in flight, which parts beside the API yield to (absent: no API server). */
+  apiActivity?: ApiActivity;
 }
 
 /** What one area offers the others, and the platform's own engine and usage sources, bound by the platform. */

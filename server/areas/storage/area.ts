@@ -20,7 +20,7 @@ import { storageUsage } from './storage-metering.ts';
  * the embedded store, the area serves its S3 endpoint, which asks the platform through s3-port.ts.
  */
 export function storageArea(deps: AreaDependencies) {
-  const { pool, clock, config, drivers, credentials, embeddedStore, listener, log, ports } = deps;
+  const { pool, clock, config, drivers, credentials, embeddedStore, listener, log, ports, apiActivity } = deps;
   const cachesSynced = () => listener.sync();
   const maxAttempts = config.engine.maxAttempts;
   const buckets = createBucketService({ clock, maxAttempts, budget: budgetOf(ports), objectStore: drivers.objectStore });
@@ -67,6 +67,7 @@ export function storageArea(deps: AreaDependencies) {
         config,
         connectionString: (pool.options as { connectionString: string }).connectionString,
         platform: s3Port({ pool, buckets, objectStore: drivers.objectStore, clock, cachesSynced, log: log.child({ component: 's3' }) }),
+        apiActivity: apiActivity?.buffer,
         log: log.child({ component: 's3' }),
       }),
   });

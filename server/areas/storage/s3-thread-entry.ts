@@ -20,7 +20,9 @@ import { createPool } from '../../db/pool.ts';
 import type { Caller } from '../../drivers/embedded/s3/access.ts';
 import type { S3Platform } from '../../drivers/embedded/s3/platform-port.ts';
 import type { ServedBucket } from '../../drivers/embedded/rows.ts';
+import { admission } from '../../drivers/embedded/s3/admission.ts';
 import { startS3Endpoint } from '../../drivers/embedded/s3/server.ts';
+import { readApiActivity } from '../../core/api-activity.ts';
 import { embeddedStoreSettingsOf, openEmbeddedStore } from '../../drivers/selection.ts';
 import { S3_PLATFORM_CHANGES, s3Reads } from './s3-port.ts';
 import { lowerBackendPriority, lowerThreadPriority } from './s3-priority.ts';
@@ -35,6 +37,8 @@ export interface S3ThreadData {
   changes: MessagePort;
   /** Where this thread's log lines go (as JSON lines; the main thread's logger writes them). */
   logs: MessagePort;
+  /** The API's requests in flight (api-activity.ts), shared memory; absent: no API to yield to. */
+  apiActivity: SharedArrayBuffer | undefined;
 }
 
 /** What this thread tells the main thread. */
@@ -86,6 +90,15 @@ try {
     publicAccess: config.s3.publicAccess
       ? { rateLimit: config.s3.publicRateLimit, windowSeconds: config.rateLimit.windowSeconds }
       : undefined,
+    // While the API answers requests, S3 requests start at a pace (admission.ts).
+    admission:
+      data.apiActivity && config.s3.busyRate > 0
+        ? admission({
+            apiBusy: readApiActivity(data.apiActivity).busy,
+            busyRate: config.s3.busyRate,
+            busyBytesPerSecond: config.s3.busyBandwidthMiB * 1024 * 1024,
+          })
+        : undefined,
     log,
   });
   parent.once('message', () => {

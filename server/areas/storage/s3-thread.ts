@@ -44,6 +44,8 @@ export async function startS3Thread(options: {
   connectionString: string;
   /** The storage area's port: the thread's bucket changes are answered with it. */
   platform: S3Platform;
+  /** The API's requests in flight (api-activity.ts): the endpoint yields to a busy API. */
+  apiActivity: SharedArrayBuffer | undefined;
   log: Logger;
 }): Promise<S3Endpoint> {
   const { log } = options;
@@ -60,6 +62,7 @@ export async function startS3Thread(options: {
       config: options.config,
       connectionString: options.connectionString,
       poolSize: S3_THREAD_CONNECTIONS,
+      apiActivity: options.apiActivity,
       changes: changes.port2,
       logs: logs.port2,
     };

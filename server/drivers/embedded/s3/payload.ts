@@ -40,6 +40,8 @@ export function uploadBody(
   signing: ChunkSigning | undefined,
   /** A body that stops coming for this long is ended (RequestTimeout). */
   stallTimeoutMs: number,
+  /** Paces the bytes (after the stall guard: a paced body is not a stalled one). */
+  pace?: Transform,
 ): UploadBody {
   const streaming = STREAMING_SIGNED.has(payloadHash) || payloadHash === STREAMING_UNSIGNED;
   let size: number;
@@ -108,7 +110,7 @@ export function uploadBody(
   }
   const hashes = hashing(native, size);
   // First in line: it sees the bytes as they come, before anything else can hold them up.
-  const transforms: Transform[] = [stallGuard(stallTimeoutMs), hashes.transform];
+  const transforms: Transform[] = [stallGuard(stallTimeoutMs), ...(pace ? [pace] : []), hashes.transform];
   if (scripted.size > 0)
     transforms.push(
       new Transform({

@@ -1,7 +1,7 @@
 import busboy from 'busboy';
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
-import { Readable } from 'node:stream';
+import { Readable, type Transform } from 'node:stream';
 import { CHECKSUM_ALGORITHMS, runningChecksum, type ChecksumAlgorithm } from '../checksums.ts';
 import { hashing } from '../hashing.ts';
 import type { EmbeddedObjectStore } from '../store.ts';
@@ -257,6 +257,8 @@ export interface PostObjectDependencies {
   admitUnsigned(): void;
   /** The request came over TLS (SSE-C fields need it). */
   secure: boolean;
+  /** A stream that paces the file's bytes while the API is busy (admission.ts), if any. */
+  bodyPace?: () => Transform;
 }
 
 export async function postObject(
@@ -341,7 +343,7 @@ export async function postObject(
       size: limit,
       sizeIsLimit: true,
       body,
-      transforms: [hashes.transform],
+      transforms: [...(deps.bodyPace ? [deps.bodyPace()] : []), hashes.transform],
       readEarly: true,
       sealing,
       lock,

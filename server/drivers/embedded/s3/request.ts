@@ -1,5 +1,6 @@
 import { createHash, type KeyObject } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Transform } from 'node:stream';
 import type { EmbeddedObjectStore } from '../store.ts';
 import type { ServedBucket } from '../rows.ts';
 import type { Access, Caller } from './access.ts';
@@ -31,6 +32,8 @@ export interface S3Request {
   stallTimeoutMs: number;
   /** The request came over TLS (the endpoint's own, or a proxy's it is told to trust): SSE-C needs it. */
   secure: boolean;
+  /** A stream that paces an upload's bytes while the API is busy (admission.ts), if any. */
+  bodyPace?: () => Transform;
 }
 
 export type S3Handler = (request: S3Request) => Promise<void>;
@@ -160,6 +163,7 @@ export function signedUploadBody(request: S3Request): ReturnType<typeof uploadBo
     request.signed.payloadHash,
     { key: request.signingKey, amzDate: request.signed.amzDate, scope: request.scope, seedSignature: request.signed.signature },
     request.stallTimeoutMs,
+    request.bodyPace?.(),
   );
 }
 

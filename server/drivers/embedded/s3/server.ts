@@ -23,6 +23,7 @@ import { objectRoutes } from './object-handlers.ts';
 import { objectLockRoutes } from './object-lock.ts';
 import { postObject } from './post-object.ts';
 import type { S3Request } from './request.ts';
+import type { Admission } from './admission.ts';
 import { parseSignature, scopeOf, verify } from './sigv4.ts';
 import { NO_SIGNING_KEY } from './sigv2.ts';
 import {
@@ -66,6 +67,8 @@ export async function startS3Endpoint(options: {
   trustForwardedProto?: boolean;
   /** Serve unsigned requests what buckets share with everyone, within this limit (anonymous.ts); unset: refuse them. */
   publicAccess?: PublicAccess;
+  /** When each request may start (admission.ts); unset: at once. */
+  admission?: Admission;
 }): Promise<S3Endpoint> {
   const { store, region, log } = options;
   const access = createAccess(options.platform, store, options.keys, options.served);
@@ -109,7 +112,13 @@ export async function startS3Endpoint(options: {
       rawQuery === '' &&
       /^multipart\/form-data/i.test(req.headers['content-type'] ?? '')
     )
-      return postObject(req, res, bucketOf(rawPath), { store, access, secure: isSecure(req), admitUnsigned: () => admitUnsigned(req) });
+      return postObject(req, res, bucketOf(rawPath), {
+        store,
+        access,
+        secure: isSecure(req),
+        admitUnsigned: () => admitUnsigned(req),
+        bodyPace: options.admission?.bodyPace,
+      });
     const signature = parseSignature(parts, new Date());
     if (!signature) admitUnsigned(req);
     const signed = signature ?? unsignedRequest(req);
@@ -142,6 +151,7 @@ export async function startS3Endpoint(options: {
       requestId,
       stallTimeoutMs: options.bodyTimeoutMs,
       secure: isSecure(req),
+      bodyPace: options.admission?.bodyPace,
     };
     await refuseBlockedPublicAcl(request, (orgId, name) => access.ownBucket(orgId, name));
     const handler = route(request);
@@ -170,7 +180,9 @@ export async function startS3Endpoint(options: {
     const requestId = randomIdBytes(8).toString('hex').toUpperCase();
     res.setHeader('x-amz-request-id', requestId);
     res.setHeader('Server', 'cloud-platform-s3');
-    handle(req, res, requestId).catch((error: unknown) => answerError(req, res, error, requestId, log));
+    const start = () => void handle(req, res, requestId).catch((error: unknown) => answerError(req, res, error, requestId, log));
+    if (options.admission) options.admission.admit(res, start, (refusal) => answerError(req, res, refusal, requestId, log));
+    else start();
   };
   const server = options.tls ? createTlsServer({ cert: options.tls.cert, key: options.tls.key }, onRequest) : http.createServer(onRequest);
   // `Expect: 100-continue` (the SDK's large uploads): the client sends the body only once asked
