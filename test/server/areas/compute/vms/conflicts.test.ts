@@ -66,16 +66,17 @@ test('a request chosen as the victim of a deadlock answers 503 with Retry-After,
   // which is no deadlock (the stop then waited for the row until its statement timeout: a 503
   // with Retry-After 5). A bigint advisory key is held in pg_locks as classid (high half) and
   // objid (low half).
-  await eventually(async () => {
-    const { rows } = await other.query<{ n: number }>(
-      `SELECT count(*)::int AS n FROM pg_locks
-       WHERE locktype = 'advisory' AND NOT granted AND objsubid = 1
-         AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
-         AND ((classid::bigint << 32) | objid::bigint) = hashtextextended($1, 0)
-         AND pg_backend_pid() = ANY(pg_blocking_pids(pid))`,
+  const waiter = await eventually(async () => {
+    const { rows } = await other.query<{ pid: number; query: string; waitingForMs: number }>(
+      `SELECT l.pid, a.query, (extract(epoch FROM clock_timestamp() - a.state_change) * 1000)::int AS "waitingForMs"
+       FROM pg_locks l JOIN pg_stat_activity a USING (pid)
+       WHERE l.locktype = 'advisory' AND NOT l.granted AND l.objsubid = 1
+         AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+         AND ((l.classid::bigint << 32) | l.objid::bigint) = hashtextextended($1, 0)
+         AND pg_backend_pid() = ANY(pg_blocking_pids(l.pid))`,
       [lineLock],
     );
-    return rows[0]!.n === 1 ? true : undefined;
+    return rows.length === 1 ? rows[0] : undefined;
   }, 'the stop waiting for the lock');
   // The other transaction now asks for the instance's row: each waits for the other. PostgreSQL
   // breaks the cycle after DEADLOCK_TIMEOUT by failing the stop, the one that looks.
@@ -86,7 +87,9 @@ test('a request chosen as the victim of a deadlock answers 503 with Retry-After,
   await other.query('ROLLBACK');
   expect(answer.status, answer.text).toBe(503);
   expect(answer.headers.get('content-type')).toMatch(/^application\/problem\+json/);
-  expect(answer.headers.get('retry-after')).toBe('1');
+  // Retry-After 5 is a statement timeout, not a deadlock: the waiter seen (its statement, and how
+  // long it had waited when seen) says which cycle was not made.
+  expect(answer.headers.get('retry-after'), `${answer.text}; the lock's waiter: ${JSON.stringify(waiter)}`).toBe('1');
   expect(answer.body).toMatchObject({ status: 503, code: 'service_unavailable' });
   expect(answer.body.detail).toMatch(/concurrent change/);
 
