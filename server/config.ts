@@ -184,13 +184,13 @@ export interface S3Config {
    */
   nice: number;
   /**
-   * S3 requests the endpoint starts a second at most while the API is busy (two or more requests in flight)
-   * (S3_BUSY_RATE, default 25; 0: no limit); the others wait their turn (admission.ts).
+   * S3 requests the endpoint starts a second at most while the API is busy (two or more requests
+   * in flight; S3_BUSY_RATE, default 25; 0: no limit); the others wait their turn (admission.ts).
    */
   busyRate: number;
   /**
-   * MiB of upload bodies a second the endpoint reads at most while the API is busy,
-   * all uploads together (S3_BUSY_BANDWIDTH, default 8; 0: no limit).
+   * MiB of upload bodies a second the endpoint reads at most while the API is busy, all uploads
+   * together (S3_BUSY_BANDWIDTH, default 8; 0: no limit).
    */
   busyBandwidthMiB: number;
 }

@@ -5,11 +5,11 @@ import type { OperationHandlers, OperationId } from '../../generated/operations.
 import type { Config } from '../config.ts';
 import type { AuditNames } from '../core/audit-names.ts';
 import type { BackgroundTask } from '../core/background.ts';
+import type { ApiActivity } from '../core/api-activity.ts';
 import type { Clock } from '../core/clock.ts';
 import type { RequestContext } from '../core/request-context.ts';
 import type { OrganizationClock } from '../core/test-clocks.ts';
 import type { DatabaseListener } from '../db/listener.ts';
-import type { ApiActivity } from '../core/api-activity.ts';
 import type { Pool, PoolClient, Queryable } from '../db/pool.ts';
 import type { EmbeddedObjectStore } from '../drivers/embedded/store.ts';
 import type { Drivers } from '../drivers/index.ts';

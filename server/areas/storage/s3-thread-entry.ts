@@ -11,6 +11,7 @@ import module from 'node:module';
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
 import { pino } from 'pino';
 import type { Config } from '../../config.ts';
+import { readApiActivity } from '../../core/api-activity.ts';
 import { BUCKET_CHANNEL, bucketTagsOf } from '../../core/bucket-announcements.ts';
 import { CREDENTIAL_CHANNEL, credentialTagsOf } from '../../core/credential-announcements.ts';
 import { callsTo } from '../../core/thread-calls.ts';
@@ -22,7 +23,6 @@ import type { S3Platform } from '../../drivers/embedded/s3/platform-port.ts';
 import type { ServedBucket } from '../../drivers/embedded/rows.ts';
 import { admission } from '../../drivers/embedded/s3/admission.ts';
 import { startS3Endpoint } from '../../drivers/embedded/s3/server.ts';
-import { readApiActivity } from '../../core/api-activity.ts';
 import { embeddedStoreSettingsOf, openEmbeddedStore } from '../../drivers/selection.ts';
 import { S3_PLATFORM_CHANGES, s3Reads } from './s3-port.ts';
 import { lowerBackendPriority, lowerThreadPriority } from './s3-priority.ts';
@@ -37,7 +37,7 @@ export interface S3ThreadData {
   changes: MessagePort;
   /** Where this thread's log lines go (as JSON lines; the main thread's logger writes them). */
   logs: MessagePort;
-  /** The API's requests in flight (api-activity.ts), shared memory; absent: no API to yield to. */
+  /** The API's requests in flight (core/api-activity.ts), shared memory; absent: no API to yield to. */
   apiActivity: SharedArrayBuffer | undefined;
 }
 
@@ -90,9 +90,9 @@ try {
     publicAccess: config.s3.publicAccess
       ? { rateLimit: config.s3.publicRateLimit, windowSeconds: config.rateLimit.windowSeconds }
       : undefined,
-    // While the API answers requests, S3 requests start at a pace (admission.ts).
+    // While the API is busy, S3 requests start, and upload bodies pass, at a pace (admission.ts).
     admission:
-      data.apiActivity && config.s3.busyRate > 0
+      data.apiActivity && (config.s3.busyRate > 0 || config.s3.busyBandwidthMiB > 0)
         ? admission({
             apiBusy: readApiActivity(data.apiActivity).busy,
             busyRate: config.s3.busyRate,

@@ -44,7 +44,7 @@ export async function startS3Thread(options: {
   connectionString: string;
   /** The storage area's port: the thread's bucket changes are answered with it. */
   platform: S3Platform;
-  /** The API's requests in flight (api-activity.ts): the endpoint yields to a busy API. */
+  /** The API's requests in flight (core/api-activity.ts): the endpoint yields to a busy API. */
   apiActivity: SharedArrayBuffer | undefined;
   log: Logger;
 }): Promise<S3Endpoint> {

@@ -21,7 +21,7 @@ const BURST_MS = 50;
 export interface AdmissionSettings {
   /** Whether the API is busy now (core/api-activity.ts). */
   apiBusy: () => boolean;
-  /** S3 requests started a second at most while the API is busy. */
+  /** S3 requests started a second at most while the API is busy; 0: no limit. */
   busyRate: number;
   /** Bytes of upload bodies a second at most while the API is busy, all uploads together; 0: no limit. */
   busyBytesPerSecond: number;
@@ -44,7 +44,7 @@ interface Waiting {
 }
 
 export function admission({ apiBusy, busyRate, busyBytesPerSecond, now = () => performance.now() }: AdmissionSettings): Admission {
-  const interval = 1000 / busyRate;
+  const interval = busyRate > 0 ? 1000 / busyRate : 0;
   const maxWaiting = Math.max(1, Math.floor(busyRate * MAX_WAIT_SECONDS));
   const queue: Waiting[] = [];
   /** When the next request may start while the API is busy. */
@@ -53,7 +53,7 @@ export function admission({ apiBusy, busyRate, busyBytesPerSecond, now = () => p
 
   /** Whether a request may start now; a start while the API is busy takes its place in the pace. */
   const takeTurn = (): boolean => {
-    if (!apiBusy()) return true;
+    if (busyRate === 0 || !apiBusy()) return true;
     const at = now();
     nextStart = Math.max(nextStart, at - BURST_MS);
     if (nextStart > at) return false;

@@ -135,4 +135,24 @@ describe('S3 admission', () => {
     await vi.advanceTimersByTimeAsync(0);
     expect(passed.at(-1)).toBe('second 100000');
   });
+
+  test('each pace can be turned off on its own (0)', async () => {
+    apiBusy = true;
+    const { gate, send } = pacedAt(0, 1_000);
+    for (let index = 0; index < 50; index++) send(`r${index}`);
+    expect(started).toHaveLength(50);
+    const passed: number[] = [];
+    const pace = gate.bodyPace();
+    pace.on('data', (chunk: Buffer) => passed.push(chunk.length));
+    pace.write(Buffer.alloc(500));
+    pace.write(Buffer.alloc(500));
+    await vi.advanceTimersByTimeAsync(1);
+    expect(passed).toEqual([500]);
+    const unpaced = pacedAt(10, 0).gate.bodyPace();
+    const through: number[] = [];
+    unpaced.on('data', (chunk: Buffer) => through.push(chunk.length));
+    for (let index = 0; index < 5; index++) unpaced.write(Buffer.alloc(1_000_000));
+    await vi.advanceTimersByTimeAsync(0);
+    expect(through).toHaveLength(5);
+  });
 });
