@@ -58,9 +58,14 @@ prism.stdout.on('data', (chunk: Buffer) => {
 function publicAddresses(text: string, address: string): string {
   return text.replaceAll(address, `${values.host}:${port}`);
 }
-for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
   process.on(signal, () => prism.kill(signal));
 }
+// However this process ends (an error, its output closed under it), Prism ends with it: left
+// behind, it kept a port and its memory with no proxy in front and nothing to stop it.
+process.on('exit', () => {
+  if (prism.exitCode === null && prism.signalCode === null) prism.kill('SIGTERM');
+});
 prism.on('exit', (code) => {
   process.stdout.write(heldOutput);
   process.exit(code ?? 0);

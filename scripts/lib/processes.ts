@@ -45,7 +45,7 @@ export interface Started {
   child: ChildProcess;
   /** What it printed on stdout and stderr, interleaved (for error messages and assertions). */
   output: () => string;
-  /** SIGTERM to its process group; resolves once it has exited. */
+  /** SIGTERM to its process group (whatever of it still runs); resolves once it has exited. */
   stop: () => Promise<void>;
 }
 
@@ -78,13 +78,16 @@ export function startProcess(command: string, args: string[], env: NodeJS.Proces
     output: () => output,
     stop: () =>
       new Promise((resolve) => {
-        if (child.exitCode !== null || child.signalCode !== null) return resolve();
-        child.once('exit', () => resolve());
+        // The group is signalled even when its first process has ended: what it started may
+        // still run (a mock whose output closed under it ended, and left Prism running).
+        const ended = child.exitCode !== null || child.signalCode !== null;
+        if (!ended) child.once('exit', () => resolve());
         try {
           process.kill(-child.pid!, 'SIGTERM');
         } catch {
-          resolve();
+          return resolve(); // no process is left in the group
         }
+        if (ended) resolve();
       }),
   };
   running.add(started);

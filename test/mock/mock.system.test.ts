@@ -4,7 +4,17 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { loadBundle } from '../support/contract.ts';
 import { createServer } from 'node:net';
-import { freePort, npmScriptCommand, startMock, startProcess, waitForHttp, type Started } from '../support/processes.ts';
+import { eventually } from '../support/eventually.ts';
+import {
+  commandLineOf,
+  descendantsOf,
+  freePort,
+  npmScriptCommand,
+  startMock,
+  startProcess,
+  waitForHttp,
+  type Started,
+} from '../support/processes.ts';
 
 const org = '3f6c1a2e-9b4d-4c7a-8e21-5d0b7f9a1c34';
 const auth = { Authorization: 'Bearer cpk_3Ol_Svxj8s6AJH9dF10S5Aq_qj3r9CwRP2hDPHeY4P8' };
@@ -272,6 +282,50 @@ describe('npm run mock on a busy machine', () => {
     } finally {
       await started.stop();
       neighbour.close();
+    }
+  });
+});
+
+describe('npm run mock ends with what it started', () => {
+  /** The Prism process under a started mock. */
+  const prismUnder = (mock: Started): number | undefined =>
+    descendantsOf(mock.child.pid!).find((pid) => commandLineOf(pid).some((part) => part.endsWith('prism')));
+  const running = (pid: number): boolean => {
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+
+  test.runIf(process.platform === 'linux')('a hang-up of its terminal ends Prism too', async () => {
+    const { mock } = await startMock(`/v1/orgs/${org}`);
+    try {
+      const prism = prismUnder(mock);
+      expect(prism, 'Prism under the mock').toBeDefined();
+      process.kill(mock.child.pid!, 'SIGHUP');
+      await eventually(() => (running(prism!) ? undefined : true), 'Prism to end');
+    } finally {
+      await mock.stop();
+    }
+  });
+
+  test.runIf(process.platform === 'linux')('its output closed under it, it ends, and Prism with it', async () => {
+    const { mock, baseUrl } = await startMock(`/v1/orgs/${org}`);
+    try {
+      const prism = prismUnder(mock);
+      expect(prism, 'Prism under the mock').toBeDefined();
+      // As when the terminal or the program reading it goes: Prism logs the next request, which
+      // the mock cannot write.
+      mock.child.stdout!.destroy();
+      mock.child.stderr!.destroy();
+      await eventually(async () => {
+        await fetch(`${baseUrl}/v1/orgs/${org}/billing`, { headers: auth }).catch(() => undefined);
+        return running(prism!) ? undefined : true;
+      }, 'Prism to end');
+    } finally {
+      await mock.stop();
     }
   });
 });
