@@ -41,7 +41,6 @@ export async function listen(client: PlatformClient, options: ListenOptions, io:
   if (target.protocol !== 'http:' && target.protocol !== 'https:') throw new UsageError('--forward-to takes an http or https URL');
   const secret = options.secret ?? `whsec_${randomBytes(32).toString('base64')}`;
   const signer = new Webhook(secret);
-  io.stderr(`Ready. Forwarding events to ${target.href}; verify them with the signing secret ${secret}\n`);
 
   const stop = new AbortController();
   const onSignal = () => stop.abort();
@@ -59,8 +58,11 @@ export async function listen(client: PlatformClient, options: ListenOptions, io:
     return items;
   };
   try {
-    // Only what happens from now on: what the log holds already is not forwarded.
+    // Only what happens from now on: what the log holds already is not forwarded. Ready is said
+    // once that is known: an event made after it is forwarded (said before, an event made while
+    // the log was being read counted as already there, and was never forwarded).
     for (const event of await recent()) seen.add(event.id);
+    io.stderr(`Ready. Forwarding events to ${target.href}; verify them with the signing secret ${secret}\n`);
     while (!stop.signal.aborted) {
       const fresh = (await recent()).filter((event) => !seen.has(event.id) && (!options.types || options.types.includes(event.type)));
       for (const event of fresh.reverse()) {

@@ -1,6 +1,8 @@
 // The tools of the events: the typed client's verifyWebhook accepts what the platform signs and
 // refuses anything else; `cloud events list` reads the log; `cloud events listen` follows it and
 // forwards each new event, signed with the session's secret, to a local receiver.
+import { createServer, request } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { runCli, type Io } from '../../../../client/cli/main.ts';
 import { verifyWebhook, WebhookVerificationError } from '../../../../client/index.ts';
@@ -85,5 +87,62 @@ describe('cloud events', () => {
     expect(await listening).toBe(0);
     // Each event once, however many polls saw it.
     expect(receiver.received.filter((request) => request.path === '/local' && request.headers['webhook-id'] === event.id)).toHaveLength(1);
+  });
+
+  test('an event made as soon as listen says Ready is forwarded, however long its first read of the log took', async () => {
+    // A proxy in front of the server holds the listener's first read of the log for a second:
+    // an event made the moment Ready is printed must still be forwarded, not counted as old.
+    let heldFirstRead = false;
+    const proxy = createServer((req, res) => {
+      const pass = () => {
+        const upstream = request(new URL(req.url!, server.url), { method: req.method, headers: req.headers }, (answer) => {
+          res.writeHead(answer.statusCode!, answer.headers);
+          answer.pipe(res);
+        });
+        req.pipe(upstream);
+      };
+      if (!heldFirstRead && req.url!.includes('/events')) {
+        heldFirstRead = true;
+        setTimeout(pass, 1_000);
+      } else pass();
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+    const proxyUrl = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
+    try {
+      const interrupt = new AbortController();
+      const out = { ...io(), interrupted: interrupt.signal };
+      const listening = runCli(
+        [
+          'events',
+          'listen',
+          '--forward-to',
+          `${receiver.url}/first`,
+          '--for',
+          '60',
+          '--poll-ms',
+          '100',
+          '--base-url',
+          proxyUrl,
+          '--api-key',
+          server.org.ownerKey,
+          '--org',
+          server.org.orgId,
+        ],
+        out,
+      );
+      await eventually(() => (out.err.join('').includes('Ready') ? true : undefined), 'Ready', 30_000);
+      const key = await server.org.call('POST', '/api-tokens', { body: { name: 'made at once' } });
+      const forwarded = await eventually(
+        () => receiver.received.find((request) => request.path === '/first'),
+        'the event made at once to be forwarded',
+        30_000,
+      );
+      expect(JSON.parse(forwarded.body)).toMatchObject({ type: 'api_key.created', data: { api_key: key.body.token } });
+      interrupt.abort();
+      expect(await listening).toBe(0);
+    } finally {
+      proxy.closeAllConnections();
+      await new Promise((resolve) => proxy.close(resolve));
+    }
   });
 });
