@@ -9,6 +9,7 @@ import {
   commandLineOf,
   descendantsOf,
   freePort,
+  isRunning,
   npmScriptCommand,
   startMock,
   startProcess,
@@ -290,14 +291,6 @@ describe('npm run mock ends with what it started', () => {
   /** The Prism process under a started mock. */
   const prismUnder = (mock: Started): number | undefined =>
     descendantsOf(mock.child.pid!).find((pid) => commandLineOf(pid).some((part) => part.endsWith('prism')));
-  const running = (pid: number): boolean => {
-    try {
-      process.kill(pid, 0);
-      return true;
-    } catch {
-      return false;
-    }
-  };
 
   test.runIf(process.platform === 'linux')('a hang-up of its terminal ends Prism too', async () => {
     const { mock } = await startMock(`/v1/orgs/${org}`);
@@ -305,7 +298,7 @@ describe('npm run mock ends with what it started', () => {
       const prism = prismUnder(mock);
       expect(prism, 'Prism under the mock').toBeDefined();
       process.kill(mock.child.pid!, 'SIGHUP');
-      await eventually(() => (running(prism!) ? undefined : true), 'Prism to end');
+      await eventually(() => (isRunning(prism!) ? undefined : true), 'Prism to end');
     } finally {
       await mock.stop();
     }
@@ -322,7 +315,7 @@ describe('npm run mock ends with what it started', () => {
       mock.child.stderr!.destroy();
       await eventually(async () => {
         await fetch(`${baseUrl}/v1/orgs/${org}/billing`, { headers: auth }).catch(() => undefined);
-        return running(prism!) ? undefined : true;
+        return isRunning(prism!) ? undefined : true;
       }, 'Prism to end');
     } finally {
       await mock.stop();

@@ -45,6 +45,16 @@ export class LeftBehind {
   }
 }
 
+/** Whether a process of this id runs (a zombie, not yet reaped, counts as running). */
+export function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** Whether one of the process's arguments names `file` (a path ending in it). */
 export function runsFile(pid: number, file: string): boolean {
   return commandLineOf(pid).some((argument) => argument.endsWith(file));

@@ -6,20 +6,11 @@ import { existsSync } from 'node:fs';
 import { afterAll, expect, test } from 'vitest';
 import { repoRoot } from '../../scripts/lib/run.ts';
 import { eventually } from '../support/eventually.ts';
-import { descendantsOf, LeftBehind, npmScriptCommand, processRunning, runsFile, signalWhileHeld } from '../support/processes.ts';
+import { descendantsOf, isRunning, LeftBehind, npmScriptCommand, processRunning, runsFile, signalWhileHeld } from '../support/processes.ts';
 
 /** Servers a failed run left behind: stopped after the test, whatever it found. */
 const leftBehind = new LeftBehind();
 afterAll(() => leftBehind.stop());
-
-const alive = (pid: number): boolean => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 test('killing the bench (Ctrl-C, SIGTERM) stops the servers it started and removes their data', async () => {
   const bench = spawn(...npmScriptCommand('bench', ['--quick', '--only', 'requests']), {
@@ -46,6 +37,6 @@ test('killing the bench (Ctrl-C, SIGTERM) stops the servers it started and remov
   for (const pid of started) if (runsFile(pid, '.ts')) leftBehind.add(pid);
   await signalWhileHeld(bench, runner);
   expect(await exited, output).toBe(143);
-  expect(started.filter(alive), output).toEqual([]);
+  expect(started.filter(isRunning), output).toEqual([]);
   expect(existsSync(workDir)).toBe(false);
 }, 240_000);
