@@ -76,7 +76,7 @@ async function storedBody(name: string): Promise<string> {
   return object.Body!.transformToString();
 }
 
-test('while the API is busy, S3 requests start one a second; once it is quiet, all of them', async () => {
+test('while the API is busy, S3 requests start one a second; once it is quiet, a crowd is served at once', async () => {
   // The key and the bucket are known to the endpoint before the clock matters.
   await s3.send(new PutObjectCommand({ Bucket: 'beside-the-api', Key: 'warm-up', Body: 'warm' }));
   const api = await busyApi();
@@ -88,12 +88,20 @@ test('while the API is busy, S3 requests start one a second; once it is quiet, a
   // Three starts at 1/s span two seconds, less a moment's starts saved up (a pace never runs
   // ahead, whatever the machine does; a slow PUT only widens the span).
   expect(answered[2]! - answered[0]!).toBeGreaterThanOrEqual(1_500);
-  const releasedAfterMs = performance.now() - since;
   await api.release();
   await Promise.all(puts);
-  // The three left would have started over the next three seconds at the pace; they started once the API was quiet.
-  expect(Math.max(...answered) - releasedAfterMs).toBeLessThan(2_500);
   for (const name of names) expect(await storedBody(name)).toBe(bodyOf(name));
+  // The endpoint sees the API quiet: a crowd at once is served whole, where at the pace (the
+  // next test) the same crowd is mostly refused. Counted, not timed: a loaded machine makes each
+  // PUT slower, never a refusal.
+  const crowd = Array.from({ length: 15 }, (_, index) => `unpaced-${index}`);
+  const refusals = await Promise.all(
+    crowd.map((name) =>
+      s3ErrorOf(s3.send(new PutObjectCommand({ Bucket: 'beside-the-api', Key: name, Body: bodyOf(name) }))).catch(() => undefined),
+    ),
+  );
+  expect(refusals.filter((refusal) => refusal !== undefined)).toEqual([]);
+  for (const name of crowd) expect(await storedBody(name)).toBe(bodyOf(name));
 });
 
 test('a request that would wait more than five seconds is refused with SlowDown; those that waited are stored whole', async () => {
