@@ -390,6 +390,49 @@ async function measureApiBesideS3(target: Target, quick: boolean): Promise<void>
   });
 }
 
+/**
+ * The API beside downloads: the p99 of the same API read at rest, and again while four clients
+ * GET a large object over and over. A download costs the file's reads and the socket's writes
+ * (and the clients' own reading), on the same 2 cores.
+ */
+async function measureApiBesideDownloads(target: Target, quick: boolean): Promise<void> {
+  const { api } = target;
+  if (!api) return;
+  const request = {
+    method: 'GET' as const,
+    url: `${api.baseUrl}/v1/orgs/${api.orgId}/s3/buckets`,
+    headers: { authorization: `Bearer ${api.apiKey}` },
+  };
+  const settings = { connections: 8, seconds: quick ? 2 : 5, warmupSeconds: 1 };
+  const size = (quick ? 64 : 256) * MiB;
+  await target.s3.send(new PutObjectCommand({ Bucket: 'bench', Key: 'downloaded-beside-the-api', Body: zeros(size), ContentLength: size }));
+  const quiet = await load(request, settings);
+  const stop = { now: false };
+  let downloaded = 0;
+  const downloads = Array.from({ length: 4 }, async () => {
+    while (!stop.now) {
+      const got = await target.s3.send(new GetObjectCommand({ Bucket: 'bench', Key: 'downloaded-beside-the-api' }));
+      for await (const chunk of got.Body as Readable) {
+        downloaded += (chunk as Buffer).length;
+        if (stop.now) break;
+      }
+    }
+  });
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  const before = downloaded;
+  const busyStart = performance.now();
+  const busy = await load(request, settings);
+  const mibPerSecond = (downloaded - before) / MiB / ((performance.now() - busyStart) / 1000);
+  stop.now = true;
+  await Promise.all(downloads);
+  record({
+    figure: `API p99 (GET the bucket list, 8 connections) while 4 clients GET ${size / MiB} MiB again and again${target.label}`,
+    real: `${ms(busy.p99)} (at rest ${ms(quiet.p99)}; p50 ${ms(busy.p50)} / ${ms(quiet.p50)}); meanwhile ${mibPerSecond.toFixed(0)} MiB/s downloaded`,
+    ratio: ratio(busy.p99 / quiet.p99),
+    goal: '≤ 2× at rest',
+  });
+}
+
 /** The server's RSS while a large object goes up and comes back down, sampled every 100 ms. */
 async function measureStreamingMemory({ server, s3, label }: Target, quick: boolean): Promise<void> {
   const pid = server.child.pid!;
@@ -452,6 +495,7 @@ export async function runS3Bench({
     );
     for (const target of targets) if (!target.ceiling) await measureSmallPuts(target, quick);
     for (const target of targets) if (!target.ceiling) await measureApiBesideS3(target, quick);
+    for (const target of targets) if (!target.ceiling) await measureApiBesideDownloads(target, quick);
     while (targets.length > 0) await stopTarget(targets.pop()!);
     // The same figure with S3 not held back while the API is busy, as it ran before S3_BUSY_RATE
     // and S3_BUSY_BANDWIDTH: what their defaults (admission.ts) change on this machine.
@@ -461,6 +505,7 @@ export async function runS3Bench({
       }),
     );
     await measureApiBesideS3(targets[0]!, quick);
+    await measureApiBesideDownloads(targets[0]!, quick);
     await stopTarget(targets.pop()!);
 
     if (!process.env.CEPH_RGW_ENDPOINT && !cephInstalled()) {

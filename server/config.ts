@@ -189,8 +189,8 @@ export interface S3Config {
    */
   busyRate: number;
   /**
-   * MiB of upload bodies a second the endpoint reads at most while the API is busy, all uploads
-   * together (S3_BUSY_BANDWIDTH, default 8; 0: no limit).
+   * MiB of bodies a second the endpoint passes at most while the API is busy, uploads and
+   * downloads all together (S3_BUSY_BANDWIDTH, default 8; 0: no limit).
    */
   busyBandwidthMiB: number;
 }

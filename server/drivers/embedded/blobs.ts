@@ -203,10 +203,18 @@ export class BlobFiles {
   /**
    * Writes bytes [start, end] (inclusive) of a blob to `out`, without ending it: one buffer is
    * read from the file while the other is being written, and each is used again once `out` has
-   * taken its bytes (its write callback). `onSent` counts the bytes `out` took. Rejects, with
-   * ERR_STREAM_PREMATURE_CLOSE, should `out` close first (a client gone).
+   * taken its bytes (its write callback). `onSent` counts the bytes `out` took; `pace`, if given,
+   * is awaited before each buffer goes out. Rejects, with ERR_STREAM_PREMATURE_CLOSE, should
+   * `out` close first (a client gone).
    */
-  async send(blob: string, start: number, end: number, out: Writable, onSent: (bytes: number) => void): Promise<void> {
+  async send(
+    blob: string,
+    start: number,
+    end: number,
+    out: Writable,
+    onSent: (bytes: number) => void,
+    pace?: (bytes: number) => Promise<void>,
+  ): Promise<void> {
     if (end < start) return;
     const handle = await open(this.finalPath(blob), 'r');
     const buffers = [sendBuffers.take(), sendBuffers.take()] as const;
@@ -218,6 +226,7 @@ export class BlobFiles {
         const { bytesRead } = await handle.read(buffer, 0, Math.min(buffer.length, end - position + 1), position);
         if (bytesRead === 0) throw new Error(`blob ${blob} ends before byte ${position}`);
         position += bytesRead;
+        if (pace) await pace(bytesRead);
         // The other buffer's bytes are taken before this one's go out (and before it is read into again).
         await writing;
         writing = written(out, buffer.subarray(0, bytesRead)).then(() => onSent(bytesRead));

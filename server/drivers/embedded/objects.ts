@@ -406,7 +406,8 @@ export function objectOperations(context: StoreContext) {
 
     /**
      * Writes bytes [start, end] of a version to a client's response (not ended), through reused
-     * buffers (BlobFiles.send) when plain; `onSent` counts the bytes the response took.
+     * buffers (BlobFiles.send) when plain; `onSent` counts the bytes the response took. `pace`,
+     * awaited before each piece of bytes goes out, holds them back (the S3 endpoint's admission).
      */
     async send(
       version: StoredVersion,
@@ -414,11 +415,11 @@ export function objectOperations(context: StoreContext) {
       end: number,
       out: Writable,
       onSent: (bytes: number) => void,
-      customerKey?: Buffer,
+      { customerKey, pace }: { customerKey?: Buffer; pace?: (bytes: number) => Promise<void> } = {},
     ): Promise<void> {
       for (const piece of piecesOf(version, start, end)) {
-        if (!piece.segment.sealing) await blobs.send(piece.segment.blob, piece.start, piece.end, out, onSent);
-        else await sendOpened(openedPiece(piece, customerKey), out, onSent);
+        if (!piece.segment.sealing) await blobs.send(piece.segment.blob, piece.start, piece.end, out, onSent, pace);
+        else await sendOpened(openedPiece(piece, customerKey), out, onSent, pace);
       }
     },
 
@@ -593,9 +594,15 @@ function missingVersion(key: string, versionId: string | undefined, found: Store
 }
 
 /** Writes an opened (sealed) piece to a client's response, as it takes it; `onSent` counts what it took. */
-async function sendOpened(piece: Readable, out: Writable, onSent: (bytes: number) => void): Promise<void> {
+async function sendOpened(
+  piece: Readable,
+  out: Writable,
+  onSent: (bytes: number) => void,
+  pace: ((bytes: number) => Promise<void>) | undefined,
+): Promise<void> {
   try {
     for await (const chunk of piece as AsyncIterable<Buffer>) {
+      if (pace) await pace(chunk.length);
       if (out.destroyed || out.writableEnded)
         throw Object.assign(new Error('the client went away mid-body'), { code: 'ERR_STREAM_PREMATURE_CLOSE' });
       const more = out.write(chunk);

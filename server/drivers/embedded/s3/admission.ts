@@ -3,8 +3,9 @@
 // threads): with 32 clients PUTting small objects, the API's p99 grew to three to six times its
 // p99 at rest. So while the API is busy (core/api-activity.ts), the endpoint starts at most
 // `busyRate` S3 requests a second; the others wait their turn, in the order they came, with their
-// bodies unread (their clients wait, and spend nothing meanwhile); and upload bodies pass at
-// `busyBytesPerSecond`, all uploads together. Once the API is quiet, every waiting request starts
+// bodies unread (their clients wait, and spend nothing meanwhile); and bodies pass at
+// `busyBytesPerSecond`, uploads and downloads all together (a download costs reads and socket
+// writes, and an encrypted one its decryption). Once the API is quiet, every waiting request starts
 // at once, and bodies flow at full speed. A request that would wait more than MAX_WAIT_SECONDS is
 // refused with S3's 503 SlowDown, which S3 clients retry after a pause.
 import type { ServerResponse } from 'node:http';
@@ -23,7 +24,7 @@ export interface AdmissionSettings {
   apiBusy: () => boolean;
   /** S3 requests started a second at most while the API is busy; 0: no limit. */
   busyRate: number;
-  /** Bytes of upload bodies a second at most while the API is busy, all uploads together; 0: no limit. */
+  /** Bytes of bodies a second at most while the API is busy, uploads and downloads together; 0: no limit. */
   busyBytesPerSecond: number;
   /** Milliseconds, monotonic. */
   now?: () => number;
@@ -36,7 +37,11 @@ export interface Admission {
   readonly waiting: number;
   /** A stream an upload's bytes pass through: while the API is busy, at `busyBytesPerSecond`. */
   bodyPace: () => Transform;
+  /** Resolves when a download may send its next `bytes`: at once, or, while the API is busy, at its turn. */
+  sendPace: (bytes: number) => Promise<void>;
 }
+
+const NOW = Promise.resolve();
 
 interface Waiting {
   res: ServerResponse;
@@ -107,5 +112,9 @@ export function admission({ apiBusy, busyRate, busyBytesPerSecond, now = () => p
           else setTimeout(() => passed(null, chunk), wait);
         },
       }),
+    sendPace: (bytes) => {
+      const wait = bytesTurn(bytes);
+      return wait === 0 ? NOW : new Promise((resolve) => setTimeout(resolve, wait));
+    },
   };
 }

@@ -317,7 +317,7 @@ const readObject: S3Handler = async (request) => {
   }
   let served = 0;
   try {
-    await request.store.objects.send(version, start, end, res, (bytes) => (served += bytes), customerKey);
+    await request.store.objects.send(version, start, end, res, (bytes) => (served += bytes), { customerKey, pace: request.sendPace });
     res.end();
   } finally {
     // Egress is what left for the client, whether or not it read to the end.

@@ -34,6 +34,8 @@ export interface S3Request {
   secure: boolean;
   /** A stream that paces an upload's bytes while the API is busy (admission.ts), if any. */
   bodyPace?: () => Transform;
+  /** Paces a download's bytes while the API is busy (admission.ts), if anything does. */
+  sendPace?: (bytes: number) => Promise<void>;
 }
 
 export type S3Handler = (request: S3Request) => Promise<void>;

@@ -152,6 +152,7 @@ export async function startS3Endpoint(options: {
       stallTimeoutMs: options.bodyTimeoutMs,
       secure: isSecure(req),
       bodyPace: options.admission?.bodyPace,
+      sendPace: options.admission?.sendPace,
     };
     await refuseBlockedPublicAcl(request, (orgId, name) => access.ownBucket(orgId, name));
     const handler = route(request);

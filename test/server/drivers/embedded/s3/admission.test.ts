@@ -136,6 +136,29 @@ describe('S3 admission', () => {
     expect(passed.at(-1)).toBe('second 100000');
   });
 
+  test("while the API is busy, downloads share the uploads' pace; once it is quiet, they go at once", async () => {
+    apiBusy = true;
+    const { gate } = pacedAt(10, 1_000);
+    const passed: string[] = [];
+    const upload = gate.bodyPace();
+    upload.on('data', (chunk: Buffer) => passed.push(`upload ${chunk.length}`));
+    const send = (bytes: number) => void gate.sendPace(bytes).then(() => passed.push(`download ${bytes}`));
+    // 1,000 bytes a second, the upload's 100 bytes first: the download's 100 wait their 100 ms.
+    upload.write(Buffer.alloc(100));
+    send(100);
+    send(100);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(passed).toEqual(['upload 100']);
+    await vi.advanceTimersByTimeAsync(50);
+    expect(passed).toEqual(['upload 100', 'download 100']);
+    await vi.advanceTimersByTimeAsync(99);
+    expect(passed).toEqual(['upload 100', 'download 100', 'download 100']);
+    apiBusy = false;
+    send(1_000_000);
+    await vi.advanceTimersByTimeAsync(0);
+    expect(passed.at(-1)).toBe('download 1000000');
+  });
+
   test('each pace can be turned off on its own (0)', async () => {
     apiBusy = true;
     const { gate, send } = pacedAt(0, 1_000);
@@ -154,5 +177,12 @@ describe('S3 admission', () => {
     for (let index = 0; index < 5; index++) unpaced.write(Buffer.alloc(1_000_000));
     await vi.advanceTimersByTimeAsync(0);
     expect(through).toHaveLength(5);
+    const sent: number[] = [];
+    for (let index = 0; index < 5; index++)
+      void pacedAt(10, 0)
+        .gate.sendPace(1_000_000)
+        .then(() => sent.push(index));
+    await vi.advanceTimersByTimeAsync(0);
+    expect(sent).toHaveLength(5);
   });
 });

@@ -1,6 +1,6 @@
 // The S3 endpoint yields to a busy API (drivers/embedded/s3/admission.ts): while two or more API
 // requests are in flight, S3 requests start at S3_BUSY_RATE a second and upload bodies are read at
-// S3_BUSY_BANDWIDTH, and a request that would wait too long is refused with SlowDown; once the
+// S3_BUSY_BANDWIDTH (downloads too), and a request that would wait too long is refused with SlowDown; once the
 // API is quiet, every waiting request starts. A request that waited stores its body whole. The
 // API requests are held in flight by sending their bodies only in part, and seen in flight on the
 // metrics endpoint.
@@ -135,4 +135,26 @@ test("while the API is busy, an upload's body is read at S3_BUSY_BANDWIDTH, and 
   expect(tookMs).toBeGreaterThanOrEqual(2_500);
   const stored = await s3.send(new GetObjectCommand({ Bucket: 'beside-the-api', Key: 'paced-upload' }));
   expect(Buffer.from(await stored.Body!.transformToByteArray()).equals(body)).toBe(true);
+});
+
+test('while the API is busy, a download is sent at S3_BUSY_BANDWIDTH, plain or encrypted, and arrives whole', async () => {
+  const plain = randomBytes(3 * MiB);
+  const sealed = randomBytes(3 * MiB);
+  await s3.send(new PutObjectCommand({ Bucket: 'beside-the-api', Key: 'download-plain', Body: plain }));
+  await s3.send(new PutObjectCommand({ Bucket: 'beside-the-api', Key: 'download-sealed', Body: sealed, ServerSideEncryption: 'AES256' }));
+  const api = await busyApi();
+  const timedGet = async (key: string) => {
+    const since = performance.now();
+    const object = await s3.send(new GetObjectCommand({ Bucket: 'beside-the-api', Key: key }));
+    const bytes = Buffer.from(await object.Body!.transformToByteArray());
+    return { bytes, tookMs: performance.now() - since };
+  };
+  const plainGet = await timedGet('download-plain');
+  const sealedGet = await timedGet('download-sealed');
+  await api.release();
+  // 3 MiB at 1 MiB/s each: about three seconds, less the first piece and a moment's bytes saved up.
+  expect(plainGet.tookMs).toBeGreaterThanOrEqual(2_500);
+  expect(sealedGet.tookMs).toBeGreaterThanOrEqual(2_500);
+  expect(plainGet.bytes.equals(plain)).toBe(true);
+  expect(sealedGet.bytes.equals(sealed)).toBe(true);
 });
