@@ -4,10 +4,11 @@
 // p99 at rest. So while the API is busy (core/api-activity.ts), the endpoint starts at most
 // `busyRate` S3 requests a second; the others wait their turn, in the order they came, with their
 // bodies unread (their clients wait, and spend nothing meanwhile); and bodies pass at
-// `busyBytesPerSecond`, uploads and downloads all together (a download costs reads and socket
-// writes, and an encrypted one its decryption). Once the API is quiet, every waiting request starts
-// at once, and bodies flow at full speed. A request that would wait more than MAX_WAIT_SECONDS is
-// refused with S3's 503 SlowDown, which S3 clients retry after a pause.
+// `busyBytesPerSecond`, uploads, downloads and copies all together (a download costs reads and
+// socket writes, an encrypted one its decryption, a copy both a read and a write). Once the API
+// is quiet, every waiting request starts at once, and bodies flow at full speed. A request that
+// would wait more than MAX_WAIT_SECONDS is refused with S3's 503 SlowDown, which S3 clients retry
+// after a pause.
 import type { ServerResponse } from 'node:http';
 import { Transform } from 'node:stream';
 import { S3Error } from './errors.ts';
@@ -24,7 +25,7 @@ export interface AdmissionSettings {
   apiBusy: () => boolean;
   /** S3 requests started a second at most while the API is busy; 0: no limit. */
   busyRate: number;
-  /** Bytes of bodies a second at most while the API is busy, uploads and downloads together; 0: no limit. */
+  /** Bytes of bodies a second at most while the API is busy, uploads, downloads and copies together; 0: no limit. */
   busyBytesPerSecond: number;
   /** Milliseconds, monotonic. */
   now?: () => number;
@@ -35,7 +36,7 @@ export interface Admission {
   admit(res: ServerResponse, start: () => void, refuse: (error: S3Error) => void): void;
   /** Requests waiting their turn now. */
   readonly waiting: number;
-  /** A stream an upload's bytes pass through: while the API is busy, at `busyBytesPerSecond`. */
+  /** A stream an upload's (or a copy's) bytes pass through: while the API is busy, at `busyBytesPerSecond`. */
   bodyPace: () => Transform;
   /** Resolves when a download may send its next `bytes`: at once, or, while the API is busy, at its turn. */
   sendPace: (bytes: number) => Promise<void>;

@@ -555,7 +555,8 @@ function copiedBytes(
   });
   return {
     body: request.store.objects.read(source, 0, source.size_bytes - 1, sourceKey),
-    transforms: [hashes.transform, observer],
+    // A copy reads and writes as much as a download and an upload: paced as they are.
+    transforms: [...(request.bodyPace ? [request.bodyPace()] : []), hashes.transform, observer],
     digests: async () => {
       const digests = await hashes.result();
       return {
