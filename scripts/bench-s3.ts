@@ -351,6 +351,17 @@ async function measureSmallPuts(target: Target, quick: boolean): Promise<number>
   return stored / seconds;
 }
 
+/** The API read whose p99 the figures beside S3 take: the bucket list, at 8 connections. */
+function apiRead({ api }: Target, quick: boolean) {
+  if (!api) return undefined;
+  const request = {
+    method: 'GET' as const,
+    url: `${api.baseUrl}/v1/orgs/${api.orgId}/s3/buckets`,
+    headers: { authorization: `Bearer ${api.apiKey}` },
+  };
+  return { request, settings: { connections: 8, seconds: quick ? 2 : 5, warmupSeconds: 1 } };
+}
+
 /**
  * The API beside S3 traffic: the p99 of an API read (the bucket list, 8 connections) at rest, and
  * again while a 1 GiB object streams up and SMALL_CLIENTS clients PUT 4 KiB objects. The S3
@@ -358,14 +369,9 @@ async function measureSmallPuts(target: Target, quick: boolean): Promise<number>
  * server, its PostgreSQL and the clients of both loads.
  */
 async function measureApiBesideS3(target: Target, quick: boolean): Promise<void> {
-  const { api } = target;
-  if (!api) return;
-  const request = {
-    method: 'GET' as const,
-    url: `${api.baseUrl}/v1/orgs/${api.orgId}/s3/buckets`,
-    headers: { authorization: `Bearer ${api.apiKey}` },
-  };
-  const settings = { connections: 8, seconds: quick ? 2 : 5, warmupSeconds: 1 };
+  const read = apiRead(target, quick);
+  if (!read) return;
+  const { request, settings } = read;
   const quiet = await load(request, settings);
   const stop = { now: false };
   const size = (quick ? 256 : 1024) * MiB;
@@ -396,14 +402,9 @@ async function measureApiBesideS3(target: Target, quick: boolean): Promise<void>
  * (and the clients' own reading), on the same 2 cores.
  */
 async function measureApiBesideDownloads(target: Target, quick: boolean): Promise<void> {
-  const { api } = target;
-  if (!api) return;
-  const request = {
-    method: 'GET' as const,
-    url: `${api.baseUrl}/v1/orgs/${api.orgId}/s3/buckets`,
-    headers: { authorization: `Bearer ${api.apiKey}` },
-  };
-  const settings = { connections: 8, seconds: quick ? 2 : 5, warmupSeconds: 1 };
+  const read = apiRead(target, quick);
+  if (!read) return;
+  const { request, settings } = read;
   const size = (quick ? 64 : 256) * MiB;
   await target.s3.send(new PutObjectCommand({ Bucket: 'bench', Key: 'downloaded-beside-the-api', Body: zeros(size), ContentLength: size }));
   const quiet = await load(request, settings);
