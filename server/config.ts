@@ -189,8 +189,8 @@ export interface S3Config {
    */
   busyRate: number;
   /**
-   * MiB of bodies a second the endpoint passes at most while the API is busy, uploads, downloads
-   * and copies all together (S3_BUSY_BANDWIDTH, default 8; 0: no limit).
+   * MiB of bodies a second the endpoint passes at most while the API is busy, uploads and
+   * downloads all together (S3_BUSY_BANDWIDTH, default 8; 0: no limit).
    */
   busyBandwidthMiB: number;
 }

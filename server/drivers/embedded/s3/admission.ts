@@ -4,9 +4,9 @@
 // p99 at rest. So while the API is busy (core/api-activity.ts), the endpoint starts at most
 // `busyRate` S3 requests a second; the others wait their turn, in the order they came, with their
 // bodies unread (their clients wait, and spend nothing meanwhile); and bodies pass at
-// `busyBytesPerSecond`, uploads, downloads and copies all together (a download costs reads and
-// socket writes, an encrypted one its decryption, a copy both a read and a write). Once the API
-// is quiet, every waiting request starts at once, and bodies flow at full speed. A request that
+// `busyBytesPerSecond`, uploads and downloads all together (a download costs reads and socket
+// writes, and an encrypted one its decryption), never holding a body more than MAX_HOLD_MS at a
+// time. Once the API is quiet, every waiting request starts at once, and bodies flow at full speed. A request that
 // would wait more than MAX_WAIT_SECONDS is refused with S3's 503 SlowDown, which S3 clients retry
 // after a pause.
 import type { ServerResponse } from 'node:http';
@@ -19,13 +19,20 @@ export const MAX_WAIT_SECONDS = 5;
 const RECHECK_MS = 5;
 /** After a pause in the pace, at most this long's worth of starts go at once. */
 const BURST_MS = 50;
+/**
+ * The longest a body's bytes are held at a time, however many transfers share the pace: a client
+ * gives up on a connection that stalls long (the AWS CLI after 60 s without a byte), and a body
+ * held for its turn is not stalled. With more transfers than the pace can serve in that time,
+ * each still moves a piece every MAX_HOLD_MS, and the pace gives way.
+ */
+export const MAX_HOLD_MS = 1_000;
 
 export interface AdmissionSettings {
   /** Whether the API is busy now (core/api-activity.ts). */
   apiBusy: () => boolean;
   /** S3 requests started a second at most while the API is busy; 0: no limit. */
   busyRate: number;
-  /** Bytes of bodies a second at most while the API is busy, uploads, downloads and copies together; 0: no limit. */
+  /** Bytes of bodies a second at most while the API is busy, uploads and downloads together; 0: no limit. */
   busyBytesPerSecond: number;
   /** Milliseconds, monotonic. */
   now?: () => number;
@@ -36,7 +43,7 @@ export interface Admission {
   admit(res: ServerResponse, start: () => void, refuse: (error: S3Error) => void): void;
   /** Requests waiting their turn now. */
   readonly waiting: number;
-  /** A stream an upload's (or a copy's) bytes pass through: while the API is busy, at `busyBytesPerSecond`. */
+  /** A stream an upload's bytes pass through: while the API is busy, at `busyBytesPerSecond`. */
   bodyPace: () => Transform;
   /** Resolves when a download may send its next `bytes`: at once, or, while the API is busy, at its turn. */
   sendPace: (bytes: number) => Promise<void>;
@@ -73,7 +80,7 @@ export function admission({ apiBusy, busyRate, busyBytesPerSecond, now = () => p
   const bytesTurn = (bytes: number): number => {
     if (busyBytesPerSecond === 0 || !apiBusy()) return 0;
     const at = now();
-    nextByte = Math.max(nextByte, at - BURST_MS);
+    nextByte = Math.min(Math.max(nextByte, at - BURST_MS), at + MAX_HOLD_MS);
     const wait = nextByte - at;
     nextByte += (bytes / busyBytesPerSecond) * 1000;
     return Math.max(0, wait);

@@ -1,4 +1,4 @@
-import type { Readable, Transform } from 'node:stream';
+import type { Readable } from 'node:stream';
 import type { ServedBucket } from '../rows.ts';
 import { CHECKSUM_ALGORITHMS, isChecksumAlgorithm } from '../checksums.ts';
 import { hashing } from '../hashing.ts';
@@ -100,7 +100,7 @@ const uploadPartCopy: S3Handler = async (request) => {
     size,
     ...(shared
       ? { body: { sharedSegment: shared.segment }, transforms: [], digests: () => Promise.resolve({ etag: shared.etag, checksums: {} }) }
-      : copiedRange(request.store.objects.read(sourceVersion, start, end, sourceKey), size, request.bodyPace)),
+      : copiedRange(request.store.objects.read(sourceVersion, start, end, sourceKey), size)),
     wrapping,
   });
   sendXml(request.res, 200, document('CopyPartResult', { ETag: `"${part.etag}"`, LastModified: part.last_modified.toISOString() }), {
@@ -109,15 +109,12 @@ const uploadPartCopy: S3Handler = async (request) => {
   });
 };
 
-/**
- * A copied range's bytes, hashed as the part is written: its ETag is their MD5. Paced, while the
- * API is busy, as an upload's bytes are (`pace`).
- */
-function copiedRange(body: Readable, size: number, pace: (() => Transform) | undefined) {
+/** A copied range's bytes, hashed as the part is written: its ETag is their MD5. */
+function copiedRange(body: Readable, size: number) {
   const hashes = hashing(new Set(['md5'] as const), size);
   return {
     body,
-    transforms: [...(pace ? [pace()] : []), hashes.transform],
+    transforms: [hashes.transform],
     digests: async () => ({ etag: (await hashes.result()).get('md5')!.toString('hex'), checksums: {} }),
   };
 }

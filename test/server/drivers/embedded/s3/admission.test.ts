@@ -3,7 +3,7 @@
 // start; past five seconds' worth of waiting, SlowDown.
 import type { ServerResponse } from 'node:http';
 import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
-import { admission, MAX_WAIT_SECONDS } from '../../../../../server/drivers/embedded/s3/admission.ts';
+import { admission, MAX_HOLD_MS, MAX_WAIT_SECONDS } from '../../../../../server/drivers/embedded/s3/admission.ts';
 import type { S3Error } from '../../../../../server/drivers/embedded/s3/errors.ts';
 
 let apiBusy = false;
@@ -157,6 +157,27 @@ describe('S3 admission', () => {
     send(1_000_000);
     await vi.advanceTimersByTimeAsync(0);
     expect(passed.at(-1)).toBe('download 1000000');
+  });
+
+  test(`however many transfers share the pace, none is held more than ${MAX_HOLD_MS} ms at a time`, async () => {
+    apiBusy = true;
+    const { gate } = pacedAt(10, 1_000);
+    // Fifty downloads' pieces of a second's worth each: in turn, the last would wait 49 s, which
+    // clients take for a dead connection.
+    let sent = 0;
+    for (let index = 0; index < 50; index++) void gate.sendPace(1_000).then(() => sent++);
+    let uploaded = 0;
+    const upload = gate.bodyPace();
+    upload.on('data', () => uploaded++);
+    upload.write(Buffer.alloc(1_000));
+    // The first at once, the second at its turn (a second less a moment saved up), every other
+    // one held the longest a piece is held, not its turn in line.
+    await vi.advanceTimersByTimeAsync(1);
+    expect({ sent, uploaded }).toEqual({ sent: 1, uploaded: 0 });
+    await vi.advanceTimersByTimeAsync(MAX_HOLD_MS - 2);
+    expect({ sent, uploaded }).toEqual({ sent: 2, uploaded: 0 });
+    await vi.advanceTimersByTimeAsync(1);
+    expect({ sent, uploaded }).toEqual({ sent: 50, uploaded: 1 });
   });
 
   test('each pace can be turned off on its own (0)', async () => {
