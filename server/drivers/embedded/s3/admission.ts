@@ -6,9 +6,9 @@
 // bodies unread (their clients wait, and spend nothing meanwhile); and bodies pass at
 // `busyBytesPerSecond`, uploads and downloads all together (a download costs reads and socket
 // writes, and an encrypted one its decryption), never holding a body more than MAX_HOLD_MS at a
-// time. Once the API is quiet, every waiting request starts at once, and bodies flow at full speed. A request that
-// would wait more than MAX_WAIT_SECONDS is refused with S3's 503 SlowDown, which S3 clients retry
-// after a pause.
+// time. Once the API is quiet, every waiting request starts at once, and bodies flow at full
+// speed. A request that would wait more than MAX_WAIT_SECONDS is refused with S3's 503 SlowDown,
+// which S3 clients retry after a pause.
 import type { ServerResponse } from 'node:http';
 import { Transform } from 'node:stream';
 import { S3Error } from './errors.ts';

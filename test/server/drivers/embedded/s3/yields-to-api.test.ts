@@ -8,6 +8,7 @@ import { GetObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/clie
 import { randomBytes } from 'node:crypto';
 import { connect } from 'node:net';
 import { afterAll, beforeAll, expect, test } from 'vitest';
+import { API_QUIET_AFTER_MS } from '../../../../../server/core/api-activity.ts';
 import { eventually } from '../../../../support/eventually.ts';
 import { createAccessKey, createBucket, MiB, s3Client, s3ErrorOf, startS3Server } from './support.ts';
 
@@ -57,6 +58,8 @@ async function busyApi(): Promise<{ release(): Promise<void> }> {
     async release() {
       for (const socket of sockets) socket.destroy();
       await eventually(async () => ((await apiRequestsInFlight()) === 0 ? true : undefined), 'the API requests to end');
+      // The API counts as busy for a moment after its last crowded instant: that moment passes.
+      await new Promise((resolve) => setTimeout(resolve, API_QUIET_AFTER_MS + 30));
     },
   };
 }
