@@ -82,24 +82,26 @@ export class Metrics {
 
   /** API requests received and not yet answered (or abandoned), read at scrape time. */
   watchRequestsInFlight(inFlight: () => number): void {
-    new Gauge({
-      name: 'cloud_http_requests_in_flight',
-      help: 'API requests received and not yet answered.',
-      registers: [this.registry],
-      collect() {
-        this.set(inFlight());
-      },
-    });
+    this.gaugeReadAtScrape('cloud_http_requests_in_flight', 'API requests received and not yet answered.', inFlight);
   }
 
   /** Console sessions this process carries now. */
   watchConsoleSessions(open: () => number): void {
+    this.gaugeReadAtScrape(
+      'cloud_console_sessions_open',
+      'Console sessions (WebSocket connections to an instance console) this process carries.',
+      open,
+    );
+  }
+
+  /** A gauge of one value, which `read` gives when the metrics are scraped. */
+  private gaugeReadAtScrape(name: string, help: string, read: () => number): void {
     new Gauge({
-      name: 'cloud_console_sessions_open',
-      help: 'Console sessions (WebSocket connections to an instance console) this process carries.',
+      name,
+      help,
       registers: [this.registry],
       collect() {
-        this.set(open());
+        this.set(read());
       },
     });
   }

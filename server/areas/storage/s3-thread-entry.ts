@@ -90,7 +90,7 @@ try {
     publicAccess: config.s3.publicAccess
       ? { rateLimit: config.s3.publicRateLimit, windowSeconds: config.rateLimit.windowSeconds }
       : undefined,
-    // While the API is busy, S3 requests start, and upload bodies pass, at a pace (admission.ts).
+    // While the API is busy, S3 requests start, and upload and download bodies pass, at a pace (admission.ts).
     admission:
       data.apiActivity && (config.s3.busyRate > 0 || config.s3.busyBandwidthMiB > 0)
         ? admission({
