@@ -86,6 +86,7 @@ export async function openDatabase(
   return {
     pool,
     connectionString,
+    tidyUp: () => embedded?.tidyUp(),
     async stop() {
       await pool.end();
       if (embedded?.ownsServer) await embedded.stop();
@@ -135,6 +136,8 @@ async function migrateOnceReachable(pool: Pool, driverFolders: readonly string[]
 export interface Database {
   pool: Pool;
   connectionString: string;
+  /** Begins, in the background, what the database leaves for once the platform serves (EmbeddedDatabase.tidyUp). */
+  tidyUp(): void;
   stop(): Promise<void>;
 }
 
@@ -205,6 +208,7 @@ export async function startPlatform(
       keyHolder,
       signal,
     );
+    database.tidyUp();
     return { ...platform, close: () => teardown.run((step, error) => log.error({ err: error, step }, 'a part failed to stop')) };
   } catch (error) {
     // A refused start (a bad catalogue, a port in use) closes what it opened, the database last.

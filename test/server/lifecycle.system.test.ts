@@ -98,6 +98,22 @@ function createKeyAcross(
   });
 }
 
+/** The databases of DATA_DIR's embedded PostgreSQL (running), by name; `drop`: dropped first. */
+async function embeddedDatabases(dataDir: string, drop?: string): Promise<string[]> {
+  const settings = JSON.parse(readFileSync(path.join(dataDir, 'postgres.json'), 'utf8')) as { port: number; password: string };
+  const client = new pg.Client({
+    connectionString: `postgres://postgres:${encodeURIComponent(settings.password)}@127.0.0.1:${settings.port}/cloud_platform`,
+  });
+  await client.connect();
+  try {
+    if (drop) await client.query(`DROP DATABASE ${drop}`);
+    const { rows } = await client.query<{ datname: string }>('SELECT datname FROM pg_database WHERE NOT datistemplate ORDER BY datname');
+    return rows.map((row) => row.datname);
+  } finally {
+    await client.end();
+  }
+}
+
 describe('the embedded default', () => {
   test('first start bootstraps an organization; the admin command works with and without a server; a restart keeps everything', async () => {
     const dataDir = mkdtempSync(path.join(tmpdir(), 'cloud-platform-embedded-'));
@@ -111,6 +127,15 @@ describe('the embedded default', () => {
     expect(server.output()).toContain(credentials.api_key);
     const base = `${credentials.base_url}/v1/orgs/${credentials.org_id}`;
     expect((await call(base, 'GET', '/billing', { defaultKey: credentials.api_key })).status).toBe(200);
+    // The platform's database, and `postgres`, which tools connect to unless told otherwise: the
+    // first start gave initdb's to the platform and makes it again once it serves.
+    await eventually(
+      async () => ((await embeddedDatabases(dataDir)).join() === 'cloud_platform,postgres' ? true : undefined),
+      'the maintenance database to be made again',
+    );
+    // Without it (a first start stopped before it was made), the admin command and a restart
+    // still find the server, and the restart makes it.
+    expect(await embeddedDatabases(dataDir, 'postgres')).toEqual(['cloud_platform']);
 
     // With the server running: the admin command uses the PostgreSQL the server started.
     const created = await admin(dataDir, ['create-org', '--name', 'Second Org', '--json']);
@@ -151,6 +176,10 @@ describe('the embedded default', () => {
     const restarted = await startEmbedded(dataDir, port);
     expect(restarted.output()).not.toContain('First start');
     expect((await call(base, 'GET', '/billing', { defaultKey: credentials.api_key })).status).toBe(200);
+    await eventually(
+      async () => ((await embeddedDatabases(dataDir)).join() === 'cloud_platform,postgres' ? true : undefined),
+      'the maintenance database to be made at the restart',
+    );
     const events = (await call(base, 'GET', '/audit-events?resource_type=organization', { defaultKey: credentials.api_key })).body.items;
     expect(events[0]).toMatchObject({ action: 'org.set_scheduling', actor_realm: 'operator', after: { scheduling_enabled: false } });
     restarted.child.kill('SIGTERM');
