@@ -1,9 +1,11 @@
-import { randomBytes } from 'node:crypto';
-import { Webhook } from 'standardwebhooks';
+import { createHmac, randomBytes } from 'node:crypto';
 import { createSecretBox, loadSecretBoxKey, type SecretBox } from '../../../drivers/embedded/secret-box.ts';
 
+/** What a Standard Webhooks secret begins with; the base64 of its key follows. */
+const SECRET_PREFIX = 'whsec_';
+
 /** A new signing secret: `whsec_` and the base64 of 32 random bytes, as Standard Webhooks libraries read it. */
-export const newSigningSecret = (): string => `whsec_${randomBytes(32).toString('base64')}`;
+export const newSigningSecret = (): string => `${SECRET_PREFIX}${randomBytes(32).toString('base64')}`;
 
 /**
  * The endpoints' signing secrets at rest: the platform must sign with them, so it keeps them, but
@@ -18,9 +20,18 @@ export function endpointSecrets(dataDir: string, configuredKey: string | undefin
 }
 
 /**
- * The `webhook-signature` header of a message, by the `standardwebhooks` package: one `v1,…` per
- * secret, the newest first (after a rotation, the previous secret signs too until it expires).
+ * The `webhook-signature` header of a message, as Standard Webhooks signs it: one `v1,…` per
+ * secret, the newest first (after a rotation, the previous secret signs too until it expires),
+ * each the base64 HMAC-SHA256 of `{id}.{unix seconds}.{body}` under the secret's key. Node's HMAC
+ * rather than the `standardwebhooks` package's, whose SHA-256 is JavaScript: 6 to 7 µs a
+ * signature against 26 to 28 (a 730-byte event). Receivers check it with that package (the tests do).
  */
 export function signatureHeader(secrets: readonly string[], messageId: string, timestamp: Date, body: string): string {
-  return secrets.map((secret) => new Webhook(secret).sign(messageId, timestamp, body)).join(' ');
+  const signed = `${messageId}.${Math.floor(timestamp.getTime() / 1000)}.${body}`;
+  return secrets
+    .map((secret) => {
+      const key = Buffer.from(secret.startsWith(SECRET_PREFIX) ? secret.slice(SECRET_PREFIX.length) : secret, 'base64');
+      return `v1,${createHmac('sha256', key).update(signed).digest('base64')}`;
+    })
+    .join(' ');
 }
