@@ -50,6 +50,7 @@ export async function createQemuHypervisor({ dataDir, config, log }: QemuDriverO
   const images = createImageSources(layout, config.testImageDir);
   const disks = diskTool(config.imgBinary);
   const addresses = createAddressPool(layout, config.addressPool);
+  await addresses.sweep();
   const chosen = await chooseAccelerator(config.accel);
   let accelerator: Accelerator = chosen.accelerator;
   log.info(

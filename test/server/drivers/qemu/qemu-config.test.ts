@@ -1,10 +1,14 @@
 // The QEMU driver's decisions that need no QEMU: which ports a firewall opens to this host's
-// clients, what the NoCloud seed tells a guest, the command line a server runs with, and where
-// its sockets go. (The driver on real guests: qemu.system.test.ts and qemu-driver.system.test.ts.)
-import { describe, expect, test } from 'vitest';
+// clients, what the NoCloud seed tells a guest, the command line a server runs with, where its
+// sockets go, and the pool of public addresses on disk. (The driver on real guests:
+// qemu.system.test.ts and qemu-driver.system.test.ts.)
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, test } from 'vitest';
 import { ConfigError, loadConfig } from '../../../../server/config.ts';
 import { qemuLayout } from '../../../../server/drivers/qemu/layout.ts';
-import { MAX_FORWARDED_PORTS, openPorts } from '../../../../server/drivers/qemu/network.ts';
+import { createAddressPool, MAX_FORWARDED_PORTS, openPorts } from '../../../../server/drivers/qemu/network.ts';
 import { qemuArguments } from '../../../../server/drivers/qemu/processes.ts';
 import { seedFiles } from '../../../../server/drivers/qemu/seed.ts';
 
@@ -112,5 +116,47 @@ describe('COMPUTE_DRIVER=qemu settings', () => {
     expect(() => loadConfig({ COMPUTE_DRIVER: 'qemu', QEMU_ADDRESS_POOL: '127.0.0.2-127.0.1.9' })).toThrow(ConfigError);
     expect(() => loadConfig({ COMPUTE_DRIVER: 'qemu', QEMU_ADDRESS_POOL: '127.0.0.9-127.0.0.2' })).toThrow(/QEMU_ADDRESS_POOL/);
     expect(() => loadConfig({ COMPUTE_DRIVER: 'libvirt' })).toThrow(/COMPUTE_DRIVER must be one of simulator, qemu/);
+  });
+});
+
+describe('the pool of public addresses', () => {
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'cp-qemu-addresses-'));
+  afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
+  const layout = qemuLayout(dataDir);
+  const pool = createAddressPool(layout, { first: '127.0.0.2', last: '127.0.0.4' });
+  const files = () => readdirSync(layout.addressesDir).sort();
+
+  test('each address is a whole file of its own; an id asked again keeps its address; the pool runs out', async () => {
+    const [a, b] = await Promise.all([pool.allocate('a', 'fra1', null), pool.allocate('b', 'fra1', 'server-1')]);
+    expect(new Set([a!.address, b!.address]).size).toBe(2);
+    expect((await pool.allocate('a', 'fra1', null))!.address).toBe(a!.address);
+    expect(files()).toEqual([`${a!.address}.json`, `${b!.address}.json`].sort());
+    expect(JSON.parse(readFileSync(path.join(layout.addressesDir, `${b!.address}.json`), 'utf8'))).toMatchObject({
+      addressId: 'b',
+      serverId: 'server-1',
+    });
+    expect(await pool.allocate('c', 'fra1', null)).toMatchObject({ address: '127.0.0.4' });
+    expect(await pool.allocate('d', 'fra1', null)).toBeUndefined();
+    for (const entry of await pool.entries()) await pool.release(entry);
+    expect(files()).toEqual([]);
+  });
+
+  test('what a process killed mid-allocation left is swept at the next start, and its address taken again', async () => {
+    mkdirSync(layout.addressesDir, { recursive: true });
+    // An earlier version's exclusive create, killed before its write: an empty file no one could read.
+    const empty = path.join(layout.addressesDir, '127.0.0.2.json');
+    const draft = path.join(layout.addressesDir, '.0123456789ab.draft');
+    const partial = path.join(layout.addressesDir, '127.0.0.4.json.89abcdef.partial');
+    writeFileSync(empty, '');
+    writeFileSync(draft, '{"address": "127.0.0.3"');
+    writeFileSync(partial, '{"address": "127.0.0.4", "serverId"');
+    // Fresh, they may be another process's allocation under way: left alone.
+    await pool.sweep();
+    expect(files()).toEqual(['.0123456789ab.draft', '127.0.0.2.json', '127.0.0.4.json.89abcdef.partial']);
+    const anHourAgo = new Date(Date.now() - 3_600_000);
+    for (const file of [empty, draft, partial]) utimesSync(file, anHourAgo, anHourAgo);
+    await pool.sweep();
+    expect(files()).toEqual([]);
+    expect(await pool.allocate('e', 'fra1', null)).toMatchObject({ address: '127.0.0.2' });
   });
 });
