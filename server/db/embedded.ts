@@ -81,7 +81,7 @@ export async function startEmbeddedDatabase(
       : tcpConnectionString(database);
   };
 
-  if (await answers(tcpConnectionString('postgres'))) {
+  if (await answers(tcpConnectionString(MAINTENANCE_DATABASE))) {
     await ensureDatabase(connectionString, false);
     return { connectionString: connectionString(DATABASE), ownsServer: false, tidyUp: () => {}, stop: async () => {} };
   }
@@ -290,28 +290,17 @@ async function answers(connectionString: string): Promise<boolean> {
  * connection to it, is sent from `postgres`.
  */
 async function ensureDatabase(connectionTo: (database: string) => string, freshCluster: boolean): Promise<void> {
-  const lookup = new pg.Client({ connectionString: connectionTo('template1') });
-  await lookup.connect();
-  try {
+  const made = await connectedTo(connectionTo('template1'), async (lookup) => {
     const { rows } = await lookup.query<{ datname: string }>('SELECT datname FROM pg_database WHERE datname = ANY ($1)', [
       [DATABASE, MAINTENANCE_DATABASE],
     ]);
     const present = new Set(rows.map((row) => row.datname));
-    if (present.has(DATABASE)) return;
-    if (freshCluster && present.has(MAINTENANCE_DATABASE)) {
-      await lookup.query(`ALTER DATABASE ${MAINTENANCE_DATABASE} RENAME TO ${DATABASE}`);
-      return;
-    }
-  } finally {
-    await lookup.end();
-  }
-  const admin = new pg.Client({ connectionString: connectionTo(MAINTENANCE_DATABASE) });
-  await admin.connect();
-  try {
-    await admin.query(`CREATE DATABASE ${DATABASE}`);
-  } finally {
-    await admin.end();
-  }
+    if (present.has(DATABASE)) return true;
+    if (!freshCluster || !present.has(MAINTENANCE_DATABASE)) return false;
+    await lookup.query(`ALTER DATABASE ${MAINTENANCE_DATABASE} RENAME TO ${DATABASE}`);
+    return true;
+  });
+  if (!made) await connectedTo(connectionTo(MAINTENANCE_DATABASE), (admin) => admin.query(`CREATE DATABASE ${DATABASE}`));
 }
 
 /**
@@ -320,11 +309,18 @@ async function ensureDatabase(connectionTo: (database: string) => string, freshC
  * so one interrupted before it was made is made by the next.
  */
 async function ensureMaintenanceDatabase(platformConnectionString: string): Promise<void> {
-  const client = new pg.Client({ connectionString: platformConnectionString });
-  await client.connect();
-  try {
+  await connectedTo(platformConnectionString, async (client) => {
     const exists = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [MAINTENANCE_DATABASE]);
     if (exists.rowCount === 0) await client.query(`CREATE DATABASE ${MAINTENANCE_DATABASE}`);
+  });
+}
+
+/** `use` of a connection of its own to `connectionString`, closed after. */
+async function connectedTo<T>(connectionString: string, use: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString });
+  await client.connect();
+  try {
+    return await use(client);
   } finally {
     await client.end();
   }
