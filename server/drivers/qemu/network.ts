@@ -1,11 +1,10 @@
 import { createSocket } from 'node:dgram';
-import { randomBytes } from 'node:crypto';
-import { link, mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rm, stat } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import path from 'node:path';
 import type { FirewallRuleSpec } from '../hypervisor.ts';
 import type { QemuLayout } from './layout.ts';
-import { writeJsonAtomically, type Forward } from './records.ts';
+import { createJsonExclusively, PARTIAL_SUFFIX, writeJsonAtomically, type Forward } from './records.ts';
 
 /** An address of the pool in use: a public IP of the platform, or a server's own public address. */
 export interface AddressEntry {
@@ -24,18 +23,16 @@ export const primaryAddressId = (serverId: string) => `server:${serverId}`;
  * The addresses public IPs are made of: a range of host addresses (in development loopback
  * ones, 127.0.0.2 to 127.0.0.254, each a host of its own to the clients on this machine). An
  * address in use is a file named by it, created exclusively: two processes can never take the
- * same one, and one taken survives a restart of the server. The file is written whole under a
- * draft name and then linked to the address's name (which fails if the name is taken), so that
- * the name never holds half a file: with an exclusive create followed by a write, a process
- * killed between the two left an empty file that no one could read or release, and the address
- * was lost to the pool (a CI run's QEMU test found one after a server killed mid-create).
+ * same one, and one taken survives a restart of the server. The file never holds half an entry
+ * (createJsonExclusively): with an exclusive create followed by a write, a process killed between
+ * the two left an empty file that no one could read or release, and the address was lost to the
+ * pool (a CI run's QEMU test found one after a server killed mid-create).
  */
 export function createAddressPool(layout: QemuLayout, range: { first: string; last: string }) {
   const prefix = range.first.split('.').slice(0, 3).join('.');
   const firstHost = Number(range.first.split('.')[3]);
   const lastHost = Number(range.last.split('.')[3]);
   const fileOf = (address: string) => path.join(layout.addressesDir, `${address}.json`);
-  const DRAFT = '.draft';
   const LEFTOVER_AGE_MS = 60_000;
 
   async function entries(): Promise<AddressEntry[]> {
@@ -71,34 +68,17 @@ export function createAddressPool(layout: QemuLayout, range: { first: string; la
       const existing = await byId(addressId);
       if (existing) return existing;
       await mkdir(layout.addressesDir, { recursive: true });
-      const draft = path.join(layout.addressesDir, `.${randomBytes(6).toString('hex')}${DRAFT}`);
-      try {
-        for (let host = firstHost; host <= lastHost; host++) {
-          const entry: AddressEntry = {
-            address: `${prefix}.${host}`,
-            addressId,
-            regionId,
-            serverId,
-            allocatedAt: new Date().toISOString(),
-          };
-          await writeFile(draft, `${JSON.stringify(entry, null, 2)}\n`, { mode: 0o600 });
-          try {
-            await link(draft, fileOf(entry.address));
-            return entry;
-          } catch (error) {
-            if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-          }
-        }
-        return undefined;
-      } finally {
-        await rm(draft, { force: true });
+      for (let host = firstHost; host <= lastHost; host++) {
+        const entry: AddressEntry = { address: `${prefix}.${host}`, addressId, regionId, serverId, allocatedAt: new Date().toISOString() };
+        if (await createJsonExclusively(fileOf(entry.address), entry)) return entry;
       }
+      return undefined;
     },
 
     /**
-     * Removes what a process killed while writing here left (run at the driver's start): drafts,
-     * a route's `.partial` file (writeJsonAtomically), and the empty files the exclusive create of
-     * earlier versions left. Only those a minute old: no write takes that long, and another process
+     * Removes what a process killed while writing here left (run at the driver's start): the files
+     * written beside their place (records.ts), and the empty files the exclusive create of earlier
+     * versions left. Only those a minute old: no write takes that long, and another process
      * on this folder (the admin command beside a running server) may be writing now.
      */
     async sweep(): Promise<void> {
@@ -110,7 +90,7 @@ export function createAddressPool(layout: QemuLayout, range: { first: string; la
         return;
       }
       for (const name of names) {
-        const unfinished = name.endsWith(DRAFT) || name.endsWith('.partial');
+        const unfinished = name.endsWith(PARTIAL_SUFFIX);
         if (!unfinished && !name.endsWith('.json')) continue;
         const file = path.join(layout.addressesDir, name);
         const found = await stat(file).catch(() => undefined);

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { readFile, rename, writeFile } from 'node:fs/promises';
+import { link, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import type { FirewallRuleSpec, InstalledSshKey } from '../hypervisor.ts';
 
 /** How a server boots: the test image's kernel and initramfs, or a registered image's own disk. */
@@ -51,9 +51,35 @@ export async function readRecord(file: string): Promise<ServerRecord | undefined
   }
 }
 
+/** What the name of a file written beside its place ends with, until it is moved there (a crash can leave one). */
+export const PARTIAL_SUFFIX = '.partial';
+
+/** `value` written whole beside `file`, under a name of its own: the first half of both writes below. */
+async function writtenBeside(file: string, value: unknown): Promise<string> {
+  const partial = `${file}.${randomBytes(4).toString('hex')}${PARTIAL_SUFFIX}`;
+  await writeFile(partial, `${JSON.stringify(value, null, 2)}\n`, { mode: 0o600 });
+  return partial;
+}
+
 /** Replaces a JSON file whole: written beside it, then renamed over it, so a crash never leaves half a file. */
 export async function writeJsonAtomically(file: string, value: unknown): Promise<void> {
-  const partial = `${file}.${randomBytes(4).toString('hex')}.partial`;
-  await writeFile(partial, `${JSON.stringify(value, null, 2)}\n`, { mode: 0o600 });
-  await rename(partial, file);
+  await rename(await writtenBeside(file, value), file);
+}
+
+/**
+ * Creates a JSON file only where none is (false when the name is taken): written beside it, then
+ * linked to its name, which fails if the name exists. An exclusive create followed by a write
+ * instead leaves an empty file when the process is killed between the two.
+ */
+export async function createJsonExclusively(file: string, value: unknown): Promise<boolean> {
+  const partial = await writtenBeside(file, value);
+  try {
+    await link(partial, file);
+    return true;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'EEXIST') return false;
+    throw error;
+  } finally {
+    await rm(partial, { force: true });
+  }
 }

@@ -145,16 +145,16 @@ describe('the pool of public addresses', () => {
     mkdirSync(layout.addressesDir, { recursive: true });
     // An earlier version's exclusive create, killed before its write: an empty file no one could read.
     const empty = path.join(layout.addressesDir, '127.0.0.2.json');
-    const draft = path.join(layout.addressesDir, '.0123456789ab.draft');
-    const partial = path.join(layout.addressesDir, '127.0.0.4.json.89abcdef.partial');
+    const allocating = path.join(layout.addressesDir, '127.0.0.3.json.01234567.partial');
+    const routing = path.join(layout.addressesDir, '127.0.0.4.json.89abcdef.partial');
     writeFileSync(empty, '');
-    writeFileSync(draft, '{"address": "127.0.0.3"');
-    writeFileSync(partial, '{"address": "127.0.0.4", "serverId"');
+    writeFileSync(allocating, '{"address": "127.0.0.3"');
+    writeFileSync(routing, '{"address": "127.0.0.4", "serverId"');
     // Fresh, they may be another process's allocation under way: left alone.
     await pool.sweep();
-    expect(files()).toEqual(['.0123456789ab.draft', '127.0.0.2.json', '127.0.0.4.json.89abcdef.partial']);
+    expect(files()).toEqual(['127.0.0.2.json', '127.0.0.3.json.01234567.partial', '127.0.0.4.json.89abcdef.partial']);
     const anHourAgo = new Date(Date.now() - 3_600_000);
-    for (const file of [empty, draft, partial]) utimesSync(file, anHourAgo, anHourAgo);
+    for (const file of [empty, allocating, routing]) utimesSync(file, anHourAgo, anHourAgo);
     await pool.sweep();
     expect(files()).toEqual([]);
     expect(await pool.allocate('e', 'fra1', null)).toMatchObject({ address: '127.0.0.2' });
