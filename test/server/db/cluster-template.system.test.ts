@@ -2,12 +2,13 @@
 // install`, or by the first start that finds none) instead of running initdb: each copy is a
 // cluster of its own, with its own password, and a template that cannot be copied costs only the
 // time initdb takes. Every start here is given a templates folder of its own.
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, describe, expect, test } from 'vitest';
 import { prepareClusterTemplate, startEmbeddedDatabase, type EmbeddedDatabase } from '../../../server/db/embedded.ts';
+import { eventually } from '../../support/eventually.ts';
 
 const running: EmbeddedDatabase[] = [];
 afterAll(async () => {
@@ -49,7 +50,7 @@ describe.runIf(process.platform === 'linux')('the embedded PostgreSQL cluster of
     const templates = folder('templates');
     const [first, second] = await Promise.all([start(folder('first'), templates), start(folder('second'), templates)]);
     const made = readdirSync(templates);
-    expect(made).toHaveLength(1); // no draft left beside it
+    expect(made).toHaveLength(1); // no draft left beside it, and no spare made before the starts serve
     const template = path.join(templates, made[0]!);
     const later = await start(folder('later'), templates);
 
@@ -70,6 +71,31 @@ describe.runIf(process.platform === 'linux')('the embedded PostgreSQL cluster of
     const withOthersPassword = second.database.connectionString.replace(encodeURIComponent(b!), encodeURIComponent(a!));
     await expect(queryAs(withOthersPassword, 'SELECT 1')).rejects.toMatchObject({ code: '28P01' });
     expect(first.logged.join('\n')).not.toContain('initdb makes it instead');
+  });
+
+  test('a first start takes the copy made ahead (a rename, no copy); once it serves, it makes the next one, and a stop cuts that short leaving nothing', async () => {
+    const templates = folder('spare-templates');
+    const template = (await prepareClusterTemplate(templates, { withSpare: true }))!;
+    const spare = `${template}.spare`;
+    const spareFolder = statSync(spare).ino;
+
+    const taker = await start(folder('taker'), templates);
+    const clusterDir = path.join(taker.dataDir, 'postgres');
+    expect(statSync(clusterDir).ino).toBe(spareFolder);
+    expect(existsSync(spare)).toBe(false);
+    expect(systemIdentifier(clusterDir)).toBe(systemIdentifier(template));
+    expect(await queryAs<{ ok: number }>(taker.database.connectionString, 'SELECT 1 AS ok')).toEqual([{ ok: 1 }]);
+
+    taker.database.tidyUp();
+    await eventually(() => (existsSync(spare) ? true : undefined), 'the next spare', 30_000);
+    expect(statSync(spare).ino).not.toBe(spareFolder);
+
+    // The next start takes it; stopped while it makes another, it leaves no draft.
+    const next = await start(folder('next'), templates);
+    expect(existsSync(spare)).toBe(false);
+    next.database.tidyUp();
+    await next.database.stop();
+    expect(readdirSync(templates).filter((name) => name.includes('draft'))).toEqual([]);
   });
 
   test('a template that cannot be copied: the start says why, initdb makes the cluster, and it serves', async () => {
