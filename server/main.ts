@@ -3,8 +3,6 @@
 import { bootstrapIfEmpty, keepBootstrapAddressCurrent } from './bootstrap.ts';
 import { ConfigError, loadConfig, type Config } from './config.ts';
 import { startEmbeddedDatabase, type EmbeddedDatabase } from './db/embedded.ts';
-import { migrate } from './db/migrate.ts';
-import { driverMigrations } from './drivers/migration-folders.ts';
 import { StartInterrupted } from './core/start-interrupted.ts';
 import { createLogger } from './logging.ts';
 import type { Platform } from './platform.ts';
@@ -83,10 +81,6 @@ if (!config.databaseUrl && !stopping.signal.aborted) {
   });
   // Handled where startPlatform awaits it; marked here so that an early failure is not reported twice.
   embedded.then(markLaunched, markLaunched);
-  // The migrations run as soon as PostgreSQL answers, beside the loading below: on a first start,
-  // about 160 statements of DDL, 0.3 s of PostgreSQL's time that the loading hid. startPlatform's
-  // own run (under the same lock) then finds nothing to do; a failure is met and reported there.
-  embedded.then(({ connectionString }) => migrate({ options: { connectionString } }, driverMigrations(config.drivers))).catch(() => {});
 }
 /** Starts the server: the platform, the first start's organization and key, the address written down. */
 async function start(): Promise<Platform> {

@@ -2,7 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
 import { fileURLToPath } from 'node:url';
-import { withTransaction, type Queryable } from './pool.ts';
+import { withTransaction, type Pool, type Queryable } from './pool.ts';
 
 /** The platform's own tables; the chosen drivers may bring folders of their own (drivers/index.ts). */
 const PLATFORM_MIGRATIONS = path.join(path.dirname(fileURLToPath(import.meta.url)), 'migrations');
@@ -16,7 +16,7 @@ const MIGRATION_LOCK = 7_361_204_118;
  * lock so that concurrent starts apply each once. Names are
  * unique across folders, and a name is what `schema_migrations` records.
  */
-export async function migrate(pool: { options: pg.ClientConfig }, driverFolders: readonly string[] = []): Promise<string[]> {
+export async function migrate(pool: Pool, driverFolders: readonly string[] = []): Promise<string[]> {
   // A connection of its own, without the pool's statement and query timeouts: a migration of a
   // large table, or the wait for another process's migrations, may rightly take longer.
   const client = new pg.Client({

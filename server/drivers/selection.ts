@@ -1,3 +1,5 @@
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { Config, RgwConfig } from '../config.ts';
 import type { Logger } from '../logging.ts';
 import type { DatabaseListener } from '../db/listener.ts';
@@ -6,6 +8,23 @@ import { createEmbeddedObjectStore, type EmbeddedObjectStore } from './embedded/
 import type { Drivers } from './index.ts';
 import { FaultInjector, parseFaultRules } from './simulators/faults.ts';
 import { createSimulatedDrivers } from './simulators/index.ts';
+
+/** The simulated backends' tables (fault counters among them), applied where a simulator is chosen. */
+const SIMULATOR_MIGRATIONS = path.join(path.dirname(fileURLToPath(import.meta.url)), 'simulators', 'migrations');
+/** The embedded object store's tables. */
+const EMBEDDED_STORE_MIGRATIONS = path.join(path.dirname(fileURLToPath(import.meta.url)), 'embedded', 'migrations');
+/** The rgw driver's record of which RGW bucket is which platform bucket. */
+const RGW_MIGRATIONS = path.join(path.dirname(fileURLToPath(import.meta.url)), 'rgw', 'migrations');
+
+/** The migration folders the chosen drivers need beside the platform's own. */
+export function driverMigrations(choice: Config['drivers']): string[] {
+  return [
+    // The fault counters live with the simulators' tables, and the embedded store injects faults too.
+    ...(Object.values(choice).includes('simulator') || choice.objectStore === 'embedded' ? [SIMULATOR_MIGRATIONS] : []),
+    ...(choice.objectStore === 'embedded' ? [EMBEDDED_STORE_MIGRATIONS] : []),
+    ...(choice.objectStore === 'rgw' ? [RGW_MIGRATIONS] : []),
+  ];
+}
 
 /** The drivers, and the embedded object store when it is the one chosen (the S3 endpoint serves it). */
 export interface DriverSet extends Drivers {

@@ -8,7 +8,7 @@ import pg from 'pg';
 import { loadEmbeddedPostgres, stopOnExit } from '../../server/db/embedded-postgres-loader.ts';
 import { migrate } from '../../server/db/migrate.ts';
 import { createPool } from '../../server/db/pool.ts';
-import { driverMigrations } from '../../server/drivers/migration-folders.ts';
+import { driverMigrations } from '../../server/drivers/selection.ts';
 import { freePort } from './processes.ts';
 import { databaseUrlBeside, MIGRATED_TEMPLATE } from './run-databases.ts';
 

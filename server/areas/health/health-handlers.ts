@@ -3,7 +3,7 @@ import type { Config } from '../../config.ts';
 import type { RequestContext } from '../../core/request-context.ts';
 import { pendingMigrations } from '../../db/migrate.ts';
 import type { Pool } from '../../db/pool.ts';
-import { driverMigrations } from '../../drivers/migration-folders.ts';
+import { driverMigrations } from '../../drivers/selection.ts';
 import type { AreaPorts } from '../area.ts';
 import { notReady } from './health-errors.ts';
 

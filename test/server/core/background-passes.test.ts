@@ -7,7 +7,7 @@ import { claimPassesIn, type PassClaim } from '../../../server/core/background-p
 import { BackgroundRunner, type BackgroundTask } from '../../../server/core/background.ts';
 import { migrate } from '../../../server/db/migrate.ts';
 import { createPool, type Pool } from '../../../server/db/pool.ts';
-import { driverMigrations } from '../../../server/drivers/migration-folders.ts';
+import { driverMigrations } from '../../../server/drivers/selection.ts';
 import { createLogger } from '../../../server/logging.ts';
 import { createTestDatabase } from '../../support/server.ts';
 

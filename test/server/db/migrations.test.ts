@@ -8,7 +8,7 @@ import pg from 'pg';
 import { expect, test } from 'vitest';
 import { migrate, pendingMigrations } from '../../../server/db/migrate.ts';
 import { createPool } from '../../../server/db/pool.ts';
-import { driverMigrations } from '../../../server/drivers/migration-folders.ts';
+import { driverMigrations } from '../../../server/drivers/selection.ts';
 import { repoRoot } from '../../../scripts/lib/run.ts';
 import { createTestDatabase } from '../../support/server.ts';
 

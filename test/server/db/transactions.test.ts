@@ -3,7 +3,7 @@
 // from a pool whose connections are all held by such transactions waits forever). The
 // transaction is rolled back; outside it, the same calls work.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { driverMigrations } from '../../../server/drivers/migration-folders.ts';
+import { driverMigrations } from '../../../server/drivers/selection.ts';
 import { migrate } from '../../../server/db/migrate.ts';
 import { createPool, InsideTransactionError, withTransaction, type Pool } from '../../../server/db/pool.ts';
 import { FaultInjector } from '../../../server/drivers/simulators/faults.ts';

@@ -4,7 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import type { EngineConfig } from '../../../server/config.ts';
-import { driverMigrations } from '../../../server/drivers/migration-folders.ts';
+import { driverMigrations } from '../../../server/drivers/selection.ts';
 import { migrate } from '../../../server/db/migrate.ts';
 import { createPool, withTransaction, type Pool } from '../../../server/db/pool.ts';
 import { PermanentBackendError, TransientBackendError } from '../../../server/drivers/errors.ts';

@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { isDeepStrictEqual } from 'node:util';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { driverMigrations } from '../../../server/drivers/migration-folders.ts';
+import { driverMigrations } from '../../../server/drivers/selection.ts';
 import { migrate } from '../../../server/db/migrate.ts';
 import { createPool } from '../../../server/db/pool.ts';
 import { TransientBackendError } from '../../../server/drivers/errors.ts';

@@ -2,7 +2,7 @@
 // of the store's SQL (its functions and its plans), which need no server.
 import { migrate } from '../../../../server/db/migrate.ts';
 import { createPool, type Pool } from '../../../../server/db/pool.ts';
-import { driverMigrations } from '../../../../server/drivers/migration-folders.ts';
+import { driverMigrations } from '../../../../server/drivers/selection.ts';
 import { createTestDatabase } from '../../../support/server.ts';
 
 export async function storeDatabase(): Promise<Pool> {
