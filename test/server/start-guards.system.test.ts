@@ -1,7 +1,7 @@
 // What `npm start` makes sure of before and while it starts: one server per DATA_DIR (a second is
 // refused, naming the first), ports checked before anything is made, and a start interrupted by a
 // signal, or killed, stops where it is and leaves nothing half made.
-import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -120,6 +120,27 @@ describe('a first start', () => {
       squatter.close();
     }
   });
+
+  // As root (CI), PostgreSQL runs as an OS user of its own, which must be able to enter DATA_DIR's folders.
+  test.runIf(process.getuid?.() === 0)(
+    "as root, under a folder PostgreSQL's OS user cannot enter, is one line naming that folder and what to do, before anything is made",
+    async () => {
+      const closed = mkdtempSync(path.join(tmpdir(), 'cloud-platform-closed-')); // mode 0700, root's
+      const dataDir = path.join(closed, 'data');
+      const refused = spawnServer({ DATA_DIR: dataDir, PORT: String(await freePort()), DATABASE_URL: '' });
+      expect(await exited(refused)).toBe(1);
+      expect(plainLines(refused)).toEqual([
+        `cloud-platform: the embedded PostgreSQL runs as the OS user "postgres" (the server runs as root, which PostgreSQL refuses), and that user cannot enter ${closed}, on the way to DATA_DIR (${dataDir}): let it in (chmod o+x ${closed}) or choose a DATA_DIR it can reach.`,
+      ]);
+      expect(existsSync(dataDir)).toBe(false);
+
+      chmodSync(closed, 0o711);
+      const started = await startEmbedded(dataDir, await freePort());
+      expect((await readBootstrap(dataDir, started)).org_id).toMatch(/^[0-9a-f-]{36}$/);
+      started.child.kill('SIGTERM');
+      expect(await exited(started)).toBe(0);
+    },
+  );
 
   test('killed while it initialises its PostgreSQL leaves no half-made cluster: the next start initialises it afresh and serves', async () => {
     const dataDir = mkdtempSync(path.join(tmpdir(), 'cloud-platform-killed-initdb-'));
