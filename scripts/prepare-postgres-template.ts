@@ -6,7 +6,7 @@ import { prepareClusterTemplate } from '../server/db/embedded.ts';
 
 try {
   const started = performance.now();
-  const template = await prepareClusterTemplate(undefined, { withSpare: true });
+  const template = await prepareClusterTemplate({ withSpare: true });
   if (template !== undefined) {
     console.log(
       `cloud-platform: the embedded PostgreSQL's cluster template is ready (${Math.round(performance.now() - started)} ms): ${template}`,

@@ -9,7 +9,7 @@ import { pathToFileURL } from 'node:url';
  * The cluster a first start copies instead of running initdb. initdb takes 1 to 2 s of a first
  * start's way to its first 200 (a thousand files made, then the bootstrap's SQL); a copy of its
  * result, a password of its own and a sync take about a quarter of that. The template is made
- * once, at `npm install` (scripts/prepare-embedded-postgres.ts) or by the first start that finds
+ * once, at `npm install` (scripts/prepare-postgres-template.ts) or by the first start that finds
  * none, under node_modules/.cache, and named by everything initdb's result depends on: the
  * PostgreSQL binaries, initdb's options, the OS user, and the locale and time zone it read from
  * the environment. Linux only (`cp -a`, `sync -f`); elsewhere, and whenever the template cannot

@@ -75,10 +75,10 @@ const newPassword = () => randomBytes(24).toString('base64url');
  * if this platform has one and it is not made yet: what `npm install` runs (with `withSpare`, a
  * copy made ahead too), so that even the first start after it copies. Returns where it is.
  */
-export async function prepareClusterTemplate(
+export async function prepareClusterTemplate({
   templates = defaultClusterTemplates(),
-  { withSpare = false } = {},
-): Promise<string | undefined> {
+  withSpare = false,
+}: { templates?: string; withSpare?: boolean } = {}): Promise<string | undefined> {
   if (!clusterTemplatesSupported()) return undefined;
   const EmbeddedPostgres = await loadEmbeddedPostgres();
   const template = await ensureClusterTemplate(clusterTemplateDir(templates, initdbOptions()), (databaseDir) =>
@@ -262,7 +262,7 @@ async function copiedFromTemplate(
   launched: (() => void) | undefined,
 ): Promise<boolean> {
   if (!clusterTemplatesSupported()) return false;
-  const template = await prepareClusterTemplate(templates).catch((error: unknown) => {
+  const template = await prepareClusterTemplate({ templates }).catch((error: unknown) => {
     log(`no template to copy the embedded PostgreSQL's cluster from (initdb makes it instead): ${String(error)}`);
     return undefined;
   });

@@ -75,7 +75,7 @@ describe.runIf(process.platform === 'linux')('the embedded PostgreSQL cluster of
 
   test('a first start takes the copy made ahead (a rename, no copy); once it serves, it makes the next one, and a stop cuts that short leaving nothing', async () => {
     const templates = folder('spare-templates');
-    const template = (await prepareClusterTemplate(templates, { withSpare: true }))!;
+    const template = (await prepareClusterTemplate({ templates, withSpare: true }))!;
     const spare = `${template}.spare`;
     const spareFolder = statSync(spare).ino;
 
@@ -100,7 +100,7 @@ describe.runIf(process.platform === 'linux')('the embedded PostgreSQL cluster of
 
   test('a template that cannot be copied: the start says why, initdb makes the cluster, and it serves', async () => {
     const templates = folder('broken-templates');
-    const template = (await prepareClusterTemplate(templates))!;
+    const template = (await prepareClusterTemplate({ templates }))!;
     // A template whose control file went missing: PostgreSQL cannot open the copy.
     rmSync(path.join(template, 'global', 'pg_control'));
     const dataDir = folder('beside-a-broken-template');
