@@ -137,30 +137,37 @@ export async function copyClusterTemplate(
 }
 
 /**
- * Makes the template's spare if there is none and no other process is making it: a copy, made
- * durable, then renamed into place, at the lowest CPU priority. `signal` stops it (the server
- * stops), leaving nothing behind.
+ * The spare's making, as one script run by whoever runs the server (as root, cp -a keeps the
+ * template's owner): `$0` the template, `$1` the draft, `$3` the spare. A draft that is not
+ * published is removed, whatever step failed.
  */
-export async function prepareSpareCluster(templateDir: string, signal?: AbortSignal): Promise<void> {
+const MAKE_SPARE = ['set -e', `trap 'rm -rf -- "$1"' EXIT`, COPY, SYNC, 'mv -T -- "$1" "$3"'].join('\n');
+
+/**
+ * Begins making the template's spare, if there is none and no other process is making it: at the
+ * lowest CPU priority, in a process group of its own that finishes even if this process ends first
+ * (a server stopped right after its start), so that the next first start finds it. Resolves once
+ * that script has ended.
+ */
+export function prepareSpareCluster(templateDir: string): Promise<void> {
   const { spare, draft } = spareOf(templateDir);
-  if (existsSync(spare) || !existsSync(path.join(templateDir, 'PG_VERSION'))) return;
+  if (existsSync(spare) || !existsSync(path.join(templateDir, 'PG_VERSION'))) return Promise.resolve();
   try {
     // The draft's fixed name is the lock: one process makes the spare at a time.
     mkdirSync(draft, { mode: 0o700 });
   } catch {
     if (Date.now() - statSync(draft).mtimeMs > ABANDONED_DRAFT_MS) rmSync(draft, { recursive: true, force: true });
-    return;
+    return Promise.resolve();
   }
-  try {
-    const owner = process.getuid?.() === 0 ? statSync(templateDir) : undefined;
-    if (owner) chownSync(draft, owner.uid, owner.gid);
-    const asOwner = { signal, uid: owner?.uid, gid: owner?.gid };
-    await run('nice', ['-n', '19', 'sh', '-c', script(COPY, SYNC), templateDir, draft], asOwner);
-    if (!tryRename(draft, spare)) rmSync(draft, { recursive: true, force: true });
-  } catch (error) {
-    rmSync(draft, { recursive: true, force: true });
-    throw error;
-  }
+  return new Promise((resolve) => {
+    const making = spawn('nice', ['-n', '19', 'sh', '-c', MAKE_SPARE, templateDir, draft, '', spare], { detached: true, stdio: 'ignore' });
+    making.once('error', () => {
+      rmSync(draft, { recursive: true, force: true });
+      resolve();
+    });
+    making.once('close', () => resolve());
+    making.unref();
+  });
 }
 
 /** Renames `from` to `to`; false where `from` is gone (taken) or on another file system. */

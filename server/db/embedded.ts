@@ -197,26 +197,22 @@ export async function startEmbeddedDatabase(
     throw signal.reason;
   }
   await ensureDatabase(connectionString, freshCluster);
-  let tidying: Promise<unknown> | undefined;
-  const stopping = new AbortController();
+  let tidying: Promise<void> | undefined;
   return {
     connectionString: connectionString(DATABASE),
     ownsServer: true,
     tidyUp() {
+      if (tidying) return;
       // After the start, not beside its migrations: the copy of template1 slowed them by as much as it saved.
-      const maintenanceDatabase = ensureMaintenanceDatabase(connectionString(DATABASE)).catch((error: unknown) =>
+      tidying = ensureMaintenanceDatabase(connectionString(DATABASE)).catch((error: unknown) =>
         log(
           `the embedded PostgreSQL has no database "postgres" (tools connect to it by default); the next start tries again: ${String(error)}`,
         ),
       );
-      // The next first start's cluster, made ahead (cluster-template.ts); a stop cuts it short.
-      const spare = clusterTemplatesSupported()
-        ? prepareSpareCluster(clusterTemplateDir(clusterTemplates, initdbOptions()), stopping.signal).catch(() => {})
-        : undefined;
-      tidying ??= Promise.all([maintenanceDatabase, spare]);
+      // The next first start's cluster, made ahead (cluster-template.ts), left to finish on its own.
+      if (clusterTemplatesSupported()) void prepareSpareCluster(clusterTemplateDir(clusterTemplates, initdbOptions()));
     },
     async stop() {
-      stopping.abort();
       await tidying;
       await server.stop();
       removeExitHook();

@@ -73,7 +73,7 @@ describe.runIf(process.platform === 'linux')('the embedded PostgreSQL cluster of
     expect(first.logged.join('\n')).not.toContain('initdb makes it instead');
   });
 
-  test('a first start takes the copy made ahead (a rename, no copy); once it serves, it makes the next one, and a stop cuts that short leaving nothing', async () => {
+  test('a first start takes the copy made ahead (a rename, no copy); once it serves, it makes the next one, which a stop leaves to finish', async () => {
     const templates = folder('spare-templates');
     const template = (await prepareClusterTemplate({ templates, withSpare: true }))!;
     const spare = `${template}.spare`;
@@ -90,12 +90,17 @@ describe.runIf(process.platform === 'linux')('the embedded PostgreSQL cluster of
     await eventually(() => (existsSync(spare) ? true : undefined), 'the next spare', 30_000);
     expect(statSync(spare).ino).not.toBe(spareFolder);
 
-    // The next start takes it; stopped while it makes another, it leaves no draft.
+    // The next start takes it; stopped at once, it leaves the next spare to be finished, and no draft.
     const next = await start(folder('next'), templates);
     expect(existsSync(spare)).toBe(false);
     next.database.tidyUp();
     await next.database.stop();
+    await eventually(() => (existsSync(spare) ? true : undefined), 'the spare begun before the stop', 30_000);
     expect(readdirSync(templates).filter((name) => name.includes('draft'))).toEqual([]);
+    const finishedAfterTheStop = statSync(spare).ino;
+    const after = await start(folder('after-the-stop'), templates);
+    expect(statSync(path.join(after.dataDir, 'postgres')).ino).toBe(finishedAfterTheStop);
+    expect(existsSync(spare)).toBe(false);
   });
 
   test('a template that cannot be copied: the start says why, initdb makes the cluster, and it serves', async () => {
