@@ -110,7 +110,7 @@ export async function startEmbeddedDatabase(
 ): Promise<EmbeddedDatabase> {
   const clusterDir = path.join(dataDir, 'postgres');
   // Before anything is made: a first start as root whose PostgreSQL could not reach its folders.
-  if (!existsSync(path.join(clusterDir, 'PG_VERSION'))) {
+  if (process.getuid?.() === 0 && !existsSync(path.join(clusterDir, 'PG_VERSION'))) {
     assertPostgresUserCanEnter([
       { path: path.dirname(path.resolve(dataDir)), is: `DATA_DIR (${dataDir})` },
       { path: path.dirname(await postgresBinary()), is: "PostgreSQL's binaries in node_modules" },
