@@ -147,9 +147,10 @@ const MAKE_SPARE = ['set -e', `trap 'rm -rf -- "$1"' EXIT`, COPY, SYNC, 'mv -T -
  * Begins making the template's spare, if there is none and no other process is making it: at the
  * lowest CPU priority, in a process group of its own that finishes even if this process ends first
  * (a server stopped right after its start), so that the next first start finds it. Resolves once
- * that script has ended.
+ * that script has ended. `inBackground`: this process does not wait for it to exit (a server's
+ * stop); otherwise it stays alive until then (npm install's step waits for it).
  */
-export function prepareSpareCluster(templateDir: string): Promise<void> {
+export function prepareSpareCluster(templateDir: string, { inBackground = false } = {}): Promise<void> {
   const { spare, draft } = spareOf(templateDir);
   if (existsSync(spare) || !existsSync(path.join(templateDir, 'PG_VERSION'))) return Promise.resolve();
   try {
@@ -166,7 +167,7 @@ export function prepareSpareCluster(templateDir: string): Promise<void> {
       resolve();
     });
     making.once('close', () => resolve());
-    making.unref();
+    if (inBackground) making.unref();
   });
 }
 

@@ -210,7 +210,8 @@ export async function startEmbeddedDatabase(
         ),
       );
       // The next first start's cluster, made ahead (cluster-template.ts), left to finish on its own.
-      if (clusterTemplatesSupported()) void prepareSpareCluster(clusterTemplateDir(clusterTemplates, initdbOptions()));
+      if (clusterTemplatesSupported())
+        void prepareSpareCluster(clusterTemplateDir(clusterTemplates, initdbOptions()), { inBackground: true });
     },
     async stop() {
       await tidying;
