@@ -8,18 +8,23 @@ import { promisify } from 'node:util';
 import { expect, test } from 'vitest';
 import { repoRoot } from '../../scripts/lib/run.ts';
 
-test.runIf(process.platform === 'linux')("npm install's last step leaves the cluster template and its spare made, and ends 0", async () => {
-  const { scripts } = JSON.parse(readFileSync(path.join(repoRoot, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
-  const [command, ...args] = scripts.postinstall!.split(' ');
-  expect(command).toBe('node');
-  // The spare is what a first start takes: gone (taken, or never made), the step makes it again.
-  const first = await promisify(execFile)(process.execPath, args, { cwd: repoRoot });
-  const template = /template is ready \(\d+ ms\): (.+)$/m.exec(first.stdout)?.[1];
-  expect(template, first.stdout + first.stderr).toBeDefined();
-  rmSync(`${template}.spare`, { recursive: true, force: true });
+test.runIf(process.platform === 'linux')(
+  "npm install's last step leaves the cluster template and its spare made, and ends 0",
+  async () => {
+    const { scripts } = JSON.parse(readFileSync(path.join(repoRoot, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
+    const [command, ...args] = scripts.postinstall!.split(' ');
+    expect(command).toBe('node');
+    // The spare is what a first start takes: gone (taken, or never made), the step makes it again.
+    const first = await promisify(execFile)(process.execPath, args, { cwd: repoRoot });
+    const template = /template is ready \(\d+ ms\): (.+)$/m.exec(first.stdout)?.[1];
+    expect(template, first.stdout + first.stderr).toBeDefined();
+    rmSync(`${template}.spare`, { recursive: true, force: true });
 
-  const again = await promisify(execFile)(process.execPath, args, { cwd: repoRoot });
-  expect(again.stdout).toContain(template);
-  expect(existsSync(path.join(template!, 'PG_VERSION'))).toBe(true);
-  expect(existsSync(path.join(`${template}.spare`, 'PG_VERSION'))).toBe(true);
-});
+    const again = await promisify(execFile)(process.execPath, args, { cwd: repoRoot });
+    expect(again.stdout).toContain(template);
+    expect(existsSync(path.join(template!, 'PG_VERSION'))).toBe(true);
+    expect(existsSync(path.join(`${template}.spare`, 'PG_VERSION'))).toBe(true);
+    // The spare is made below the normal CPU priority: slow on a loaded machine, never wrong.
+  },
+  300_000,
+);
