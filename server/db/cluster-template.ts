@@ -1,9 +1,10 @@
 import { spawn, type SpawnOptions } from 'node:child_process';
 import { createHash, createHmac, pbkdf2Sync, randomBytes } from 'node:crypto';
-import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
+import { chownSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { letPostgresUserEnter } from './postgres-user-access.ts';
 
 /**
  * The cluster a first start copies instead of running initdb. initdb takes 1 to 2 s of a first
@@ -67,8 +68,8 @@ export async function ensureClusterTemplate(templateDir: string, makeInto: (dir:
   if (existsSync(path.join(templateDir, 'PG_VERSION'))) return templateDir;
   const parent = path.dirname(templateDir);
   mkdirSync(parent, { recursive: true });
-  // As root, initdb runs as PostgreSQL's own user, which must be able to enter the folder (as DATA_DIR).
-  if (process.getuid?.() === 0) chmodSync(parent, statSync(parent).mode | 0o011);
+  // As root, initdb runs as PostgreSQL's own user, which must be able to enter the folder.
+  letPostgresUserEnter(parent);
   const draft = `${templateDir}.partial-${process.pid}-${randomBytes(4).toString('hex')}`;
   try {
     await makeInto(draft);

