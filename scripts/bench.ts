@@ -225,6 +225,7 @@ try {
       start,
       stop,
       quick ? { connections: 32, seconds: 2, warmupSeconds: 1 } : { connections: 32, seconds: 10, warmupSeconds: 3 },
+      baselineRoot,
     );
   }
 

@@ -5,7 +5,9 @@
 // subscribed to every event at a receiver on this machine (every write then also becomes a
 // signed delivery, made by the server while the load runs). Printed: requests per second, and CPU per request (Node and
 // PostgreSQL) with its ratio to the baseline, the cost the goal is about; and each server's CPU
-// over the whole run, every delivery made, per request.
+// over the whole run, every delivery made, per request. With BENCH_BASELINE, that checkout's
+// server with an endpoint takes its turn too, and the cost of a write with its delivery is
+// compared with it.
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
@@ -16,7 +18,7 @@ import { cpuOf, cpuPer } from './processes.ts';
 import { cpuMs, perSecond, ratio, record, section } from './report.ts';
 import type { RunningServer } from './servers.ts';
 
-type Start = (name: string, env: Record<string, string>) => Promise<RunningServer>;
+type Start = (name: string, env: Record<string, string>, root?: string) => Promise<RunningServer>;
 
 const postgresDirOf = (server: RunningServer) => path.join(server.dataDir, 'postgres');
 
@@ -27,7 +29,13 @@ interface Cost {
   postgres: number;
 }
 
-export async function eventsSection(start: Start, stop: (server: RunningServer) => Promise<void>, settings: LoadSettings): Promise<void> {
+export async function eventsSection(
+  start: Start,
+  stop: (server: RunningServer) => Promise<void>,
+  settings: LoadSettings,
+  /** Another checkout (BENCH_BASELINE): its server with an endpoint is measured in the same rounds. */
+  baselineRoot?: string,
+): Promise<void> {
   section(
     `events (POST /api-tokens, ${settings.connections} connections, ${settings.seconds} s after ${settings.warmupSeconds} s warm-up)`,
   );
@@ -46,15 +54,16 @@ export async function eventsSection(start: Start, stop: (server: RunningServer) 
     // The three servers run side by side and are loaded in turn, a short round each, several
     // times: a burst of other work on the machine then weighs on each alike, and the ratio printed
     // is the median of the rounds' ratios (as the requests section does against the floor).
-    const variants: Array<{ name: string; env: Record<string, string>; withEndpoint: boolean }> = [
+    const variants: Array<{ name: string; env: Record<string, string>; withEndpoint: boolean; root?: string }> = [
       { name: 'events-off', env: { EVENT_LOG: 'false' }, withEndpoint: false },
       { name: 'events-log', env: {}, withEndpoint: false },
       { name: 'events-webhooks', env: {}, withEndpoint: true },
+      ...(baselineRoot ? [{ name: 'baseline-events-webhooks', env: {}, withEndpoint: true, root: baselineRoot }] : []),
     ];
     const servers: RunningServer[] = [];
     try {
       for (const variant of variants) {
-        const server = await start(variant.name, { WEBHOOK_ALLOW_INSECURE: 'true', ...variant.env });
+        const server = await start(variant.name, { WEBHOOK_ALLOW_INSECURE: 'true', ...variant.env }, variant.root);
         servers.push(server);
         if (variant.withEndpoint) {
           const created = await call(server.api, 'POST', '/webhook-endpoints', { url: receiverUrl });
@@ -79,15 +88,23 @@ export async function eventsSection(start: Start, stop: (server: RunningServer) 
       // window that long holds background work a round's seldom does (autovacuum of what the
       // rounds wrote, the checkpointer): only the same window compares. The warm-up's deliveries
       // are made first.
-      const hooked = servers[2]!;
-      const hookedDb = new pg.Client({ connectionString: hooked.databaseUrl });
-      await hookedDb.connect();
-      const pending = async () =>
-        Number((await hookedDb.query<{ n: string }>(`SELECT count(*) AS n FROM webhook_deliveries WHERE status = 'pending'`)).rows[0]!.n);
+      const hookedDbs = servers
+        .filter((_server, index) => variants[index]!.withEndpoint)
+        .map((server) => new pg.Client({ connectionString: server.databaseUrl }));
+      for (const db of hookedDbs) await db.connect();
+      let pending = 0;
+      const pendingNow = async () => {
+        pending = 0;
+        for (const db of hookedDbs)
+          pending += Number(
+            (await db.query<{ n: string }>(`SELECT count(*) AS n FROM webhook_deliveries WHERE status = 'pending'`)).rows[0]!.n,
+          );
+        return pending;
+      };
       const drained = async () => {
         const deadline = Date.now() + 180_000;
-        while ((await pending()) > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100));
-        return pending();
+        while ((await pendingNow()) > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100));
+        return pending;
       };
       await drained();
       const wholeRunBefore = servers.map((server) => cpuOf(server.child.pid, postgresDirOf(server)));
@@ -117,7 +134,7 @@ export async function eventsSection(start: Start, stop: (server: RunningServer) 
         return { node: (after.node - before.node) / requests, postgres: (after.postgres - before.postgres) / requests };
       });
       const total = (cost: { node: number; postgres: number }) => cost.node + cost.postgres;
-      await hookedDb.end();
+      for (const db of hookedDbs) await db.end();
       const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
       const mean = (costs: Cost[], field: keyof Cost) => costs.reduce((sum, cost) => sum + cost[field], 0) / costs.length;
       const line = (figure: string, index: number, goal?: string) => {
@@ -134,14 +151,23 @@ export async function eventsSection(start: Start, stop: (server: RunningServer) 
       line('write without the event log (EVENT_LOG=false)', 0);
       line('write with the event log (no endpoint)', 1, 'cost ≤ 1.10×');
       line(
-        `write with the event log and a webhook endpoint (${delivered.toLocaleString('en-US')} deliveries during the rounds)`,
+        `write with the event log and a webhook endpoint (${delivered.toLocaleString('en-US')} deliveries during the rounds${baselineRoot ? ", the baseline's too" : ''})`,
         2,
         'cost ≤ 1.10×',
       );
-      const whole = ['the log off', 'the log', 'the log and a webhook endpoint, every delivery made'];
+      if (baselineRoot) {
+        line('the baseline: write with the event log and a webhook endpoint', 3);
+        const againstBaseline = measured[2]!.map((cost, turn) => cost.cpuPerRequest / measured[3]![turn]!.cpuPerRequest);
+        record({
+          figure: "write with the event log and a webhook endpoint, against the baseline's",
+          real: `CPU per request ${cpuMs(mean(measured[2]!, 'cpuPerRequest'))} against ${cpuMs(mean(measured[3]!, 'cpuPerRequest'))}; over the whole run ${cpuMs(total(wholeRun[2]!))} against ${cpuMs(total(wholeRun[3]!))}`,
+          ratio: `cost ${ratio(median(againstBaseline))} (by round ${againstBaseline.map((value) => value.toFixed(2)).join(', ')}), over the whole run ${ratio(total(wholeRun[2]!) / total(wholeRun[3]!))}`,
+        });
+      }
+      const whole = ['the log off', 'the log', 'the log and a webhook endpoint, every delivery made', 'the baseline, every delivery made'];
       wholeRun.forEach((cost, index) =>
         record({
-          figure: `over the whole run, ${whole[index]}${index === 2 && undelivered > 0 ? ` (${undelivered} still pending after 3 min)` : ''}`,
+          figure: `over the whole run, ${whole[index]}${index === 2 && undelivered > 0 ? ` (${undelivered} still pending after 3 min, counting the baseline's)` : ''}`,
           real: `CPU per request ${cpuMs(total(cost))} (Node ${cpuMs(cost.node)}, PostgreSQL ${cpuMs(cost.postgres)})`,
           ratio: `cost ${ratio(total(cost) / total(wholeRun[0]!))}`,
           ...(index > 0 && { goal: 'cost ≤ 1.10×' }),
