@@ -1,7 +1,7 @@
 import type { EventsConfig } from '../../../config.ts';
 import { recordEvents } from '../../../core/events.ts';
 import type { PoolClient } from '../../../db/pool.ts';
-import { prepared, runPrepared } from '../../../db/statements.ts';
+import { prepared, runGeneric } from '../../../db/statements.ts';
 import { toWebhookEndpointOut, type EndpointRow } from '../webhook-endpoints/endpoint-rows.ts';
 import { DELIVERIES_DUE_CHANNEL } from './delivery-leases.ts';
 import type { DeliveryAttempt } from './delivery-rows.ts';
@@ -13,7 +13,10 @@ export interface MadeAttempt {
   attempt: DeliveryAttempt;
 }
 
-/** The attempts' records on their deliveries, with each delivery's next step. */
+/**
+ * The attempts' records on their deliveries, with each delivery's next step. Run on its generic
+ * plan (`runGeneric`), which reads each delivery by its key whatever the batch's size.
+ */
 const RECORD = prepared(
   'webhook_deliveries_record',
   `UPDATE webhook_deliveries d SET attempts = d.attempts || jsonb_build_array(u.attempt), attempt_count = d.attempt_count + 1,
@@ -37,7 +40,7 @@ const RECORD = prepared(
  * The deliverers are told that slots are free and retries may be due (signed with `token`).
  */
 export async function recordAttempts(tx: PoolClient, config: EventsConfig, token: string, made: readonly MadeAttempt[]): Promise<void> {
-  const { rows: recorded } = await runPrepared<{ id: string; endpoint_id: string; status: string; first_attempt_at: Date }>(tx, RECORD, [
+  const { rows: recorded } = await runGeneric<{ id: string; endpoint_id: string; status: string; first_attempt_at: Date }>(tx, RECORD, [
     made.map((one) => one.deliveryId),
     made.map((one) => JSON.stringify(one.attempt)),
     made.map((one) => one.attempt.outcome === 'succeeded'),
@@ -60,6 +63,19 @@ export async function recordAttempts(tx: PoolClient, config: EventsConfig, token
 }
 
 /**
+ * Endpoints' `failing_since` set or cleared, each only where it changes. On its generic plan
+ * (`runGeneric`), with the endpoints found by key (`= ANY`): joined to the list alone, that plan
+ * read every endpoint of the platform.
+ */
+const MARK_FAILING = prepared(
+  'webhook_endpoints_mark_failing',
+  `UPDATE webhook_endpoints w SET failing_since = CASE WHEN u.cleared THEN u.since ELSE coalesce(w.failing_since, u.since) END
+   FROM unnest($1::uuid[], $2::boolean[], $3::timestamptz[]) AS u (id, cleared, since)
+   WHERE w.id = ANY ($1::uuid[]) AND w.id = u.id
+     AND w.failing_since IS DISTINCT FROM (CASE WHEN u.cleared THEN u.since ELSE coalesce(w.failing_since, u.since) END)`,
+);
+
+/**
  * Each endpoint's `failing_since` after these attempts, taken in the order they were made: a
  * success clears it, and a failure sets it unless it is set already.
  */
@@ -72,12 +88,7 @@ async function markFailing(tx: PoolClient, attempts: Array<{ endpointId: string;
   }
   if (byEndpoint.size === 0) return;
   const ids = [...byEndpoint.keys()];
-  await tx.query(
-    `UPDATE webhook_endpoints w SET failing_since = CASE WHEN u.cleared THEN u.since ELSE coalesce(w.failing_since, u.since) END
-     FROM unnest($1::uuid[], $2::boolean[], $3::timestamptz[]) AS u (id, cleared, since)
-     WHERE w.id = u.id AND w.failing_since IS DISTINCT FROM (CASE WHEN u.cleared THEN u.since ELSE coalesce(w.failing_since, u.since) END)`,
-    [ids, ids.map((id) => byEndpoint.get(id)!.cleared), ids.map((id) => byEndpoint.get(id)!.since)],
-  );
+  await runGeneric(tx, MARK_FAILING, [ids, ids.map((id) => byEndpoint.get(id)!.cleared), ids.map((id) => byEndpoint.get(id)!.since)]);
 }
 
 /** Disables the endpoints that have failed since the first attempt of a delivery that failed for good. */

@@ -7,7 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import type { EventsConfig } from '../../../../server/config.ts';
-import { CLAIM, deliveryLeases, type DeliveryLeases } from '../../../../server/areas/events/deliveries/delivery-leases.ts';
+import { claimStatement, deliveryLeases, type DeliveryLeases } from '../../../../server/areas/events/deliveries/delivery-leases.ts';
 import { recordAttempts, type MadeAttempt } from '../../../../server/areas/events/deliveries/delivery-records.ts';
 import { createPool, withTransaction, type Pool } from '../../../../server/db/pool.ts';
 import { migrate } from '../../../../server/db/migrate.ts';
@@ -234,9 +234,12 @@ test('a claim reads the deliveries it claims, not the table of every past one', 
     await writeEvents(db, org, 'api_key.created', 4);
     const buffers = await withTransaction(db, async (tx) => {
       await deliveryLeases(db, config, 60_000).lock(tx);
+      // The claim is prepared: after a few runs PostgreSQL keeps one generic plan, which is the
+      // one that must not read the table.
+      await tx.query(`PREPARE claim_under_test AS ${claimStatement({ ...config, leaseMs: 60_000 }).text}`);
+      await tx.query('SET LOCAL plan_cache_mode = force_generic_plan');
       const { rows } = await tx.query<{ 'QUERY PLAN': [{ Plan: { 'Shared Hit Blocks': number; 'Shared Read Blocks': number } }] }>(
-        `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ${CLAIM}`,
-        [config.endpointConcurrency, config.maxInFlight, randomUUID(), 60_000, config.orgConcurrency],
+        `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE claim_under_test('${randomUUID()}')`,
       );
       const plan = rows[0]!['QUERY PLAN'][0].Plan;
       return plan['Shared Hit Blocks'] + plan['Shared Read Blocks'];
@@ -245,3 +248,28 @@ test('a claim reads the deliveries it claims, not the table of every past one', 
     // the claimed, the update read the whole table: over 500.
     expect(buffers).toBeLessThan(200);
   }));
+
+test('a claim is planned once per connection, and again only after its tables change, however often they are analyzed', async () => {
+  const db = createPool(await createTestDatabase({ migrated: true }), 1);
+  try {
+    await migrate(db);
+    const org = randomUUID();
+    await db.query(`INSERT INTO orgs (id, name) VALUES ($1, 'Analyzed')`, [org]);
+    await insertEndpoint(db, org, ['*']);
+    const claim = claimer(db, deliveryLeases(db, config, 60_000));
+    // Deliveries come and the table is analyzed between claims, as autovacuum does every few
+    // seconds under load: left to choose, PostgreSQL planned every claim after the first ANALYZE.
+    for (let round = 0; round < 8; round++) {
+      await writeEvents(db, org, 'api_key.created', 20);
+      if (round >= 2) await db.query('ANALYZE webhook_deliveries');
+      expect(await claim()).toHaveLength(config.endpointConcurrency);
+      await db.query(`UPDATE webhook_deliveries SET in_flight = false, status = 'succeeded' WHERE in_flight`);
+    }
+    const { rows } = await db.query<{ generic_plans: number; custom_plans: number }>(
+      `SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE name LIKE 'webhook_deliveries_claim%'`,
+    );
+    expect(rows).toEqual([{ generic_plans: 8, custom_plans: 0 }]);
+  } finally {
+    await db.end();
+  }
+});
