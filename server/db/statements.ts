@@ -1,5 +1,6 @@
 import type pg from 'pg';
-import type { PoolClient, Queryable } from './pool.ts';
+import type { Pool, PoolClient, Queryable } from './pool.ts';
+import { isDatabaseUnavailable } from './unavailable.ts';
 
 /**
  * A statement each connection has PostgreSQL parse and plan once, then only bind and run.
@@ -59,6 +60,38 @@ export async function runGeneric<Row extends pg.QueryResultRow>(
     tx.query('SET LOCAL plan_cache_mode = DEFAULT'),
   ]);
   return result;
+}
+
+/**
+ * `runGeneric` for a statement that is a transaction of its own, in one round trip: BEGIN, the
+ * plan cache mode, the statement and COMMIT leave together (a failed statement makes the COMMIT
+ * a rollback, and its error is thrown).
+ */
+export async function runGenericAlone<Row extends pg.QueryResultRow>(
+  pool: Pool,
+  statement: PreparedStatement,
+  values: unknown[],
+): Promise<pg.QueryResult<Row>> {
+  const client = await pool.connect();
+  let broken: Error | undefined;
+  try {
+    const [began, set, ran, committed] = await Promise.allSettled([
+      client.query('BEGIN'),
+      client.query('SET LOCAL plan_cache_mode = force_generic_plan'),
+      runPrepared<Row>(client, statement, values),
+      client.query('COMMIT'),
+    ]);
+    for (const outcome of [began, set, ran, committed]) if (outcome.status === 'rejected') throw outcome.reason;
+    if (committed.status === 'fulfilled' && committed.value.command !== 'COMMIT')
+      throw new Error(`the transaction was rolled back (${committed.value.command})`);
+    return (ran as PromiseFulfilledResult<pg.QueryResult<Row>>).value;
+  } catch (error) {
+    // A connection gone or stuck leaves the pool rather than going to the next caller.
+    if (isDatabaseUnavailable(error)) broken = error instanceof Error ? error : new Error('connection broken');
+    throw error;
+  } finally {
+    client.release(broken);
+  }
 }
 
 /**

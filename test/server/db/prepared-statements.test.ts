@@ -2,8 +2,9 @@
 // (server/db/statements.ts). A newer version's migration can change a table while this process
 // runs (a rolling deploy): the prepared statements must keep working, on every connection.
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { prepared } from '../../../server/db/statements.ts';
-import { startTestServer, type TestServer } from '../../support/server.ts';
+import { createPool } from '../../../server/db/pool.ts';
+import { prepared, runGenericAlone } from '../../../server/db/statements.ts';
+import { createTestDatabase, startTestServer, type TestServer } from '../../support/server.ts';
 import { vmRequest } from '../areas/compute/fixtures.ts';
 
 let server: TestServer;
@@ -47,4 +48,23 @@ test('two different statements under one name are refused', () => {
   prepared('test_twice', 'SELECT id FROM vms WHERE id = $1');
   expect(prepared('test_twice', 'SELECT id FROM vms WHERE id = $1').name).toBe('test_twice');
   expect(() => prepared('test_twice', 'SELECT name FROM vms WHERE id = $1')).toThrow(/two prepared statements/);
+});
+
+test('a statement run alone on its generic plan is kept when it succeeds, undone when it fails, and leaves its connection as it was', async () => {
+  const pool = createPool(await createTestDatabase(), 1);
+  try {
+    await pool.query('CREATE TABLE generic_alone (id integer PRIMARY KEY)');
+    const insert = prepared('test_generic_alone', 'INSERT INTO generic_alone SELECT unnest($1::int[]) RETURNING id');
+    expect((await runGenericAlone<{ id: number }>(pool, insert, [[1, 2]])).rows).toEqual([{ id: 1 }, { id: 2 }]);
+    // A failure (a duplicate key) keeps nothing of the statement: 3 is not there.
+    await expect(runGenericAlone(pool, insert, [[3, 1]])).rejects.toMatchObject({ code: '23505' });
+    expect((await runGenericAlone<{ id: number }>(pool, insert, [[4]])).rows).toEqual([{ id: 4 }]);
+    expect((await pool.query('SELECT id FROM generic_alone ORDER BY id')).rows).toEqual([{ id: 1 }, { id: 2 }, { id: 4 }]);
+    // One connection: every run used the generic plan, and the setting ended with each.
+    expect((await pool.query('SHOW plan_cache_mode')).rows).toEqual([{ plan_cache_mode: 'auto' }]);
+    const { rows } = await pool.query(`SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE name = 'test_generic_alone'`);
+    expect(rows).toEqual([{ generic_plans: 3, custom_plans: 0 }]);
+  } finally {
+    await pool.end();
+  }
 });
