@@ -51,7 +51,7 @@ export async function eventsSection(
   await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
   const receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`;
   try {
-    // The three servers run side by side and are loaded in turn, a short round each, several
+    // The servers run side by side and are loaded in turn, a short round each, several
     // times: a burst of other work on the machine then weighs on each alike, and the ratio printed
     // is the median of the rounds' ratios (as the requests section does against the floor).
     const variants: Array<{ name: string; env: Record<string, string>; withEndpoint: boolean; root?: string }> = [

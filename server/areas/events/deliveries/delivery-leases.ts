@@ -31,11 +31,11 @@ const CLAIM_LOCK = 7_361_204_131;
  * plan (`runGeneric`): planning it took about 1.1 ms a claim, most of a claim's cost
  * (pg_stat_statements, a claim for every three or four deliveries). With the limits as parameters
  * the generic plan ran ten times slower than the plan made for each claim's values; with them as
- * constants, it is that plan (only the token, which no plan depends on, is a parameter). The claimed deliveries are
- * updated by id, through the primary key, not joined to `due`: the planner guesses `due`'s size
- * from the endpoints (155 rows for 4), and for that many it read the whole table of deliveries,
- * which keeps every past one (8,557 rows, 3.9 ms, for each claim of a few deliveries, in the
- * events bench).
+ * constants, it is that plan (only the token, which no plan depends on, is a parameter). The
+ * claimed deliveries are updated by id, through the primary key, not joined to `due`: the planner
+ * guesses `due`'s size from the endpoints (155 rows for 4), and for that many it read the whole
+ * table of deliveries, which keeps every past one (8,557 rows, 3.9 ms, for each claim of a few
+ * deliveries, in the events bench).
  */
 export function claimStatement(limits: ClaimLimits): PreparedStatement {
   const [endpointConcurrency, maxInFlight, orgConcurrency, leaseMs] = [
