@@ -1,6 +1,7 @@
-import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { withTransaction, type Pool } from './db/pool.ts';
+import { writeFileDurably } from './durable-files.ts';
 import { seedDemoHistory } from './areas/billing/metering/usage-ledger.ts';
 import { createOrganization, organizationExists } from './areas/identity/organizations/organization-service.ts';
 
@@ -72,10 +73,8 @@ export function keepBootstrapAddressCurrent(dataDir: string, baseUrl: string, s3
 /**
  * Writes the file whole or not at all (a file of its own, then renamed over it): scripts and
  * tests wait for bootstrap.json to appear and read it at once, and an in-place write let them
- * read it empty or cut short.
+ * read it empty or cut short. Durable before the key in it is printed (`writeFileDurably`).
  */
 function writeBootstrapFile(file: string, content: object): void {
-  const partial = `${file}.${process.pid}.tmp`;
-  writeFileSync(partial, `${JSON.stringify(content, null, 2)}\n`, { mode: 0o600 });
-  renameSync(partial, file);
+  writeFileDurably(file, `${JSON.stringify(content, null, 2)}\n`);
 }

@@ -1,8 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import path from 'node:path';
 import pg from 'pg';
+import { syncDirectory, writeFileDurably } from '../durable-files.ts';
 import {
   clusterTemplateDir,
   clusterTemplatesSupported,
@@ -145,7 +146,7 @@ export async function startEmbeddedDatabase(
   // program): a taken one is replaced and the new one saved, where the admin command reads it.
   if (!(await portIsFree(settings.port))) {
     settings.port = await freeEmbeddedPort();
-    if (existsSync(settingsFile)) writeFileSync(settingsFile, JSON.stringify(settings), { mode: 0o600 });
+    if (existsSync(settingsFile)) writeFileDurably(settingsFile, JSON.stringify(settings));
   }
   const startLog = new LastLines(20);
   const EmbeddedPostgres = await loadEmbeddedPostgres();
@@ -172,7 +173,7 @@ export async function startEmbeddedDatabase(
   if (freshCluster) {
     log(`initialising the embedded PostgreSQL in ${clusterDir}`);
     // The settings first: a cluster never exists without the password it was made with.
-    if (!existsSync(settingsFile)) writeFileSync(settingsFile, JSON.stringify(settings), { mode: 0o600 });
+    if (!existsSync(settingsFile)) writeFileDurably(settingsFile, JSON.stringify(settings));
     await initialiseWhole(
       clusterDir,
       async (databaseDir) => {
@@ -243,6 +244,9 @@ async function initialiseWhole(
   // A directory without PG_VERSION is no cluster: what an earlier version's cut start left.
   rmSync(clusterDir, { recursive: true, force: true });
   renameSync(partialDir, clusterDir);
+  // The cluster's files were synced where they were made; its name is made durable too, or a
+  // power loss could leave it under the name that the next start removes.
+  syncDirectory(path.dirname(clusterDir));
 }
 
 /**

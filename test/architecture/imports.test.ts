@@ -17,7 +17,8 @@ const LAYERS: Array<{ name: string; matches: (file: string) => boolean }> = [
   {
     name: 'foundation',
     matches: (file) =>
-      ['server/logging.ts', 'server/config.ts', 'server/metrics.ts', 'server/node-http.ts'].includes(file) || file.startsWith('server/db/'),
+      ['server/logging.ts', 'server/config.ts', 'server/metrics.ts', 'server/node-http.ts', 'server/durable-files.ts'].includes(file) ||
+      file.startsWith('server/db/'),
   },
   { name: 'core', matches: (file) => file.startsWith('server/core/') },
   { name: 'drivers', matches: (file) => file.startsWith('server/drivers/') },

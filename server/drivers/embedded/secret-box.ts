@@ -1,6 +1,7 @@
 import { createCipheriv, createDecipheriv, createSecretKey, randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import { writeFileDurably } from '../../durable-files.ts';
 
 /**
  * Seals secrets with AES-256-GCM: `v1.<iv>.<tag>.<ciphertext>` (base64url). The key is
@@ -21,12 +22,9 @@ export function loadSecretBoxKey(dataDir: string, configured: string | undefined
   const file = path.join(dataDir, 'secret-store.key');
   if (!existsSync(file)) {
     mkdirSync(dataDir, { recursive: true });
-    // 'wx': two processes starting together keep the first one's key.
-    try {
-      writeFileSync(file, randomBytes(32).toString('base64'), { mode: 0o600, flag: 'wx' });
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-    }
+    // Two processes starting together keep the first one's key; and it is on disk, whole, before
+    // anything is sealed with it (should the machine lose power, the secrets stay readable).
+    writeFileDurably(file, randomBytes(32).toString('base64'), { exclusive: true });
   }
   const key = Buffer.from(readFileSync(file, 'utf8').trim(), 'base64');
   if (key.length !== 32) throw new Error(`${file} does not hold a 32-byte key`);
