@@ -96,8 +96,8 @@ export async function ensureClusterTemplate(templateDir: string, makeInto: (dir:
  * They run as the template's owner: as root, that is PostgreSQL's own user, the only one
  * single-user mode runs as. `$0` is the template, `$1` the copy, `$2` the postgres binary; the
  * statement that sets the password comes on standard input. cp writes through the page cache: the
- * copy is made durable as initdb makes its files, with one syncfs. A spare was synced so when it
- * was made, and single-user mode's shutdown checkpoint syncs what it writes: taking one needs no
+ * copy is made durable as initdb makes its files, with one syncfs. A spare was synced when it was
+ * made, and single-user mode's shutdown checkpoint syncs what it writes: taking one needs no
  * syncfs, only its new name synced (a syncfs waits for every dirty page of the file system, the
  * unrelated ones too: 0.84 s for 1.5 GB written just before, on this machine's disk).
  */
