@@ -11,6 +11,12 @@ import { invoiceTerms } from './invoice-terms.ts';
 /** Two-key advisory lock space of the billing run (the second key is the organization). */
 const BILLING_RUN_LOCK = 7_361_204_119;
 
+/** The statement that takes an organization's billing-run lock, in the caller's transaction. */
+export const billingRunLock = (orgId: string) => ({
+  text: 'SELECT pg_advisory_xact_lock($1::int, hashtext($2))',
+  values: [BILLING_RUN_LOCK % 2_147_483_647, orgId],
+});
+
 /**
  * The billing run for one organization at its `now`: every finished month (before the month of
  * `now`) with usage and no invoice is closed into one, with a line per meter priced by the price
@@ -34,7 +40,7 @@ export async function runBilling(
   links: () => Promise<InvoiceLinks>,
 ): Promise<void> {
   await withTransaction(pool, async (tx) => {
-    await tx.query('SELECT pg_advisory_xact_lock($1::int, hashtext($2))', [BILLING_RUN_LOCK % 2_147_483_647, orgId]);
+    await tx.query(billingRunLock(orgId));
     const { rows } = await tx.query<{ month: string; demo: boolean }>(
       `SELECT to_char(u.month, 'YYYY-MM-DD') AS month, bool_or(u.demo) AS demo FROM usage_totals u
        WHERE u.org_id = $1 AND u.month < $2::date
