@@ -197,7 +197,7 @@ export async function withTransaction<T>(
  * PostgreSQL answers COMMIT with ROLLBACK when a statement of the transaction failed: a statement
  * whose failure went unnoticed (sent without being awaited) must not pass for kept.
  */
-function assertCommitted(answer: pg.QueryResult): void {
+export function assertCommitted(answer: pg.QueryResult): void {
   if (answer.command !== 'COMMIT') throw new Error(`the transaction was rolled back (${answer.command})`);
 }
 

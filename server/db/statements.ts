@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import type { Pool, PoolClient, Queryable } from './pool.ts';
+import { assertCommitted, type Pool, type PoolClient, type Queryable } from './pool.ts';
 import { isDatabaseUnavailable } from './unavailable.ts';
 
 /**
@@ -75,16 +75,17 @@ export async function runGenericAlone<Row extends pg.QueryResultRow>(
   const client = await pool.connect();
   let broken: Error | undefined;
   try {
-    const [began, set, ran, committed] = await Promise.allSettled([
+    const sent = [
       client.query('BEGIN'),
       client.query('SET LOCAL plan_cache_mode = force_generic_plan'),
       runPrepared<Row>(client, statement, values),
       client.query('COMMIT'),
-    ]);
-    for (const outcome of [began, set, ran, committed]) if (outcome.status === 'rejected') throw outcome.reason;
-    if (committed.status === 'fulfilled' && committed.value.command !== 'COMMIT')
-      throw new Error(`the transaction was rolled back (${committed.value.command})`);
-    return (ran as PromiseFulfilledResult<pg.QueryResult<Row>>).value;
+    ] as const;
+    // Every answer is waited for before the connection goes back (the first failure is thrown).
+    for (const outcome of await Promise.allSettled(sent)) if (outcome.status === 'rejected') throw outcome.reason;
+    const [, , ran, committed] = await Promise.all(sent);
+    assertCommitted(committed);
+    return ran;
   } catch (error) {
     // A connection gone or stuck leaves the pool rather than going to the next caller.
     if (isDatabaseUnavailable(error)) broken = error instanceof Error ? error : new Error('connection broken');
